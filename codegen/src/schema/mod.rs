@@ -1,0 +1,20 @@
+//! PyTorch function-schema syntax: `ns::name.overload(Tensor x, float a=1.0) -> Tensor`.
+//!
+//! [`parse`] turns a string into a [`Schema`]; [`Schema`]'s `Display` prints the canonical form,
+//! and `parse(print(s)) == s` for every schema that parses.
+
+mod default;
+mod error;
+mod lex;
+mod model;
+mod parse;
+mod print;
+mod type_hint;
+
+pub use default::SCALAR_TYPE_NAMES;
+pub use error::SchemaError;
+pub use model::{
+    Alias, Argument, BaseType, DefaultValue, OperatorName, Return, Schema, Type, TypeShape,
+    MAX_TYPE_DEPTH,
+};
+pub use parse::parse;

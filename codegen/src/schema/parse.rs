@@ -1,0 +1,407 @@
+//! The schema grammar: a recursive-descent parser over [`Lexer`] tokens.
+//!
+//! ```text
+//! schema    := name '(' [ params ] ')' '->' returns
+//! name      := [ IDENT '::' ] IDENT [ '.' IDENT ]
+//! params    := param { ',' param }
+//! param     := '*' | type IDENT [ '=' default ]
+//! type      := BASE [ '(' IDENT ['!'] ')' ] { '[' ']' | '?' }     (alias only on Tensor)
+//! returns   := '(' [ ret { ',' ret } ] ')' | ret
+//! ret       := type [ IDENT ]
+//! ```
+//!
+//! The parser never panics: every byte access is checked, and every failure is a
+//! [`SchemaError`] with the byte range of the offending token.
+
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
+use std::borrow::Cow;
+use std::ops::Range;
+use std::str::FromStr;
+
+use super::default::{check, parse_default};
+use super::lex::{Lexer, Tok, Token};
+use super::type_hint::unknown_type_message;
+use super::{
+    Alias, Argument, BaseType, OperatorName, Return, Schema, SchemaError, Type, MAX_TYPE_DEPTH,
+};
+
+/// Parses a PyTorch function schema such as `ns::name.overload(Tensor x, *, int dim=0) -> Tensor`.
+pub fn parse(s: &str) -> Result<Schema, SchemaError> {
+    Parser { lx: Lexer::new(s) }.schema()
+}
+
+impl FromStr for Schema {
+    type Err = SchemaError;
+
+    fn from_str(s: &str) -> Result<Schema, SchemaError> {
+        parse(s)
+    }
+}
+
+struct Parser<'a> {
+    lx: Lexer<'a>,
+}
+
+/// Where a type is parsed, for the messages.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Position {
+    Argument,
+    Return,
+}
+
+fn owned(s: &str) -> Cow<'static, str> {
+    Cow::Owned(s.to_string())
+}
+
+impl<'a> Parser<'a> {
+    fn expected(&self, tok: Token, what: &str) -> SchemaError {
+        SchemaError::new(
+            tok.range(),
+            format!("expected {what}, found {}", self.lx.describe(tok)),
+        )
+    }
+
+    /// The next token, which must be an identifier.
+    fn ident(&mut self, what: &str) -> Result<Token, SchemaError> {
+        let tok = self.lx.peek()?;
+        if tok.kind != Tok::Ident {
+            return Err(self.expected(tok, what));
+        }
+        self.lx.bump(tok);
+        Ok(tok)
+    }
+
+    fn schema(mut self) -> Result<Schema, SchemaError> {
+        let (name, name_range) = self.operator_name()?;
+        let open = self.lx.peek()?;
+        match open.kind {
+            Tok::LParen => self.lx.bump(open),
+            Tok::End => {
+                return Err(SchemaError::new(
+                    name_range,
+                    format!(
+                        "Tried to parse a function schema but only the operator name was given; \
+                         expected the arguments in parentheses, `->` and the return type(s), \
+                         e.g. `{name}(Tensor x) -> Tensor`"
+                    ),
+                ))
+            }
+            _ => return Err(self.expected(open, "`(` and the arguments after the operator name")),
+        }
+        let arguments = self.arguments()?;
+        let arrow = self.lx.peek()?;
+        if arrow.kind != Tok::Arrow {
+            return Err(SchemaError::new(
+                arrow.range(),
+                format!(
+                    "expected `->` followed by the return type(s), found {}",
+                    self.lx.describe(arrow)
+                ),
+            ));
+        }
+        self.lx.bump(arrow);
+        let returns = self.returns()?;
+        let end = self.lx.peek()?;
+        if end.kind != Tok::End {
+            return Err(self.expected(end, "the end of the schema after the return type(s)"));
+        }
+        Ok(Schema {
+            name,
+            arguments: Cow::Owned(arguments),
+            returns: Cow::Owned(returns),
+        })
+    }
+
+    fn operator_name(&mut self) -> Result<(OperatorName, Range<usize>), SchemaError> {
+        let first = self.ident("an operator name such as `my_op(Tensor x) -> Tensor`")?;
+        let mut namespace = None;
+        let mut name = first;
+        let sep = self.lx.peek()?;
+        if sep.kind == Tok::ColonColon {
+            self.lx.bump(sep);
+            name = self.ident("an operator name after `::`")?;
+            namespace = Some(owned(self.lx.text(first)));
+            let again = self.lx.peek()?;
+            if again.kind == Tok::ColonColon {
+                return Err(SchemaError::new(
+                    again.range(),
+                    "nested namespaces are not supported; expected `ns::name`",
+                ));
+            }
+        }
+        let mut last = name;
+        let mut overload = Cow::Borrowed("");
+        let dot = self.lx.peek()?;
+        if dot.kind == Tok::Dot {
+            self.lx.bump(dot);
+            last = self.ident("an overload name after `.`")?;
+            overload = owned(self.lx.text(last));
+        }
+        let name = OperatorName {
+            namespace,
+            name: owned(self.lx.text(name)),
+            overload,
+        };
+        Ok((name, first.start..last.end))
+    }
+
+    fn arguments(&mut self) -> Result<Vec<Argument>, SchemaError> {
+        let mut args: Vec<Argument> = Vec::new();
+        let close = self.lx.peek()?;
+        if close.kind == Tok::RParen {
+            self.lx.bump(close);
+            return Ok(args);
+        }
+        let mut kw_only = false;
+        loop {
+            let star = self.lx.peek()?;
+            if star.kind == Tok::Star {
+                if kw_only {
+                    return Err(SchemaError::new(
+                        star.range(),
+                        "`*` may appear only once in the argument list",
+                    ));
+                }
+                self.lx.bump(star);
+                kw_only = true;
+                let sep = self.lx.next()?;
+                match sep.kind {
+                    Tok::Comma => continue,
+                    Tok::RParen => {
+                        return Err(SchemaError::new(
+                            star.range(),
+                            "`*` must be followed by at least one keyword-only argument",
+                        ))
+                    }
+                    _ => return Err(self.expected(sep, "`,` after `*`")),
+                }
+            }
+            let arg = self.argument(kw_only, &args)?;
+            let sep = self.lx.next()?;
+            match sep.kind {
+                Tok::Comma => args.push(arg),
+                Tok::RParen => {
+                    args.push(arg);
+                    return Ok(args);
+                }
+                _ => {
+                    let what = format!("`,` or `)` after argument `{}`", arg.name);
+                    return Err(self.expected(sep, &what));
+                }
+            }
+        }
+    }
+
+    fn argument(&mut self, kw_only: bool, before: &[Argument]) -> Result<Argument, SchemaError> {
+        let (ty, alias) = self.ty(Position::Argument)?;
+        let name_tok = self.ident(&format!("an argument name after the type `{ty}`"))?;
+        let name = self.lx.text(name_tok);
+        if before.iter().any(|a| a.name == name) {
+            return Err(SchemaError::new(
+                name_tok.range(),
+                format!("duplicate argument name `{name}`"),
+            ));
+        }
+        let mut default = None;
+        let eq = self.lx.peek()?;
+        if eq.kind == Tok::Eq {
+            self.lx.bump(eq);
+            let syntax = parse_default(&mut self.lx)?;
+            default = Some(check(&self.lx, &syntax, ty, name)?);
+        }
+        Ok(Argument {
+            name: owned(name),
+            ty,
+            alias,
+            default,
+            kw_only,
+        })
+    }
+
+    fn returns(&mut self) -> Result<Vec<Return>, SchemaError> {
+        let mut rets: Vec<Return> = Vec::new();
+        let open = self.lx.peek()?;
+        if open.kind != Tok::LParen {
+            rets.push(self.ret(&rets)?);
+            return Ok(rets);
+        }
+        self.lx.bump(open);
+        let close = self.lx.peek()?;
+        if close.kind == Tok::RParen {
+            self.lx.bump(close);
+            return Ok(rets);
+        }
+        loop {
+            let ret = self.ret(&rets)?;
+            rets.push(ret);
+            let sep = self.lx.next()?;
+            match sep.kind {
+                Tok::Comma => continue,
+                Tok::RParen => return Ok(rets),
+                _ => return Err(self.expected(sep, "`,` or `)` in the list of return types")),
+            }
+        }
+    }
+
+    fn ret(&mut self, before: &[Return]) -> Result<Return, SchemaError> {
+        let (ty, alias) = self.ty(Position::Return)?;
+        let mut name = None;
+        let tok = self.lx.peek()?;
+        if tok.kind == Tok::Ident {
+            self.lx.bump(tok);
+            let text = self.lx.text(tok);
+            if before.iter().any(|r| r.name.as_deref() == Some(text)) {
+                return Err(SchemaError::new(
+                    tok.range(),
+                    format!("duplicate return name `{text}`"),
+                ));
+            }
+            name = Some(owned(text));
+        }
+        Ok(Return { name, ty, alias })
+    }
+
+    /// A type with its optional alias annotation: `Tensor(a!)[]?`.
+    fn ty(&mut self, position: Position) -> Result<(Type, Option<Alias>), SchemaError> {
+        let what = match position {
+            Position::Argument => "an argument type such as `Tensor` or `int`",
+            Position::Return => {
+                "a return type such as `Tensor`, or `(Tensor, Tensor)`, or `()` for none"
+            }
+        };
+        let tok = self.lx.peek()?;
+        if tok.kind != Tok::Ident {
+            return Err(self.expected(tok, what));
+        }
+        self.lx.bump(tok);
+        let text = self.lx.text(tok);
+        let Some(base) = BaseType::from_schema_name(text) else {
+            let next = self.lx.peek().map(|t| t.kind).unwrap_or(Tok::Other);
+            let looks_like_name = position == Position::Argument
+                && matches!(next, Tok::Comma | Tok::RParen | Tok::Eq | Tok::End);
+            return Err(SchemaError::new(
+                tok.range(),
+                unknown_type_message(text, looks_like_name),
+            ));
+        };
+        let mut ty = Type::base(base);
+        let mut alias = None;
+        let next = self.lx.peek()?;
+        match next.kind {
+            Tok::LParen => {
+                let (parsed, range) = self.alias()?;
+                if base != BaseType::Tensor {
+                    return Err(SchemaError::new(
+                        range,
+                        format!(
+                            "alias annotations such as `(a!)` are only allowed on `Tensor`, \
+                             not on `{text}`"
+                        ),
+                    ));
+                }
+                alias = Some(parsed);
+            }
+            Tok::Bang if base == BaseType::Tensor => {
+                return Err(SchemaError::new(
+                    next.range(),
+                    "expected a named alias set: write `Tensor(a!)` instead of `Tensor!`",
+                ))
+            }
+            _ => {}
+        }
+        loop {
+            let tok = self.lx.peek()?;
+            ty = match tok.kind {
+                Tok::LBracket => {
+                    self.lx.bump(tok);
+                    let close = self.lx.next()?;
+                    match close.kind {
+                        Tok::RBracket => wrap(ty.list(), ty, tok.start..close.end)?,
+                        Tok::Int => {
+                            let size = self.lx.text(close);
+                            let bracket = self.lx.peek()?;
+                            let end = if bracket.kind == Tok::RBracket {
+                                bracket.end
+                            } else {
+                                close.end
+                            };
+                            return Err(SchemaError::new(
+                                tok.start..end,
+                                format!(
+                                    "fixed-size lists such as `{ty}[{size}]` are not \
+                                     supported; write `{ty}[]`"
+                                ),
+                            ));
+                        }
+                        _ => return Err(self.expected(close, "`]` after `[`")),
+                    }
+                }
+                Tok::Question => {
+                    self.lx.bump(tok);
+                    wrap(ty.optional(), ty, tok.range())?
+                }
+                Tok::LParen => {
+                    let (_, range) = self.alias()?;
+                    let message = if base == BaseType::Tensor {
+                        "an alias annotation goes once, directly after `Tensor`, as in \
+                         `Tensor(a!)[]`"
+                            .to_string()
+                    } else {
+                        format!(
+                            "alias annotations such as `(a!)` are only allowed on `Tensor`, \
+                             not on `{ty}`"
+                        )
+                    };
+                    return Err(SchemaError::new(range, message));
+                }
+                _ => return Ok((ty, alias)),
+            };
+        }
+    }
+
+    /// `(a)` or `(a!)`, with its byte range.
+    fn alias(&mut self) -> Result<(Alias, Range<usize>), SchemaError> {
+        let open = self.lx.next()?;
+        let set = self.lx.peek()?;
+        if set.kind != Tok::Ident {
+            return Err(self.expected(set, "an alias set name such as `a` in `Tensor(a!)`"));
+        }
+        self.lx.bump(set);
+        let mut close = self.lx.next()?;
+        let is_write = close.kind == Tok::Bang;
+        if is_write {
+            close = self.lx.next()?;
+        }
+        if close.kind != Tok::RParen {
+            return Err(self.expected(
+                close,
+                "`)` to close the alias annotation (only `Tensor(a)` and `Tensor(a!)` are \
+                 supported)",
+            ));
+        }
+        let alias = Alias {
+            set: owned(self.lx.text(set)),
+            is_write,
+        };
+        Ok((alias, open.start..close.end))
+    }
+}
+
+/// `wrapped` (the result of `Type::list`/`Type::optional` on `ty`), or the depth error.
+fn wrap(wrapped: Option<Type>, ty: Type, range: Range<usize>) -> Result<Type, SchemaError> {
+    wrapped.ok_or_else(|| {
+        SchemaError::new(
+            range,
+            format!(
+                "type `{ty}` is nested too deeply: a type may carry at most {MAX_TYPE_DEPTH} \
+                 `[]`/`?` suffixes"
+            ),
+        )
+    })
+}
