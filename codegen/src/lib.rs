@@ -1,0 +1,7 @@
+//! The code model opbox shares between its macros (at compile time) and its runtime.
+//!
+//! Nothing here depends on proc-macro types: the macros turn this model into tokens, and the
+//! runtime reads the same model back as static data.
+
+pub mod cuda;
+pub mod schema;

@@ -1,0 +1,40 @@
+//! opbox's attribute macros. Each is parse → model (opbox-codegen) → validate → expand; on
+//! error the original item is emitted too, so one mistake gives one error and the IDE keeps
+//! working.
+
+use proc_macro::TokenStream;
+
+mod library;
+mod naming;
+mod rust_forms;
+mod schema_error;
+mod schema_tokens;
+mod stable_impl;
+
+/// Defines the namespace's ops from `m.def("schema")` calls, checked at compile time.
+///
+/// ```ignore
+/// #[stable_library(mylib)]
+/// fn mylib(m: &mut Library) {
+///     m.def("axpby(Tensor x, Tensor y, float a=1.0, float b=1.0) -> Tensor");
+/// }
+/// ```
+/// Generates `mod mylib` with one marker type per op (`mylib::axpby`), which
+/// `#[stable_impl(mylib, KEY)]` checks kernel signatures against.
+#[proc_macro_attribute]
+pub fn stable_library(attr: TokenStream, item: TokenStream) -> TokenStream {
+    library::expand(attr.into(), item.into(), library::Kind::Library).into()
+}
+
+/// More ops for a namespace that a `#[stable_library]` defines elsewhere.
+#[proc_macro_attribute]
+pub fn stable_fragment(attr: TokenStream, item: TokenStream) -> TokenStream {
+    library::expand(attr.into(), item.into(), library::Kind::Fragment).into()
+}
+
+/// Registers kernels for one dispatch key: on a module, every `fn` in it implements the op of
+/// the same name; on a single fn, `#[stable_impl(mylib::axpby, CPU)]` names the op.
+#[proc_macro_attribute]
+pub fn stable_impl(attr: TokenStream, item: TokenStream) -> TokenStream {
+    stable_impl::expand(attr.into(), item.into()).into()
+}

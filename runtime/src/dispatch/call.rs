@@ -1,0 +1,168 @@
+//! Typed calls: tuples of Rust values in, a value, a tuple or `()` out.
+
+use opbox_codegen::schema::Schema;
+
+use crate::value::{List, StableValue, Stack};
+use crate::{DType, Device, Error, Result, Scalar, Tensor};
+
+/// The arguments of a typed call: a tuple of values that box (`(&x, &y, 2.0)`), or `()`.
+pub trait IntoStack {
+    fn push_onto(self, stack: &mut Stack);
+}
+
+/// A value a typed call can return, taken out of its output slot.
+pub trait FromOutput: Sized {
+    /// The value, or the slot back so the error can describe it.
+    fn from_output(value: StableValue) -> Result<Self, StableValue>;
+}
+
+/// The result of a typed call: one value, a tuple of values, or `()`.
+pub trait FromStack: Sized {
+    const COUNT: usize;
+    fn from_stack(op: &str, schema: &Schema, stack: Stack) -> Result<Self>;
+}
+
+impl IntoStack for () {
+    fn push_onto(self, _: &mut Stack) {}
+}
+
+macro_rules! into_stack_tuple {
+    ($($name:ident),+) => {
+        impl<$($name: crate::value::IntoStable),+> IntoStack for ($($name,)+) {
+            #[allow(non_snake_case)]
+            fn push_onto(self, stack: &mut Stack) {
+                let ($($name,)+) = self;
+                $(stack.push($name);)+
+            }
+        }
+    };
+}
+into_stack_tuple!(A);
+into_stack_tuple!(A, B);
+into_stack_tuple!(A, B, C);
+into_stack_tuple!(A, B, C, D);
+into_stack_tuple!(A, B, C, D, E);
+into_stack_tuple!(A, B, C, D, E, F);
+into_stack_tuple!(A, B, C, D, E, F, G);
+into_stack_tuple!(A, B, C, D, E, F, G, H);
+into_stack_tuple!(A, B, C, D, E, F, G, H, I);
+into_stack_tuple!(A, B, C, D, E, F, G, H, I, J);
+into_stack_tuple!(A, B, C, D, E, F, G, H, I, J, K);
+into_stack_tuple!(A, B, C, D, E, F, G, H, I, J, K, L);
+
+impl IntoStack for Stack {
+    fn push_onto(self, stack: &mut Stack) {
+        for value in self.as_slice() {
+            stack.push(value.clone());
+        }
+    }
+}
+
+impl FromOutput for Tensor {
+    fn from_output(mut value: StableValue) -> Result<Self, StableValue> {
+        value.take_tensor().ok_or(value)
+    }
+}
+
+impl FromOutput for StableValue {
+    fn from_output(value: StableValue) -> Result<Self, StableValue> {
+        Ok(value)
+    }
+}
+
+macro_rules! from_output_via_from_stable {
+    ($($ty:ty),+) => {$(
+        impl FromOutput for $ty {
+            fn from_output(value: StableValue) -> Result<Self, StableValue> {
+                match <$ty as crate::value::FromStable>::from_stable(&value) {
+                    Ok(v) => Ok(v),
+                    Err(_) => Err(value),
+                }
+            }
+        }
+    )+};
+}
+from_output_via_from_stable!(bool, i64, f64, String, DType, Device, Scalar);
+
+impl<T: FromOutput> FromOutput for Option<T> {
+    fn from_output(value: StableValue) -> Result<Self, StableValue> {
+        if value.is_none() {
+            Ok(None)
+        } else {
+            T::from_output(value).map(Some)
+        }
+    }
+}
+
+impl<T: FromOutput> FromOutput for Vec<T> {
+    fn from_output(value: StableValue) -> Result<Self, StableValue> {
+        let Some(list) = value.as_list() else { return Err(value) };
+        let items: Option<Vec<T>> = match list.clone() {
+            List::Bool(v) => v.into_iter().map(|x| T::from_output(StableValue::bool(x)).ok()).collect(),
+            List::Int(v) => v.into_iter().map(|x| T::from_output(StableValue::int(x)).ok()).collect(),
+            List::Float(v) => v.into_iter().map(|x| T::from_output(StableValue::float(x)).ok()).collect(),
+            List::Str(v) => v.into_iter().map(|x| T::from_output(StableValue::str(x)).ok()).collect(),
+            List::Tensor(v) => v.into_iter().map(|x| T::from_output(StableValue::tensor(x)).ok()).collect(),
+            List::Values(v) => v.into_iter().map(|x| T::from_output(x).ok()).collect(),
+        };
+        items.ok_or(value)
+    }
+}
+
+fn return_type_error(op: &str, schema: &Schema, index: usize, got: &StableValue) -> Error {
+    Error::ReturnType {
+        op: op.to_string(),
+        index,
+        expected: schema.returns.get(index).map(|r| r.ty.to_string()).unwrap_or_default(),
+        got: got.describe(),
+    }
+}
+
+fn check_count(op: &str, schema: &Schema, count: usize) -> Result<()> {
+    if schema.returns.len() == count {
+        return Ok(());
+    }
+    Err(Error::ReturnCount {
+        op: op.to_string(),
+        expected: schema.returns.len(),
+        got: count,
+        schema: schema.to_string(),
+    })
+}
+
+impl FromStack for () {
+    const COUNT: usize = 0;
+    fn from_stack(op: &str, schema: &Schema, _: Stack) -> Result<Self> {
+        check_count(op, schema, 0)
+    }
+}
+
+impl<T: FromOutput> FromStack for T {
+    const COUNT: usize = 1;
+    fn from_stack(op: &str, schema: &Schema, mut stack: Stack) -> Result<Self> {
+        check_count(op, schema, 1)?;
+        let value = stack.pop().unwrap_or_default();
+        T::from_output(value).map_err(|v| return_type_error(op, schema, 0, &v))
+    }
+}
+
+macro_rules! from_stack_tuple {
+    ($count:literal; $($name:ident $index:tt),+) => {
+        impl<$($name: FromOutput),+> FromStack for ($($name,)+) {
+            const COUNT: usize = $count;
+            fn from_stack(op: &str, schema: &Schema, stack: Stack) -> Result<Self> {
+                check_count(op, schema, $count)?;
+                let mut values = stack.into_iter();
+                Ok(($(
+                    $name::from_output(values.next().unwrap_or_default())
+                        .map_err(|v| return_type_error(op, schema, $index, &v))?,
+                )+))
+            }
+        }
+    };
+}
+from_stack_tuple!(2; A 0, B 1);
+from_stack_tuple!(3; A 0, B 1, C 2);
+from_stack_tuple!(4; A 0, B 1, C 2, D 3);
+from_stack_tuple!(5; A 0, B 1, C 2, D 3, E 4);
+from_stack_tuple!(6; A 0, B 1, C 2, D 3, E 4, F 5);

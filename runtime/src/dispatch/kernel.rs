@@ -1,0 +1,161 @@
+//! The boxed kernel ABI, and the helper every generated shim calls.
+
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::registration::OpSpec;
+use crate::value::{FromStable, StableValue};
+use crate::{Error, Result};
+
+/// A boxed kernel: `extern "C"`, so a plugin built by another compiler can provide one.
+///
+/// On entry `stack[0..num_args]` hold the arguments, which the kernel borrows, and
+/// `stack[num_args..num_args + num_outputs]` hold None, which the kernel overwrites with owned
+/// results. It returns [`STATUS_OK`], or another status with the error left for
+/// [`take_last_error`] on the calling thread. It never unwinds.
+pub type BoxedKernelFn =
+    unsafe extern "C" fn(stack: *mut StableValue, num_args: u64, num_outputs: u64) -> i32;
+
+pub const STATUS_OK: i32 = 0;
+/// The kernel returned an error.
+pub const STATUS_ERROR: i32 = 1;
+/// The kernel panicked; the panic was caught at the `extern "C"` edge.
+pub const STATUS_PANIC: i32 = 2;
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<Error>> = const { RefCell::new(None) };
+}
+
+/// The error the last failed kernel on this thread left behind.
+pub fn take_last_error() -> Option<Error> {
+    LAST_ERROR.with(|slot| slot.borrow_mut().take())
+}
+
+fn set_last_error(error: Error) {
+    LAST_ERROR.with(|slot| *slot.borrow_mut() = Some(error));
+}
+
+/// A kernel's view of its arguments, with unboxing that names the op and argument on a
+/// mismatch.
+pub struct KernelArgs<'a> {
+    op: &'static str,
+    schema: &'static opbox_codegen::schema::Schema,
+    values: &'a [StableValue],
+}
+
+impl<'a> KernelArgs<'a> {
+    /// Unboxes argument `index` as `T`, or says which argument had which wrong type.
+    pub fn get<T: FromStable<'a>>(&self, index: usize) -> Result<T> {
+        let value = self.values.get(index).ok_or_else(|| Error::ArgCount {
+            op: self.op.to_string(),
+            expected: self.schema.arguments.len(),
+            got: self.values.len(),
+            schema: self.schema.to_string(),
+        })?;
+        T::from_stable(value).map_err(|_| {
+            let arg = self.schema.arguments.get(index);
+            Error::ArgType {
+                op: self.op.to_string(),
+                index,
+                name: arg.map(|a| a.name.to_string()).unwrap_or_default(),
+                expected: arg.map(|a| a.ty.to_string()).unwrap_or_default(),
+                got: value.describe(),
+            }
+        })
+    }
+}
+
+/// The output slots a kernel writes, in order.
+pub struct KernelOutputs<'a> {
+    slots: &'a mut [StableValue],
+    written: usize,
+}
+
+impl KernelOutputs<'_> {
+    pub fn push(&mut self, value: StableValue) -> Result<()> {
+        let slot = self.slots.get_mut(self.written).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "kernel wrote more than the {} outputs its schema declares",
+                self.written
+            ))
+        })?;
+        *slot = value;
+        self.written += 1;
+        Ok(())
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-string panic payload".to_string()
+    }
+}
+
+/// Runs a kernel body behind the boxed ABI: checks the counts, catches errors and panics, and
+/// turns them into a status. Generated shims call this; so can hand-written ones.
+///
+/// # Safety
+/// `stack` must point to `num_args + num_outputs` initialised values that stay valid and
+/// unaliased for the call, as [`BoxedKernelFn`] describes.
+pub unsafe fn boxed_call<S: OpSpec>(
+    stack: *mut StableValue,
+    num_args: u64,
+    num_outputs: u64,
+    body: impl FnOnce(&KernelArgs<'_>, &mut KernelOutputs<'_>) -> Result<()>,
+) -> i32 {
+    let schema = S::SCHEMA;
+    let counts = (usize::try_from(num_args), usize::try_from(num_outputs));
+    let (Ok(num_args), Ok(num_outputs)) = counts else {
+        set_last_error(Error::InvalidArgument(format!("{}: stack size does not fit in memory", S::NAME)));
+        return STATUS_ERROR;
+    };
+    if num_args != schema.arguments.len() || stack.is_null() {
+        set_last_error(Error::ArgCount {
+            op: S::NAME.to_string(),
+            expected: schema.arguments.len(),
+            got: if stack.is_null() { 0 } else { num_args },
+            schema: schema.to_string(),
+        });
+        return STATUS_ERROR;
+    }
+    if num_outputs != schema.returns.len() {
+        set_last_error(Error::ReturnCount {
+            op: S::NAME.to_string(),
+            expected: schema.returns.len(),
+            got: num_outputs,
+            schema: schema.to_string(),
+        });
+        return STATUS_ERROR;
+    }
+    // SAFETY: the caller guarantees `stack` points to `num_args + num_outputs` initialised,
+    // unaliased values (checked non-null above); the two halves do not overlap.
+    let (inputs, outputs) = unsafe {
+        (
+            std::slice::from_raw_parts(stack, num_args),
+            std::slice::from_raw_parts_mut(stack.add(num_args), num_outputs),
+        )
+    };
+    let args = KernelArgs { op: S::NAME, schema, values: inputs };
+    let mut outs = KernelOutputs { slots: outputs, written: 0 };
+    match catch_unwind(AssertUnwindSafe(|| body(&args, &mut outs))) {
+        Ok(Ok(())) => STATUS_OK,
+        Ok(Err(error)) => {
+            set_last_error(match error {
+                Error::Message(message) => Error::Kernel { op: S::NAME.to_string(), message },
+                other => other,
+            });
+            STATUS_ERROR
+        }
+        Err(payload) => {
+            set_last_error(Error::KernelPanic {
+                op: S::NAME.to_string(),
+                message: panic_message(payload.as_ref()),
+            });
+            STATUS_PANIC
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! Resolving ops by name, and calling them.
+
+use opbox_codegen::schema::{BaseType, DefaultValue, Schema};
+
+use super::call::{FromStack, IntoStack};
+use super::kernel::{take_last_error, STATUS_OK};
+use super::key::DispatchKey;
+use super::registry::{check, OpEntry};
+use super::suggest::closest;
+use crate::value::{List, StableValue, Stack};
+use crate::{DType, Device, Error, Result};
+
+/// Collects and checks every registration now, returning the first problem found (all of
+/// them, if several). Optional: the first [`op`] does the same.
+pub fn init() -> Result<()> {
+    check().map(|_| ())
+}
+
+/// Resolves `ns::name` or `ns::name.overload` once; call the handle as often as you like.
+pub fn op(name: &str) -> Result<OpHandle> {
+    let registry = check()?;
+    match registry.ops.get(name) {
+        Some(entry) => Ok(OpHandle { entry }),
+        None => Err(Error::UnknownOp {
+            name: name.to_string(),
+            suggestion: closest(name, registry.ops.keys().map(String::as_str)).map(str::to_string),
+        }),
+    }
+}
+
+/// A resolved op. `Copy`, `Send` and `Sync`: share it freely between threads.
+#[derive(Clone, Copy, Debug)]
+pub struct OpHandle {
+    entry: &'static OpEntry,
+}
+
+impl OpHandle {
+    /// `ns::name[.overload]`.
+    pub fn name(&self) -> &'static str {
+        &self.entry.name
+    }
+
+    pub fn schema(&self) -> &'static Schema {
+        self.entry.schema
+    }
+
+    /// The keys this op has kernels for, by name.
+    pub fn backends(&self) -> Vec<String> {
+        self.entry.available_keys()
+    }
+
+    /// Typed call: boxes `args` (a tuple), calls, and unboxes the result as `R` — a single
+    /// value, a tuple, or `()`. Trailing arguments with defaults may be left out.
+    pub fn call<A: IntoStack, R: FromStack>(&self, args: A) -> Result<R> {
+        let mut stack = Stack::new();
+        args.push_onto(&mut stack);
+        self.call_boxed(&mut stack)?;
+        R::from_stack(self.name(), self.entry.schema, stack)
+    }
+
+    /// Boxed call. On entry the stack holds the arguments; on success it holds the results.
+    /// On error it is empty: the arguments have been released.
+    pub fn call_boxed(&self, stack: &mut Stack) -> Result<()> {
+        self.call_boxed_with(None, stack)
+    }
+
+    /// Boxed call of an op that may take no tensors, on the given key (without tensors the key
+    /// is CPU).
+    pub fn call_boxed_on(&self, key: DispatchKey, stack: &mut Stack) -> Result<()> {
+        self.call_boxed_with(Some(key), stack)
+    }
+
+    fn call_boxed_with(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Result<()> {
+        let result = self.try_call(key, stack);
+        if result.is_err() {
+            stack.clear();
+        }
+        result
+    }
+
+    fn try_call(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Result<()> {
+        let entry = self.entry;
+        let schema = entry.schema;
+        let num_args = schema.arguments.len();
+        if stack.len() < num_args {
+            fill_defaults(entry, stack)?;
+        }
+        if stack.len() != num_args {
+            return Err(Error::ArgCount {
+                op: entry.name.clone(),
+                expected: num_args,
+                got: stack.len(),
+                schema: schema.to_string(),
+            });
+        }
+        let key = match dispatch_device(entry, stack)? {
+            Some(device) => DispatchKey::for_device(device),
+            None => key.unwrap_or(DispatchKey::CPU),
+        };
+        let kernel = entry.kernel_for(key).ok_or_else(|| Error::NoKernel {
+            op: entry.name.clone(),
+            key: key.to_string(),
+            available: entry.available_keys(),
+        })?;
+        let num_outputs = schema.returns.len();
+        let base = stack.reserve_outputs(num_outputs);
+        // SAFETY: `base` points at the stack's `num_args + num_outputs` initialised values (the
+        // outputs were just set to None), which nothing else touches during the call; the
+        // kernel honours the BoxedKernelFn contract (generated shims do, via `boxed_call`).
+        let status = unsafe { kernel(base, num_args as u64, num_outputs as u64) };
+        if status != STATUS_OK {
+            return Err(take_last_error().unwrap_or_else(|| Error::Kernel {
+                op: entry.name.clone(),
+                message: format!("kernel failed with status {status} and left no error"),
+            }));
+        }
+        stack.release_front(num_args);
+        Ok(())
+    }
+}
+
+/// The one device all tensor arguments are on, or None when the call has no tensors.
+fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
+    let mut first: Option<(usize, Device)> = None;
+    for &index in &entry.tensor_args {
+        let Some(value) = stack.get(index) else { continue };
+        let single = value.as_tensor();
+        let listed = value.as_list().into_iter().flat_map(List::tensors);
+        for tensor in single.into_iter().chain(listed) {
+            let device = tensor.device();
+            match first {
+                None => first = Some((index, device)),
+                Some((_, d)) if d == device => {}
+                Some((first_index, first_device)) => {
+                    let name = |i: usize| entry.schema.arguments[i].name.to_string();
+                    return Err(Error::MixedDevices {
+                        op: entry.name.clone(),
+                        first_index,
+                        first_name: name(first_index),
+                        first_device: first_device.to_string(),
+                        index,
+                        name: name(index),
+                        device: device.to_string(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(first.map(|(_, d)| d))
+}
+
+/// Appends the defaults of the arguments the caller left out, or fails naming the first one
+/// that has no default.
+fn fill_defaults(entry: &OpEntry, stack: &mut Stack) -> Result<()> {
+    let schema = entry.schema;
+    for arg in &schema.arguments[stack.len()..] {
+        let Some(default) = &arg.default else {
+            return Err(Error::ArgCount {
+                op: entry.name.clone(),
+                expected: schema.arguments.len(),
+                got: stack.len(),
+                schema: schema.to_string(),
+            });
+        };
+        stack.push(default_value(default, arg.ty.base_type()));
+    }
+    Ok(())
+}
+
+fn default_value(default: &DefaultValue, base: BaseType) -> StableValue {
+    match default {
+        DefaultValue::None => StableValue::none(),
+        DefaultValue::Bool(b) => StableValue::bool(*b),
+        DefaultValue::Int(i) => StableValue::int(*i),
+        DefaultValue::Float(f) => StableValue::float(*f),
+        DefaultValue::Str(s) => match base {
+            BaseType::Device => s.parse::<Device>().map(StableValue::device).unwrap_or_else(|_| StableValue::str(s.as_ref())),
+            BaseType::ScalarType => dtype_named(s).map(StableValue::dtype).unwrap_or_else(|| StableValue::str(s.as_ref())),
+            _ => StableValue::str(s.as_ref()),
+        },
+        DefaultValue::IntList(v) => StableValue::list(List::Int(v.to_vec())),
+        DefaultValue::FloatList(v) => StableValue::list(List::Float(v.to_vec())),
+        DefaultValue::BoolList(v) => StableValue::list(List::Bool(v.to_vec())),
+    }
+}
+
+
+/// The dtype a schema default names (`ScalarType dtype=float32`), in PyTorch's spellings.
+fn dtype_named(name: &str) -> Option<DType> {
+    Some(match name {
+        "float" | "float32" => DType::F32,
+        "double" | "float64" => DType::F64,
+        "half" | "float16" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "int" | "int32" => DType::I32,
+        "long" | "int64" => DType::I64,
+        "uint8" => DType::U8,
+        "bool" => DType::Bool,
+        _ => return None,
+    })
+}

@@ -1,0 +1,52 @@
+//! What the macros submit to `inventory`: static data only, collected once at first use.
+
+use opbox_codegen::schema::Schema;
+
+use super::key::DispatchKey;
+use super::kernel::BoxedKernelFn;
+use crate::error::Site;
+
+/// Implemented by the marker type `#[stable_library]` generates for each op.
+pub trait OpSpec {
+    /// `ns::name` or `ns::name.overload`.
+    const NAME: &'static str;
+    const SCHEMA: &'static Schema;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LibraryKind {
+    /// `#[stable_library]`: the one definer of a namespace.
+    Def,
+    /// `#[stable_fragment]`: more ops for a namespace, any number of them.
+    Fragment,
+}
+
+/// One op defined by a library or fragment, and the line of its `m.def`.
+#[derive(Debug)]
+pub struct OpDef {
+    pub schema: &'static Schema,
+    pub site: Site,
+}
+
+#[derive(Debug)]
+pub struct LibraryRegistration {
+    pub namespace: &'static str,
+    pub kind: LibraryKind,
+    pub site: Site,
+    pub ops: &'static [OpDef],
+}
+
+#[derive(Debug)]
+pub struct KernelRegistration {
+    /// `ns::name[.overload]`, from the op's marker.
+    pub op: &'static str,
+    pub key: DispatchKey,
+    pub kernel: BoxedKernelFn,
+    pub site: Site,
+    /// The implementing function's path, which tells a repeated registration of one function
+    /// from two different functions.
+    pub function: &'static str,
+}
+
+inventory::collect!(LibraryRegistration);
+inventory::collect!(KernelRegistration);

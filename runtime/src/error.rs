@@ -1,0 +1,134 @@
+//! The one error type of opbox. Every message names what went wrong and, where there is one,
+//! the fix.
+
+use std::fmt;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Where a registration was written: `src/lib.rs:12`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Site {
+    pub file: &'static str,
+    pub line: u32,
+}
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A boxed argument with the wrong tag, or a null handle.
+    #[error("{op} expects argument #{index} ({name}) to be {expected}, but got {got}")]
+    ArgType { op: String, index: usize, name: String, expected: String, got: String },
+
+    /// A boxed call with the wrong number of arguments.
+    #[error("{op} takes {expected} arguments (schema: {schema}), but {got} were given")]
+    ArgCount { op: String, expected: usize, got: usize, schema: String },
+
+    /// A kernel handed back a value that does not match the schema's return.
+    #[error("{op} should return {expected} for return #{index}, but its kernel returned {got}")]
+    ReturnType { op: String, index: usize, expected: String, got: String },
+
+    /// A typed call asked for a different number of results than the schema returns.
+    #[error("{op} returns {expected} values (schema: {schema}), but the call expects {got}")]
+    ReturnCount { op: String, expected: usize, got: usize, schema: String },
+
+    #[error("could not run '{op}' with arguments from the '{key}' backend: '{op}' is only available for these backends: [{}]", available.join(", "))]
+    NoKernel { op: String, key: String, available: Vec<String> },
+
+    #[error("{op} got tensors on different devices: argument #{first_index} ({first_name}) is on {first_device}, argument #{index} ({name}) is on {device}; move them to one device first")]
+    MixedDevices {
+        op: String,
+        first_index: usize,
+        first_name: String,
+        first_device: String,
+        index: usize,
+        name: String,
+        device: String,
+    },
+
+    #[error("unknown operator '{name}'{}", suggestion.as_ref().map(|s| format!("; did you mean '{s}'?")).unwrap_or_default())]
+    UnknownOp { name: String, suggestion: Option<String> },
+
+    #[error("only one #[stable_library] may define the namespace '{namespace}': first at {first}, again at {second}. Put all definitions in one #[stable_library({namespace})], or use #[stable_fragment({namespace})] for the others")]
+    DuplicateLibrary { namespace: String, first: Site, second: Site },
+
+    #[error("operator '{op}' is defined twice: first at {first}, again at {second}. Give one of them an overload name (`{op}.name(...)`) or remove it")]
+    DuplicateOp { op: String, first: Site, second: Site },
+
+    #[error("operator '{op}' has two different {key} kernels: first at {first}, again at {second}. Keep one of them")]
+    DuplicateImpl { op: String, key: String, first: Site, second: Site },
+
+    #[error("a {key} kernel for '{op}' is registered at {site}, but no #[stable_library] or #[stable_fragment] defines '{op}'")]
+    ImplWithoutDef { op: String, key: String, site: Site },
+
+    #[error("a #[stable_fragment({namespace})] at {site} adds to namespace '{namespace}', but no #[stable_library({namespace})] defines it")]
+    FragmentWithoutLibrary { namespace: String, site: Site },
+
+    /// Several registration problems found in one collection pass.
+    #[error("{} registration errors:\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
+    Registration(Vec<Error>),
+
+    /// A kernel returned an error of its own.
+    #[error("{op}: {message}")]
+    Kernel { op: String, message: String },
+
+    /// A kernel panicked; the panic was caught at the C ABI edge.
+    #[error("{op} panicked: {message}")]
+    KernelPanic { op: String, message: String },
+
+    #[error("shape error: {0}")]
+    Shape(String),
+
+    #[error("dtype mismatch: expected {expected}, got {got}")]
+    DType { expected: String, got: String },
+
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    #[error("{0}")]
+    Unsupported(String),
+
+    #[error("tensor storage is borrowed elsewhere: {0}")]
+    StorageBusy(String),
+
+    /// A free-form error from user code.
+    #[error("{0}")]
+    Message(String),
+
+    /// CUDA (the driver or NVRTC) cannot be used on this machine; CPU paths still work.
+    #[error("CUDA is not available: {reason}")]
+    NoCuda { reason: String },
+
+    /// A CUDA driver call failed for a kernel (or, where `kernel` names no kernel, for the
+    /// device or context named there).
+    #[error("CUDA error in {kernel}: {message}")]
+    Cuda { kernel: String, message: String },
+
+    /// NVRTC rejected a kernel; `log` is its log, with the user's file(line) kept.
+    #[error("kernel '{kernel}' failed to compile:\n{log}")]
+    Compile { kernel: String, log: String },
+}
+
+impl Error {
+    /// An error from user code, with a message.
+    pub fn msg(message: impl Into<String>) -> Error {
+        Error::Message(message.into())
+    }
+}
+
+impl From<String> for Error {
+    fn from(s: String) -> Error {
+        Error::Message(s)
+    }
+}
+
+impl From<&str> for Error {
+    fn from(s: &str) -> Error {
+        Error::Message(s.to_string())
+    }
+}

@@ -1,0 +1,18 @@
+//! opbox's runtime: the tagged [`StableValue`] stack, [`Tensor`], and the dispatcher.
+
+#[cfg(feature = "cuda")]
+pub mod cuda;
+pub mod dispatch;
+pub mod error;
+pub mod scalar;
+pub mod tensor;
+pub mod typemap;
+pub mod value;
+
+pub use opbox_codegen::schema;
+
+pub use dispatch::{init, op, DispatchKey, Library, OpHandle};
+pub use error::{Error, Result, Site};
+pub use scalar::Scalar;
+pub use tensor::{DType, Device, Element, Tensor};
+pub use value::{Stack, StableValue, Tag};

@@ -1,0 +1,172 @@
+//! The one table from schema types to Rust types, as traits, so rustc checks every kernel
+//! signature against its schema.
+//!
+//! [`RustParam`] maps a Rust parameter type to a marker in [`ty`]; `#[stable_library]` says,
+//! per op and argument, which markers fit the schema type; `#[stable_impl]` asks rustc whether
+//! the kernel's types do. The same goes for returns through [`KernelReturn`].
+//!
+//! | schema      | parameter                | return          |
+//! |-------------|--------------------------|-----------------|
+//! | Tensor      | `&Tensor`, `Tensor`      | `Tensor`        |
+//! | Tensor(a!)  | `&Tensor`                | `Tensor`        |
+//! | int         | `i64`                    | `i64`           |
+//! | float       | `f64`                    | `f64`           |
+//! | bool        | `bool`                   | `bool`          |
+//! | str         | `&str`, `String`         | `String`        |
+//! | ScalarType  | `DType`                  | `DType`         |
+//! | Device      | `Device`                 | `Device`        |
+//! | Scalar      | `Scalar`                 | `Scalar`        |
+//! | T[]         | `&[T]`, `Vec<T>`         | `Vec<T>`        |
+//! | T?          | `Option<T>`              | `Option<T>`     |
+
+use crate::dispatch::KernelOutputs;
+use crate::value::IntoStable;
+use crate::{DType, Device, Error, Result, Scalar, Tensor};
+
+/// Markers for the schema-side shape of a Rust type. Only rustc sees them.
+pub mod ty {
+    use std::marker::PhantomData;
+
+    pub struct TensorRef;
+    pub struct TensorVal;
+    pub struct Int;
+    pub struct Float;
+    pub struct Bool;
+    pub struct Str;
+    pub struct ScalarType;
+    pub struct Device;
+    pub struct Scalar;
+    pub struct List<T>(PhantomData<T>);
+    pub struct Optional<T>(PhantomData<T>);
+    /// A Rust type with no schema type, such as `f32`: its error names the expected type.
+    pub struct Rust<T>(PhantomData<T>);
+}
+
+/// A Rust type a kernel can take as a parameter.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an op parameter",
+    label = "not a type the boxed ABI can pass",
+    note = "schema types map to Rust types: Tensor → &Tensor or Tensor, int → i64, float → f64, bool → bool, str → &str or String, ScalarType → DType, Device → Device, Scalar → Scalar, T[] → &[T] or Vec<T>, T? → Option<T>"
+)]
+pub trait RustParam {
+    type Schema;
+}
+
+/// A Rust type a kernel can return as one value.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from an op",
+    label = "not a type the boxed ABI can return",
+    note = "return types map as: Tensor → Tensor, int → i64, float → f64, bool → bool, str → String, T[] → Vec<T>, T? → Option<T>; several returns are a tuple, none is ()"
+)]
+pub trait ReturnValue: IntoStable {
+    type Schema;
+}
+
+macro_rules! map {
+    ($($rust:ty => $schema:ty),+ $(,)?) => {$(
+        impl RustParam for $rust { type Schema = $schema; }
+    )+};
+}
+map! {
+    &Tensor => ty::TensorRef,
+    Tensor => ty::TensorVal,
+    i64 => ty::Int,
+    f64 => ty::Float,
+    bool => ty::Bool,
+    &str => ty::Str,
+    String => ty::Str,
+    DType => ty::ScalarType,
+    Device => ty::Device,
+    Scalar => ty::Scalar,
+}
+
+macro_rules! not_schema {
+    ($($rust:ty),+) => {$(
+        impl RustParam for $rust { type Schema = ty::Rust<$rust>; }
+    )+};
+}
+not_schema!(f32, i8, i16, i32, u8, u16, u32, u64, usize, isize, char);
+
+impl<T: RustParam> RustParam for Option<T> {
+    type Schema = ty::Optional<T::Schema>;
+}
+impl<T: RustParam> RustParam for Vec<T> {
+    type Schema = ty::List<T::Schema>;
+}
+impl<T: RustParam> RustParam for &[T] {
+    type Schema = ty::List<T::Schema>;
+}
+
+macro_rules! ret {
+    ($($rust:ty => $schema:ty),+ $(,)?) => {$(
+        impl ReturnValue for $rust { type Schema = $schema; }
+    )+};
+}
+ret! {
+    Tensor => ty::TensorVal,
+    i64 => ty::Int,
+    f64 => ty::Float,
+    bool => ty::Bool,
+    String => ty::Str,
+    DType => ty::ScalarType,
+    Device => ty::Device,
+    Scalar => ty::Scalar,
+}
+impl<T: ReturnValue> ReturnValue for Option<T> {
+    type Schema = ty::Optional<T::Schema>;
+}
+impl<T: ReturnValue> ReturnValue for Vec<T> {
+    type Schema = ty::List<T::Schema>;
+}
+
+/// What a kernel function returns: one value, a tuple, `()`, or any of them in a `Result`
+/// whose error converts into `opbox::Error`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from an op kernel",
+    label = "return one value, a tuple of values, or (), optionally inside Result<_, E> with E: Into<opbox::Error>"
+)]
+pub trait KernelReturn {
+    /// A tuple of the returns' schema markers.
+    type Schema;
+    fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()>;
+}
+
+impl KernelReturn for () {
+    type Schema = ();
+    fn write(self, _: &mut KernelOutputs<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl<T: ReturnValue> KernelReturn for T {
+    type Schema = (T::Schema,);
+    fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()> {
+        outs.push(self.into_stable())
+    }
+}
+
+macro_rules! return_tuple {
+    ($($name:ident),+) => {
+        impl<$($name: ReturnValue),+> KernelReturn for ($($name,)+) {
+            type Schema = ($($name::Schema,)+);
+            #[allow(non_snake_case)]
+            fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()> {
+                let ($($name,)+) = self;
+                $(outs.push($name.into_stable())?;)+
+                Ok(())
+            }
+        }
+    };
+}
+return_tuple!(A, B);
+return_tuple!(A, B, C);
+return_tuple!(A, B, C, D);
+return_tuple!(A, B, C, D, E);
+return_tuple!(A, B, C, D, E, F);
+
+impl<R: KernelReturn, E: Into<Error>> KernelReturn for Result<R, E> {
+    type Schema = R::Schema;
+    fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()> {
+        self.map_err(Into::into)?.write(outs)
+    }
+}

@@ -1,0 +1,63 @@
+use super::stable_value::StableValue;
+use super::tag::Tag;
+use crate::Tensor;
+
+/// The heap body of a List value. Homogeneous lists of plain types are stored typed, so a
+/// kernel can borrow `&[i64]` or `&[Tensor]` without copying; anything else (optional elements,
+/// nested lists) is a list of boxed values.
+#[derive(Clone, Debug)]
+pub enum List {
+    Bool(Vec<bool>),
+    Int(Vec<i64>),
+    Float(Vec<f64>),
+    Str(Vec<String>),
+    Tensor(Vec<Tensor>),
+    Values(Vec<StableValue>),
+}
+
+impl List {
+    /// The element tag stored in a List value's `aux` field (None for boxed values).
+    pub fn element_tag(&self) -> Tag {
+        match self {
+            List::Bool(_) => Tag::Bool,
+            List::Int(_) => Tag::Int,
+            List::Float(_) => Tag::Float,
+            List::Str(_) => Tag::Str,
+            List::Tensor(_) => Tag::Tensor,
+            List::Values(_) => Tag::None,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            List::Bool(v) => v.len(),
+            List::Int(v) => v.len(),
+            List::Float(v) => v.len(),
+            List::Str(v) => v.len(),
+            List::Tensor(v) => v.len(),
+            List::Values(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `int[]`, `Tensor[]`, or `list` for boxed values.
+    pub fn describe(&self) -> String {
+        match self {
+            List::Values(_) => "list".to_string(),
+            typed => format!("{}[]", typed.element_tag().schema_name()),
+        }
+    }
+
+    /// Every tensor in the list, for dispatch-key extraction.
+    pub fn tensors(&self) -> impl Iterator<Item = &Tensor> {
+        let (typed, boxed): (&[Tensor], &[StableValue]) = match self {
+            List::Tensor(v) => (v.as_slice(), &[]),
+            List::Values(v) => (&[], v.as_slice()),
+            _ => (&[], &[]),
+        };
+        typed.iter().chain(boxed.iter().filter_map(StableValue::as_tensor))
+    }
+}

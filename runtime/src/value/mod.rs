@@ -1,0 +1,29 @@
+//! The boxed calling convention: [`StableValue`], a 16-byte tagged value, and [`Stack`], the
+//! array of them that every op is called through.
+//!
+//! # Ownership (the one rule)
+//!
+//! A `StableValue` that holds a handle (a Tensor reference, a string, a list) **owns** it, and
+//! releases it when dropped. So:
+//! - the [`Stack`] owns its values;
+//! - a kernel **borrows** its inputs (slots `0..num_args`) and **writes owned** outputs into the
+//!   slots after them (`num_args..num_args + num_outputs`), which the caller has set to None;
+//! - whatever is left on the stack is released by the stack's owner, on success and on error
+//!   alike. After a call the stack holds exactly the outputs: the dispatcher releases the inputs.
+//!
+//! [`live_handles`] counts every handle a value owns, so tests can prove that no call leaks or
+//! frees twice.
+
+mod convert;
+mod list;
+mod live;
+mod stable_value;
+mod stack;
+mod tag;
+
+pub use convert::{FromStable, IntoStable, Mismatch};
+pub use list::List;
+pub use live::live_handles;
+pub use stable_value::StableValue;
+pub use stack::{Stack, INLINE_SLOTS};
+pub use tag::Tag;

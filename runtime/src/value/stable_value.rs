@@ -1,0 +1,304 @@
+use std::ffi::c_void;
+use std::fmt;
+
+use super::list::List;
+use super::live;
+use super::tag::Tag;
+use crate::{DType, Device, Scalar, Tensor};
+
+/// The payload of a [`StableValue`]: plain bits, or a pointer to an owned handle.
+#[repr(C)]
+#[derive(Clone, Copy)]
+union Payload {
+    bits: u64,
+    ptr: *mut c_void,
+}
+
+/// One boxed value: a `u32` tag, a `u32` auxiliary field and a `u64` payload; 16 bytes,
+/// `#[repr(C)]`, the same on both sides of the C ABI.
+///
+/// | tag     | aux                         | payload                                  |
+/// |---------|-----------------------------|------------------------------------------|
+/// | None    | 0                           | 0                                        |
+/// | Bool    | 0                           | 0 or 1                                   |
+/// | Int     | 0                           | the `i64`'s bits                         |
+/// | Float   | 0                           | the `f64`'s bits                         |
+/// | Str     | 0                           | owned `*mut String`                      |
+/// | Tensor  | 0                           | one owned Tensor reference (never null when made by opbox) |
+/// | List    | element tag (0 = boxed values) | owned `*mut List`                     |
+/// | DType   | 0                           | `DType::code()`                          |
+/// | Device  | 0                           | `Device::to_bits()`                      |
+/// | Scalar  | 0 int, 1 float, 2 bool      | the number's bits                        |
+///
+/// Dropping a value releases what it owns (see the module docs for the ownership rule).
+#[repr(C)]
+pub struct StableValue {
+    tag: u32,
+    aux: u32,
+    payload: Payload,
+}
+
+const _: () = assert!(std::mem::size_of::<StableValue>() == 16);
+const _: () = assert!(std::mem::align_of::<StableValue>() == 8);
+
+const SCALAR_INT: u32 = 0;
+const SCALAR_FLOAT: u32 = 1;
+const SCALAR_BOOL: u32 = 2;
+
+// SAFETY: a StableValue owns its handles outright (Tensor is Send + Sync, and the string and list
+// boxes are only reachable through this value), so moving or sharing it across threads is as
+// safe as moving or sharing those owners.
+unsafe impl Send for StableValue {}
+// SAFETY: shared access only reads the payload (see Send above).
+unsafe impl Sync for StableValue {}
+
+impl StableValue {
+    const fn bits(tag: Tag, aux: u32, bits: u64) -> StableValue {
+        StableValue { tag: tag as u32, aux, payload: Payload { bits } }
+    }
+
+    fn owned_ptr(tag: Tag, aux: u32, ptr: *mut c_void) -> StableValue {
+        StableValue { tag: tag as u32, aux, payload: Payload { ptr } }
+    }
+
+    pub const fn none() -> StableValue {
+        StableValue::bits(Tag::None, 0, 0)
+    }
+    pub const fn bool(v: bool) -> StableValue {
+        StableValue::bits(Tag::Bool, 0, v as u64)
+    }
+    pub const fn int(v: i64) -> StableValue {
+        StableValue::bits(Tag::Int, 0, v as u64)
+    }
+    pub fn float(v: f64) -> StableValue {
+        StableValue::bits(Tag::Float, 0, v.to_bits())
+    }
+    pub fn dtype(v: DType) -> StableValue {
+        StableValue::bits(Tag::DType, 0, u64::from(v.code()))
+    }
+    pub fn device(v: Device) -> StableValue {
+        StableValue::bits(Tag::Device, 0, v.to_bits())
+    }
+    pub fn scalar(v: Scalar) -> StableValue {
+        match v {
+            Scalar::Int(i) => StableValue::bits(Tag::Scalar, SCALAR_INT, i as u64),
+            Scalar::Float(f) => StableValue::bits(Tag::Scalar, SCALAR_FLOAT, f.to_bits()),
+            Scalar::Bool(b) => StableValue::bits(Tag::Scalar, SCALAR_BOOL, b as u64),
+        }
+    }
+    pub fn str(v: impl Into<String>) -> StableValue {
+        live::box_made();
+        let ptr = Box::into_raw(Box::new(v.into())).cast::<c_void>();
+        StableValue::owned_ptr(Tag::Str, 0, ptr)
+    }
+    pub fn tensor(v: Tensor) -> StableValue {
+        StableValue::owned_ptr(Tag::Tensor, 0, v.into_raw())
+    }
+    pub fn list(v: List) -> StableValue {
+        let aux = v.element_tag() as u32;
+        live::box_made();
+        let ptr = Box::into_raw(Box::new(v)).cast::<c_void>();
+        StableValue::owned_ptr(Tag::List, aux, ptr)
+    }
+
+    /// Builds a value from its three fields, as a C caller would.
+    ///
+    /// # Safety
+    /// For the Str, Tensor and List tags the payload must be null (Tensor only) or a handle that
+    /// opbox made and whose ownership passes to the new value: the value releases it on drop.
+    pub unsafe fn from_raw_parts(tag: u32, aux: u32, payload: u64) -> StableValue {
+        StableValue { tag, aux, payload: Payload { bits: payload } }
+    }
+
+    /// The raw tag, which may be out of range when a foreign caller made the value.
+    pub fn raw_tag(&self) -> u32 {
+        self.tag
+    }
+
+    /// The tag, or `None` for a number no [`Tag`] has.
+    pub fn tag(&self) -> Option<Tag> {
+        Tag::from_u32(self.tag)
+    }
+
+    pub fn aux(&self) -> u32 {
+        self.aux
+    }
+
+    fn raw_bits(&self) -> u64 {
+        // SAFETY: every variant of the union is 8 plain bytes on 64-bit targets, and `bits` is
+        // valid for any bit pattern.
+        unsafe { self.payload.bits }
+    }
+
+    fn raw_ptr(&self) -> *mut c_void {
+        // SAFETY: pointer-tagged values were made with `ptr` written; for any other tag the
+        // caller below never dereferences the result.
+        unsafe { self.payload.ptr }
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.tag == Tag::None as u32
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        (self.tag == Tag::Bool as u32).then(|| self.raw_bits() != 0)
+    }
+    pub fn as_int(&self) -> Option<i64> {
+        (self.tag == Tag::Int as u32).then(|| self.raw_bits() as i64)
+    }
+    pub fn as_float(&self) -> Option<f64> {
+        (self.tag == Tag::Float as u32).then(|| f64::from_bits(self.raw_bits()))
+    }
+    pub fn as_dtype(&self) -> Option<DType> {
+        if self.tag != Tag::DType as u32 {
+            return None;
+        }
+        u32::try_from(self.raw_bits()).ok().and_then(DType::from_code)
+    }
+    pub fn as_device(&self) -> Option<Device> {
+        (self.tag == Tag::Device as u32).then(|| Device::from_bits(self.raw_bits())).flatten()
+    }
+    pub fn as_scalar(&self) -> Option<Scalar> {
+        if self.tag != Tag::Scalar as u32 {
+            return None;
+        }
+        let bits = self.raw_bits();
+        match self.aux {
+            SCALAR_INT => Some(Scalar::Int(bits as i64)),
+            SCALAR_FLOAT => Some(Scalar::Float(f64::from_bits(bits))),
+            SCALAR_BOOL => Some(Scalar::Bool(bits != 0)),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        let ptr = self.raw_ptr();
+        if self.tag != Tag::Str as u32 || ptr.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null Str payload is an owned `Box<String>` made by `StableValue::str`
+        // (or handed over under `from_raw_parts`' contract); it lives as long as `self`.
+        Some(unsafe { &*ptr.cast::<String>() }.as_str())
+    }
+
+    /// The tensor this value holds, borrowed; `None` for another tag or a null handle.
+    pub fn as_tensor(&self) -> Option<&Tensor> {
+        if self.tag != Tag::Tensor as u32 || self.raw_ptr().is_null() {
+            return None;
+        }
+        // SAFETY: the payload slot holds one owned, non-null Tensor reference (checked above),
+        // and `borrow_raw` reinterprets the slot itself, so the borrow is tied to `self`.
+        Some(unsafe { Tensor::borrow_raw(&self.payload.ptr) })
+    }
+
+    pub fn as_list(&self) -> Option<&List> {
+        let ptr = self.raw_ptr();
+        if self.tag != Tag::List as u32 || ptr.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null List payload is an owned `Box<List>` made by `StableValue::list`.
+        Some(unsafe { &*ptr.cast::<List>() })
+    }
+
+    /// Takes the tensor out, leaving None behind.
+    pub fn take_tensor(&mut self) -> Option<Tensor> {
+        self.as_tensor()?;
+        let ptr = self.raw_ptr();
+        // Plain field writes: the old payload's ownership moves to the Tensor below, so the old
+        // value must not be dropped.
+        self.tag = Tag::None as u32;
+        self.aux = 0;
+        self.payload = Payload { bits: 0 };
+        // SAFETY: `ptr` was this value's owned, non-null Tensor reference; `self` no longer
+        // refers to it, so ownership moves to the returned Tensor exactly once.
+        Some(unsafe { Tensor::from_raw(ptr) })
+    }
+
+    /// What this value is, for error messages: `int`, `Tensor`, `int[]`, `a null Tensor handle`.
+    pub fn describe(&self) -> String {
+        match self.tag() {
+            None => format!("an invalid tag {}", self.tag),
+            Some(Tag::Tensor) if self.raw_ptr().is_null() => "a null Tensor handle".to_string(),
+            Some(Tag::Str) if self.raw_ptr().is_null() => "a null str handle".to_string(),
+            Some(Tag::List) => match self.as_list() {
+                Some(list) => list.describe(),
+                None => "a null list handle".to_string(),
+            },
+            Some(tag) => tag.schema_name().to_string(),
+        }
+    }
+}
+
+impl Default for StableValue {
+    fn default() -> StableValue {
+        StableValue::none()
+    }
+}
+
+impl Drop for StableValue {
+    fn drop(&mut self) {
+        let ptr = self.raw_ptr();
+        if ptr.is_null() {
+            return;
+        }
+        match self.tag() {
+            Some(Tag::Str) => {
+                // SAFETY: an owned `Box<String>` (see `as_str`); this value is its only owner and
+                // is being dropped, so it is freed exactly once.
+                drop(unsafe { Box::from_raw(ptr.cast::<String>()) });
+                live::box_freed();
+            }
+            Some(Tag::List) => {
+                // SAFETY: an owned `Box<List>` (see `as_list`), freed exactly once as above.
+                drop(unsafe { Box::from_raw(ptr.cast::<List>()) });
+                live::box_freed();
+            }
+            Some(Tag::Tensor) => {
+                // SAFETY: one owned Tensor reference (see `as_tensor`), released exactly once.
+                drop(unsafe { Tensor::from_raw(ptr) });
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Clone for StableValue {
+    fn clone(&self) -> StableValue {
+        match self.tag() {
+            Some(Tag::Str) => match self.as_str() {
+                Some(s) => StableValue::str(s),
+                None => StableValue::none(),
+            },
+            Some(Tag::Tensor) => match self.as_tensor() {
+                Some(t) => StableValue::tensor(t.clone()),
+                None => StableValue::none(),
+            },
+            Some(Tag::List) => match self.as_list() {
+                Some(l) => StableValue::list(l.clone()),
+                None => StableValue::none(),
+            },
+            _ => StableValue { tag: self.tag, aux: self.aux, payload: self.payload },
+        }
+    }
+}
+
+impl fmt::Debug for StableValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.tag() {
+            Some(Tag::None) => f.write_str("None"),
+            Some(Tag::Bool) => write!(f, "Bool({:?})", self.as_bool()),
+            Some(Tag::Int) => write!(f, "Int({})", self.raw_bits() as i64),
+            Some(Tag::Float) => write!(f, "Float({:?})", f64::from_bits(self.raw_bits())),
+            Some(Tag::Str) => write!(f, "Str({:?})", self.as_str()),
+            Some(Tag::Tensor) => match self.as_tensor() {
+                Some(t) => write!(f, "Tensor({t:?})"),
+                None => f.write_str("Tensor(null)"),
+            },
+            Some(Tag::List) => write!(f, "List({:?})", self.as_list()),
+            Some(Tag::DType) => write!(f, "DType({:?})", self.as_dtype()),
+            Some(Tag::Device) => write!(f, "Device({:?})", self.as_device()),
+            Some(Tag::Scalar) => write!(f, "Scalar({:?})", self.as_scalar()),
+            None => write!(f, "Invalid(tag={}, aux={}, bits={:#x})", self.tag, self.aux, self.raw_bits()),
+        }
+    }
+}

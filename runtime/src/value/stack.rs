@@ -1,0 +1,92 @@
+use smallvec::SmallVec;
+
+use super::convert::IntoStable;
+use super::stable_value::StableValue;
+
+/// Slots held inline, before the stack spills to the heap: 8 arguments plus 8 outputs.
+pub const INLINE_SLOTS: usize = 16;
+
+/// The boxed argument stack every op is called through. It owns its values (see the module
+/// docs); calls with up to 8 arguments and 8 results never touch the heap.
+#[derive(Clone, Debug, Default)]
+pub struct Stack {
+    values: SmallVec<[StableValue; INLINE_SLOTS]>,
+}
+
+impl Stack {
+    pub fn new() -> Stack {
+        Stack { values: SmallVec::new() }
+    }
+
+    /// Boxes and pushes one value.
+    pub fn push(&mut self, value: impl IntoStable) -> &mut Stack {
+        self.values.push(value.into_stable());
+        self
+    }
+
+    pub fn pop(&mut self) -> Option<StableValue> {
+        self.values.pop()
+    }
+
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    pub fn get(&self, index: usize) -> Option<&StableValue> {
+        self.values.get(index)
+    }
+
+    pub fn as_slice(&self) -> &[StableValue] {
+        &self.values
+    }
+
+    /// Releases every value.
+    pub fn clear(&mut self) {
+        self.values.clear();
+    }
+
+    /// True once the stack has outgrown its inline slots and lives on the heap.
+    pub fn spilled(&self) -> bool {
+        self.values.spilled()
+    }
+
+    /// Appends `count` None slots for a kernel to write its outputs into, and returns the base
+    /// pointer of the whole stack (arguments first).
+    pub(crate) fn reserve_outputs(&mut self, count: usize) -> *mut StableValue {
+        for _ in 0..count {
+            self.values.push(StableValue::none());
+        }
+        self.values.as_mut_ptr()
+    }
+
+    /// Releases the first `count` values (the arguments), shifting the outputs down.
+    pub(crate) fn release_front(&mut self, count: usize) {
+        let count = count.min(self.values.len());
+        self.values.drain(..count);
+    }
+}
+
+impl std::ops::Index<usize> for Stack {
+    type Output = StableValue;
+    fn index(&self, index: usize) -> &StableValue {
+        &self.values[index]
+    }
+}
+
+impl FromIterator<StableValue> for Stack {
+    fn from_iter<I: IntoIterator<Item = StableValue>>(iter: I) -> Stack {
+        Stack { values: iter.into_iter().collect() }
+    }
+}
+
+impl IntoIterator for Stack {
+    type Item = StableValue;
+    type IntoIter = smallvec::IntoIter<[StableValue; INLINE_SLOTS]>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.values.into_iter()
+    }
+}

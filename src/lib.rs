@@ -1,0 +1,50 @@
+//! # opbox
+//!
+//! Define an operator once, as a schema string; implement it per dispatch key in plain Rust;
+//! call it through a tagged, boxed, stable C ABI. Signature mismatches between a kernel and its
+//! schema are rustc errors.
+//!
+//! ```
+//! use opbox::prelude::*;
+//!
+//! #[stable_library(doclib)]
+//! fn doclib(m: &mut Library) {
+//!     m.def("add(int a, int b=1) -> int");
+//! }
+//!
+//! #[stable_impl(doclib, CPU)]
+//! mod cpu {
+//!     pub fn add(a: i64, b: i64) -> i64 {
+//!         a + b
+//!     }
+//! }
+//!
+//! let add = opbox::op("doclib::add").unwrap();
+//! let sum: i64 = add.call((2i64, 40i64)).unwrap();
+//! assert_eq!(sum, 42);
+//! let defaulted: i64 = add.call((41i64,)).unwrap();
+//! assert_eq!(defaulted, 42);
+//! ```
+
+pub use opbox_macros::{stable_fragment, stable_impl, stable_library};
+pub use opbox_runtime::*;
+
+/// Everything a library author writes against.
+pub mod prelude {
+    pub use crate::{
+        op, stable_fragment, stable_impl, stable_library, DType, Device, DispatchKey, Error, Library,
+        OpHandle, Result, Scalar, Stack, StableValue, Tensor,
+    };
+}
+
+/// What the macros' expansions name. Not a public API: it changes without notice.
+#[doc(hidden)]
+pub mod __private {
+    pub use inventory;
+    pub use opbox_runtime::dispatch::{
+        boxed_call, KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec,
+    };
+    pub use opbox_runtime::schema;
+    pub use opbox_runtime::typemap::{ty, KernelReturn, RustParam};
+    pub use opbox_runtime::Site;
+}
