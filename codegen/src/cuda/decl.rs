@@ -1,0 +1,254 @@
+//! The kernel-declaration model: what `#[extern_kernel]` knows about one body-less Rust fn and its
+//! CUDA C++ source, in a form the macro can emit as `static` data and the runtime can compile from.
+//!
+//! Every string and list is a `Cow<'static, _>`: the macro builds them borrowed (string literals,
+//! `include_str!`), tests and run-time users build them owned.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use super::types::{ElemType, ScalarType};
+
+/// How a parameter crosses to the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// `In<[T]>`: read-only device buffer, `const T*`.
+    In(ElemType),
+    /// `Out<[T]>`: written device buffer, `T*`.
+    Out(ElemType),
+    /// `InOut<[T]>`: read and written device buffer, `T*`.
+    InOut(ElemType),
+    /// A scalar passed by value.
+    Scalar(ScalarType),
+    /// A `#[constexpr]` scalar: fixed per specialization, a template argument or a define, never
+    /// a launch argument.
+    Constexpr(ScalarType),
+}
+
+impl ParamKind {
+    /// Whether the value is pushed as a launch argument.
+    pub const fn in_launch_abi(self) -> bool {
+        !matches!(self, ParamKind::Constexpr(_))
+    }
+
+    /// The Rust type as written in the declaration.
+    pub fn rust_type(self) -> String {
+        match self {
+            ParamKind::In(t) => format!("In<[{t}]>"),
+            ParamKind::Out(t) => format!("Out<[{t}]>"),
+            ParamKind::InOut(t) => format!("InOut<[{t}]>"),
+            ParamKind::Scalar(t) | ParamKind::Constexpr(t) => t.rust_name().to_string(),
+        }
+    }
+
+    /// The C++ parameter type of the entry, or `None` for a constexpr (not a parameter).
+    pub fn c_type(self) -> Option<String> {
+        match self {
+            ParamKind::In(t) => Some(format!("const {}*", t.c_name())),
+            ParamKind::Out(t) | ParamKind::InOut(t) => Some(format!("{}*", t.c_name())),
+            ParamKind::Scalar(t) => Some(t.c_name().to_string()),
+            ParamKind::Constexpr(_) => None,
+        }
+    }
+
+    fn elem(self) -> ElemType {
+        match self {
+            ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => t,
+            ParamKind::Scalar(t) | ParamKind::Constexpr(t) => t.elem(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Param {
+    pub name: Cow<'static, str>,
+    pub kind: ParamKind,
+}
+
+impl Param {
+    pub const fn new(name: &'static str, kind: ParamKind) -> Param {
+        Param {
+            name: Cow::Borrowed(name),
+            kind,
+        }
+    }
+}
+
+/// How `#[constexpr]` values reach the C++ source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ConstexprStyle {
+    /// `#define NAME value` before the user source; the entry is a plain function.
+    #[default]
+    Defines,
+    /// The entry is a template; the constexpr params, in declaration order, are its arguments:
+    /// `entry<v0, v1>`.
+    TemplateArgs,
+}
+
+/// One `#include` directive of a source file that the scanner resolved to another file of the
+/// closure: the emitter replaces that line by the file's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IncludeEdge {
+    /// 1-based line of the directive in the including file.
+    pub line: u32,
+    /// Index of the included file in [`KernelDecl::sources`].
+    pub file: u32,
+}
+
+/// One file of a kernel's include closure.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SourceFile {
+    /// Path relative to the entry file's dir (or to the include dir it was found in), with `/`
+    /// separators. It shows in compiler logs and feeds the cache key; absolute paths never do.
+    pub name: Cow<'static, str>,
+    pub content: Cow<'static, str>,
+    /// Resolved includes, in line order.
+    pub includes: Cow<'static, [IncludeEdge]>,
+}
+
+/// Everything the runtime needs to compile, check and launch one extern kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KernelDecl {
+    /// The Rust fn's name (`axpby_f32`): the identity in messages and caches.
+    pub rust_name: Cow<'static, str>,
+    /// The C++ entry's name (`axpby`).
+    pub entry: Cow<'static, str>,
+    pub params: Cow<'static, [Param]>,
+    pub constexpr_style: ConstexprStyle,
+    /// The include closure; `sources[0]` is the entry file.
+    pub sources: Cow<'static, [SourceFile]>,
+    /// Extra NVRTC options from the declaration (`-DFOO=1`, `--use_fast_math`).
+    pub options: Cow<'static, [Cow<'static, str>]>,
+    /// Text placed after opbox's prelude and before the user source.
+    pub preamble: Cow<'static, str>,
+    /// Where the Rust declaration is, for messages: `src/lib.rs:12`.
+    pub declared_at: Cow<'static, str>,
+}
+
+impl KernelDecl {
+    /// The Rust declaration as the user wrote it, modulo whitespace:
+    /// `fn axpby_f32(x: In<[f32]>, n: i64)`.
+    pub fn rust_signature(&self) -> String {
+        let mut s = format!("fn {}(", self.rust_name);
+        for (i, p) in self.params.iter().enumerate() {
+            if i > 0 {
+                s.push_str(", ");
+            }
+            if matches!(p.kind, ParamKind::Constexpr(_)) {
+                s.push_str("#[constexpr] ");
+            }
+            let _ = write!(s, "{}: {}", p.name, p.kind.rust_type());
+        }
+        s.push(')');
+        s
+    }
+
+    /// The launch parameters' C++ types, in order.
+    pub fn c_param_types(&self) -> Vec<String> {
+        self.params.iter().filter_map(|p| p.kind.c_type()).collect()
+    }
+
+    /// The C++ declaration the Rust one implies, with parameter names, for messages:
+    /// `__global__ void axpby(const float* x, float* out, long long n)`; a template entry shows
+    /// its template parameter list first.
+    pub fn c_signature(&self) -> String {
+        let mut s = String::new();
+        if self.constexpr_style == ConstexprStyle::TemplateArgs {
+            let tparams: Vec<String> = self
+                .constexpr_params()
+                .map(|p| format!("{} {}", p.kind.elem().c_name(), p.name))
+                .collect();
+            if !tparams.is_empty() {
+                let _ = write!(s, "template <{}> ", tparams.join(", "));
+            }
+        }
+        let _ = write!(s, "__global__ void {}(", self.entry);
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .filter_map(|p| p.kind.c_type().map(|t| format!("{t} {}", p.name)))
+            .collect();
+        s.push_str(&params.join(", "));
+        s.push(')');
+        s
+    }
+
+    pub fn constexpr_params(&self) -> impl Iterator<Item = &Param> {
+        self.params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Constexpr(_)))
+    }
+
+    /// Whether the emitted source needs the half or bfloat16 type.
+    pub fn uses_elem(&self, t: ElemType) -> bool {
+        self.params.iter().any(|p| p.kind.elem() == t)
+    }
+
+    /// The entry file's relative name, or `<none>` for a declaration without sources.
+    pub fn entry_file(&self) -> &str {
+        self.sources
+            .first()
+            .map(|f| f.name.as_ref())
+            .unwrap_or("<none>")
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// `fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64)`.
+    pub(crate) fn axpby_decl(source: &'static str) -> KernelDecl {
+        const PARAMS: &[Param] = &[
+            Param::new("x", ParamKind::In(ElemType::F32)),
+            Param::new("y", ParamKind::In(ElemType::F32)),
+            Param::new("out", ParamKind::Out(ElemType::F32)),
+            Param::new("a", ParamKind::Scalar(ScalarType::F32)),
+            Param::new("b", ParamKind::Scalar(ScalarType::F32)),
+            Param::new("n", ParamKind::Scalar(ScalarType::I64)),
+        ];
+        KernelDecl {
+            rust_name: Cow::Borrowed("axpby_f32"),
+            entry: Cow::Borrowed("axpby"),
+            params: Cow::Borrowed(PARAMS),
+            constexpr_style: ConstexprStyle::Defines,
+            sources: Cow::Owned(vec![SourceFile {
+                name: Cow::Borrowed("axpby.cu"),
+                content: Cow::Borrowed(source),
+                includes: Cow::Borrowed(&[]),
+            }]),
+            options: Cow::Borrowed(&[]),
+            preamble: Cow::Borrowed(""),
+            declared_at: Cow::Borrowed("src/lib.rs:7"),
+        }
+    }
+
+    #[test]
+    fn signatures_read_like_the_declarations() {
+        let d = axpby_decl("");
+        assert_eq!(
+            d.rust_signature(),
+            "fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64)"
+        );
+        assert_eq!(
+            d.c_signature(),
+            "__global__ void axpby(const float* x, const float* y, float* out, float a, float b, long long n)"
+        );
+    }
+
+    #[test]
+    fn constexpr_params_leave_the_launch_abi() {
+        let mut d = axpby_decl("");
+        d.params
+            .to_mut()
+            .push(Param::new("block", ParamKind::Constexpr(ScalarType::U32)));
+        d.constexpr_style = ConstexprStyle::TemplateArgs;
+        assert_eq!(d.c_param_types().len(), 6);
+        assert!(d
+            .rust_signature()
+            .ends_with("n: i64, #[constexpr] block: u32)"));
+        assert!(d
+            .c_signature()
+            .starts_with("template <unsigned int block> __global__ void axpby("));
+    }
+}

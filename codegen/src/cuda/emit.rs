@@ -1,0 +1,246 @@
+//! The C++ emitter: one self-contained translation unit per kernel specialization.
+//!
+//! Layout: opbox's prelude, the declaration's preamble, the constexpr defines, the user's sources
+//! inlined at their `#include` lines, then the signature check. Every part starts with a `#line`
+//! directive, so NVRTC's log names the user's own `file(line)` for errors in user code and
+//! `<opbox-check:NAME>` for a signature mismatch.
+//!
+//! Inlining (rather than NVRTC's virtual headers) keeps resolution exactly what the scanner
+//! decided, whatever the spelling of each include. A header with `#pragma once` is wrapped in a
+//! generated include guard, which is what `#pragma once` means; an include that closes a cycle
+//! (only possible between guarded headers, see the scanner) expands to nothing, as it would there.
+
+use std::fmt::Write as _;
+
+use super::cstr::escape;
+use super::decl::{ConstexprStyle, KernelDecl, ParamKind, SourceFile};
+use super::directive::{directives, lines, DirectiveKind};
+use super::error::EmitError;
+use super::prelude::prelude;
+use super::types::{ConstValue, ElemType};
+
+/// What NVRTC gets for one kernel specialization.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TranslationUnit {
+    /// The full C++ source.
+    pub source: String,
+    /// NVRTC's program name: `opbox/axpby_f32.cu`. It only names lines before the first `#line`.
+    pub program_name: String,
+    /// The entry as an NVRTC name expression: `&axpby` or `&axpby<256u>`. Its lowered name is
+    /// the symbol to load; for an `extern "C"` entry that is the plain name.
+    pub name_expression: String,
+}
+
+/// Emits the translation unit of `decl` specialized by `constexprs` (one value per `#[constexpr]`
+/// parameter, in declaration order).
+pub fn emit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationUnit, EmitError> {
+    let kernel = decl.rust_name.to_string();
+    if decl.sources.is_empty() {
+        return Err(EmitError::NoSource { kernel });
+    }
+    let literals = constexpr_literals(decl, constexprs)?;
+
+    let mut src = String::new();
+    let _ = writeln!(
+        src,
+        "// opbox translation unit for kernel `{}`: generated, do not edit.",
+        decl.rust_name
+    );
+    src.push_str("#line 1 \"<opbox-prelude>\"\n");
+    src.push_str(&prelude(
+        decl.uses_elem(ElemType::F16),
+        decl.uses_elem(ElemType::BF16),
+    ));
+    if !decl.preamble.is_empty() {
+        src.push_str("#line 1 \"<opbox-preamble>\"\n");
+        push_text(&mut src, &decl.preamble);
+    }
+    if decl.constexpr_style == ConstexprStyle::Defines && !literals.is_empty() {
+        let _ = writeln!(
+            src,
+            "#line 1 \"<opbox-constexpr:{}>\"",
+            escape(&decl.rust_name)
+        );
+        for (name, lit) in &literals {
+            let _ = writeln!(src, "#define {name} {lit}");
+        }
+    }
+    Inliner {
+        decl,
+        stack: Vec::new(),
+        out: &mut src,
+    }
+    .inline(0)?;
+
+    let entry_expr = match decl.constexpr_style {
+        ConstexprStyle::TemplateArgs if !literals.is_empty() => {
+            let args: Vec<&str> = literals.iter().map(|(_, l)| l.as_str()).collect();
+            format!("{}<{}>", decl.entry, args.join(", "))
+        }
+        _ => decl.entry.to_string(),
+    };
+    let _ = writeln!(src, "#line 1 \"<opbox-check:{}>\"", escape(&decl.rust_name));
+    let _ = writeln!(
+        src,
+        "static_assert(opbox_detail::is_same<opbox_detail::abi_sig<decltype(&{entry_expr})>::type, void (*)({})>::value, \"{}\");",
+        decl.c_param_types().join(", "),
+        escape(&mismatch_message(decl)),
+    );
+    Ok(TranslationUnit {
+        source: src,
+        program_name: format!("opbox/{}.cu", decl.rust_name),
+        name_expression: format!("&{entry_expr}"),
+    })
+}
+
+/// The static_assert text. C++ messages cannot hold backticks (NVRTC prints `?`), hence quotes.
+/// The declaration's site stays out (the runtime adds it to the error): it would tie the cache key
+/// to line numbers in the Rust file and, for registry crates, to absolute paths.
+fn mismatch_message(decl: &KernelDecl) -> String {
+    format!(
+        "opbox: kernel '{entry}' in {file} does not match its Rust declaration\n  \
+         Rust declaration:      {rust}\n  \
+         implies the C++ entry: {c}\n  \
+         (extern \"C\" is optional; long/int64_t are accepted for i64; const or __restrict__ on a parameter itself is ignored)",
+        entry = decl.entry,
+        file = decl.entry_file(),
+        rust = decl.rust_signature(),
+        c = decl.c_signature(),
+    )
+}
+
+/// `(name, C++ literal)` for each constexpr param, checked against the declaration.
+fn constexpr_literals(
+    decl: &KernelDecl,
+    values: &[ConstValue],
+) -> Result<Vec<(String, String)>, EmitError> {
+    let kernel = || decl.rust_name.to_string();
+    let params: Vec<_> = decl.constexpr_params().collect();
+    if params.len() != values.len() {
+        return Err(EmitError::ConstexprCount {
+            kernel: kernel(),
+            expected: params.len(),
+            got: values.len(),
+        });
+    }
+    let mut out = Vec::with_capacity(values.len());
+    for (p, v) in params.into_iter().zip(values) {
+        let ParamKind::Constexpr(ty) = p.kind else {
+            continue;
+        };
+        if v.ty() != ty {
+            return Err(EmitError::ConstexprType {
+                kernel: kernel(),
+                param: p.name.to_string(),
+                expected: ty.to_string(),
+                got: v.ty().to_string(),
+            });
+        }
+        if decl.constexpr_style == ConstexprStyle::TemplateArgs && !ty.can_be_template_arg() {
+            return Err(EmitError::FloatTemplateArg {
+                kernel: kernel(),
+                param: p.name.to_string(),
+            });
+        }
+        let lit = v
+            .cpp_literal()
+            .ok_or_else(|| EmitError::NonFiniteConstexpr {
+                kernel: kernel(),
+                param: p.name.to_string(),
+            })?;
+        out.push((p.name.to_string(), lit));
+    }
+    Ok(out)
+}
+
+struct Inliner<'a> {
+    decl: &'a KernelDecl,
+    /// Files being expanded, outermost first.
+    stack: Vec<usize>,
+    out: &'a mut String,
+}
+
+impl Inliner<'_> {
+    fn inline(&mut self, index: usize) -> Result<(), EmitError> {
+        let decl = self.decl;
+        let file: &SourceFile = &decl.sources[index];
+        let name = escape(&file.name);
+        let once = directives(&file.content)
+            .into_iter()
+            .filter(|d| d.kind == DirectiveKind::PragmaOnce)
+            .map(|d| d.line)
+            .collect::<Vec<_>>();
+        if !once.is_empty() {
+            let _ = writeln!(
+                self.out,
+                "#ifndef OPBOX_ONCE_{index}\n#define OPBOX_ONCE_{index}"
+            );
+        }
+        let _ = writeln!(self.out, "#line 1 \"{name}\"");
+        self.stack.push(index);
+        let mut edges = file.includes.iter().peekable();
+        let total = line_count(&file.content);
+        for (i, text) in lines(&file.content).take(total).enumerate() {
+            let line = (i + 1) as u32;
+            // Edges come in line order; one per include line.
+            if let Some(edge) = edges.next_if(|e| e.line == line) {
+                let target = edge.file as usize;
+                if target >= decl.sources.len() {
+                    return Err(EmitError::BadInclude {
+                        kernel: decl.rust_name.to_string(),
+                        file: file.name.to_string(),
+                        line,
+                    });
+                }
+                if self.stack.contains(&target) {
+                    let _ = writeln!(
+                        self.out,
+                        "/* opbox: include cycle ends here: {} is guarded */",
+                        escape(&decl.sources[target].name).replace("*/", "* /")
+                    );
+                    continue;
+                }
+                self.inline(target)?;
+                let _ = writeln!(self.out, "#line {} \"{name}\"", line + 1);
+            } else if once.contains(&line) {
+                // Replaced by the guard around the file; NVRTC would warn about it in a main file.
+                self.out.push('\n');
+            } else {
+                self.out.push_str(text);
+                self.out.push('\n');
+            }
+        }
+        if let Some(edge) = edges.next() {
+            return Err(EmitError::BadInclude {
+                kernel: decl.rust_name.to_string(),
+                file: file.name.to_string(),
+                line: edge.line,
+            });
+        }
+        self.stack.pop();
+        if !once.is_empty() {
+            self.out.push_str("#endif\n");
+        }
+        Ok(())
+    }
+}
+
+/// Number of lines, not counting the empty piece after a final newline.
+fn line_count(text: &str) -> usize {
+    let n = text.split('\n').count();
+    if text.ends_with('\n') {
+        n - 1
+    } else {
+        n
+    }
+}
+
+fn push_text(out: &mut String, text: &str) {
+    out.push_str(text);
+    if !text.ends_with('\n') {
+        out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests;

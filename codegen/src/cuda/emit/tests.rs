@@ -1,0 +1,258 @@
+use std::borrow::Cow;
+
+use super::*;
+use crate::cuda::decl::tests::axpby_decl;
+use crate::cuda::decl::{IncludeEdge, Param, ParamKind};
+use crate::cuda::types::ScalarType;
+
+const AXPBY: &str =
+    "extern \"C\" __global__ void axpby(const float* x, const float* y, float* out,\n\
+                     float a, float b, long long n) {}\n";
+
+/// Replays the TU's `#line` directives and returns, for every other line, `(file, line, text)`:
+/// what NVRTC will name in its log for that line.
+fn mapped_lines(tu: &str) -> Vec<(String, u32, String)> {
+    let mut file = "<program>".to_string();
+    let mut line = 1u32;
+    let mut out = Vec::new();
+    for text in tu.lines() {
+        if let Some(rest) = text.strip_prefix("#line ") {
+            let (n, name) = rest.split_once(' ').expect("#line N \"file\"");
+            line = n.parse().expect("line number");
+            file = name.trim_matches('"').to_string();
+            continue;
+        }
+        out.push((file.clone(), line, text.to_string()));
+        line += 1;
+    }
+    out
+}
+
+fn file(name: &'static str, content: &'static str, includes: &'static [IncludeEdge]) -> SourceFile {
+    SourceFile {
+        name: Cow::Borrowed(name),
+        content: Cow::Borrowed(content),
+        includes: Cow::Borrowed(includes),
+    }
+}
+
+#[test]
+fn emits_prelude_source_and_signature_check() {
+    let tu = emit(&axpby_decl(AXPBY), &[]).expect("emit");
+    assert_eq!(tu.name_expression, "&axpby");
+    assert_eq!(tu.program_name, "opbox/axpby_f32.cu");
+    assert!(tu.source.contains("namespace opbox_detail"));
+    assert!(
+        !tu.source.contains("__half"),
+        "no half support unless the declaration uses f16"
+    );
+    let check = tu
+        .source
+        .lines()
+        .find(|l| l.starts_with("static_assert"))
+        .expect("check");
+    assert!(check.starts_with(
+        "static_assert(opbox_detail::is_same<opbox_detail::abi_sig<decltype(&axpby)>::type, \
+         void (*)(const float*, const float*, float*, float, float, long long)>::value, \"opbox: kernel 'axpby' in axpby.cu does not match its Rust declaration\\n"
+    ), "{check}");
+    assert!(check.contains(
+        "Rust declaration:      fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64)"
+    ));
+    assert!(check.contains(
+        "implies the C++ entry: __global__ void axpby(const float* x, const float* y, float* out, float a, float b, long long n)"
+    ));
+    let mapped = mapped_lines(&tu.source);
+    let user: Vec<_> = mapped.iter().filter(|(f, _, _)| f == "axpby.cu").collect();
+    assert_eq!(user.len(), 2);
+    assert_eq!(
+        (user[1].1, user[1].2.as_str()),
+        (2, "float a, float b, long long n) {}")
+    );
+    assert!(mapped.iter().any(|(f, l, t)| f == "<opbox-check:axpby_f32>"
+        && *l == 1
+        && t.starts_with("static_assert")));
+}
+
+#[test]
+fn inlined_headers_keep_their_own_file_and_line_numbers() {
+    // main.cu includes a.cuh (pragma once) twice via b.cuh, the diamond of the issue's example.
+    let mut decl = axpby_decl("");
+    decl.sources = Cow::Owned(vec![
+        file(
+            "main.cu",
+            "// main\n#include \"a.cuh\"\n#include <b.cuh>\nint main_line4;\n",
+            &[
+                IncludeEdge { line: 2, file: 1 },
+                IncludeEdge { line: 3, file: 2 },
+            ],
+        ),
+        file("a.cuh", "#pragma once\nint a_line2;\n", &[]),
+        file(
+            "b.cuh",
+            "#include \"a.cuh\"\r\nint b_line2;",
+            &[IncludeEdge { line: 1, file: 1 }],
+        ),
+    ]);
+    let tu = emit(&decl, &[]).expect("emit");
+    let mapped = mapped_lines(&tu.source);
+    let find = |text: &str| -> Vec<(String, u32)> {
+        mapped
+            .iter()
+            .filter(|(_, _, t)| t == text)
+            .map(|(f, l, _)| (f.clone(), *l))
+            .collect()
+    };
+    assert_eq!(find("int main_line4;"), [("main.cu".to_string(), 4)]);
+    assert_eq!(find("int b_line2;"), [("b.cuh".to_string(), 2)]);
+    // Inlined twice, guarded once: the second copy is compiled out by OPBOX_ONCE_1.
+    assert_eq!(
+        find("int a_line2;"),
+        [("a.cuh".to_string(), 2), ("a.cuh".to_string(), 2)]
+    );
+    assert_eq!(
+        tu.source
+            .matches("#ifndef OPBOX_ONCE_1\n#define OPBOX_ONCE_1\n")
+            .count(),
+        2
+    );
+    assert!(!tu.source.contains("#pragma once"));
+    assert!(!tu.source.contains("#include \"a.cuh\""));
+}
+
+#[test]
+fn a_guarded_cycle_expands_to_nothing() {
+    let mut decl = axpby_decl("");
+    decl.sources = Cow::Owned(vec![
+        file(
+            "k.cu",
+            "#include \"a.h\"\n",
+            &[IncludeEdge { line: 1, file: 1 }],
+        ),
+        file(
+            "a.h",
+            "#pragma once\n#include \"k.cu\"\nint a;\n",
+            &[IncludeEdge { line: 2, file: 0 }],
+        ),
+    ]);
+    let tu = emit(&decl, &[]).expect("emit");
+    assert_eq!(tu.source.matches("int a;").count(), 1);
+    assert!(tu
+        .source
+        .contains("/* opbox: include cycle ends here: k.cu is guarded */"));
+}
+
+#[test]
+fn edges_outside_the_sources_are_rejected() {
+    let mut decl = axpby_decl("");
+    decl.sources = Cow::Owned(vec![file(
+        "k.cu",
+        "#include \"a.h\"\n",
+        &[IncludeEdge { line: 1, file: 9 }],
+    )]);
+    assert_eq!(
+        emit(&decl, &[]),
+        Err(EmitError::BadInclude {
+            kernel: "axpby_f32".into(),
+            file: "k.cu".into(),
+            line: 1
+        })
+    );
+    decl.sources = Cow::Owned(vec![file(
+        "k.cu",
+        "\n",
+        &[IncludeEdge { line: 7, file: 0 }],
+    )]);
+    assert!(matches!(
+        emit(&decl, &[]),
+        Err(EmitError::BadInclude { line: 7, .. })
+    ));
+}
+
+fn with_constexprs(style: ConstexprStyle, params: &[(&'static str, ScalarType)]) -> KernelDecl {
+    let mut decl = axpby_decl("");
+    for (name, ty) in params {
+        decl.params
+            .to_mut()
+            .push(Param::new(name, ParamKind::Constexpr(*ty)));
+    }
+    decl.constexpr_style = style;
+    decl
+}
+
+#[test]
+fn constexpr_defines_precede_the_source() {
+    let decl = with_constexprs(
+        ConstexprStyle::Defines,
+        &[("BLOCK", ScalarType::U32), ("SCALE", ScalarType::F32)],
+    );
+    let tu = emit(&decl, &[ConstValue::U32(256), ConstValue::F32(0.5)]).expect("emit");
+    let defines = tu
+        .source
+        .find("#define BLOCK 256u\n#define SCALE 0.5f\n")
+        .expect("defines");
+    assert!(defines < tu.source.find("#line 1 \"axpby.cu\"").expect("source"));
+    assert_eq!(tu.name_expression, "&axpby");
+}
+
+#[test]
+fn constexpr_template_args_instantiate_the_entry() {
+    let decl = with_constexprs(
+        ConstexprStyle::TemplateArgs,
+        &[("B", ScalarType::I32), ("F", ScalarType::Bool)],
+    );
+    let tu = emit(&decl, &[ConstValue::I32(128), ConstValue::Bool(true)]).expect("emit");
+    assert_eq!(tu.name_expression, "&axpby<128, true>");
+    assert!(tu.source.contains("decltype(&axpby<128, true>)"));
+    assert!(tu
+        .source
+        .contains("implies the C++ entry: template <int B, bool F> __global__ void axpby("));
+}
+
+#[test]
+fn constexpr_values_are_checked() {
+    let decl = with_constexprs(ConstexprStyle::TemplateArgs, &[("B", ScalarType::I32)]);
+    assert_eq!(
+        emit(&decl, &[]),
+        Err(EmitError::ConstexprCount {
+            kernel: "axpby_f32".into(),
+            expected: 1,
+            got: 0
+        })
+    );
+    let err = emit(&decl, &[ConstValue::I64(1)]).expect_err("type");
+    assert_eq!(
+        err.to_string(),
+        "kernel `axpby_f32` expects #[constexpr] B to be i32, but got i64"
+    );
+    let floats = with_constexprs(ConstexprStyle::TemplateArgs, &[("S", ScalarType::F32)]);
+    assert!(matches!(
+        emit(&floats, &[ConstValue::F32(1.0)]),
+        Err(EmitError::FloatTemplateArg { .. })
+    ));
+    let define = with_constexprs(ConstexprStyle::Defines, &[("S", ScalarType::F64)]);
+    assert!(matches!(
+        emit(&define, &[ConstValue::F64(f64::INFINITY)]),
+        Err(EmitError::NonFiniteConstexpr { .. })
+    ));
+}
+
+#[test]
+fn half_types_pull_in_their_prelude_part() {
+    let mut decl = axpby_decl("");
+    decl.params.to_mut()[0].kind = ParamKind::In(ElemType::F16);
+    decl.params.to_mut()[1].kind = ParamKind::In(ElemType::BF16);
+    let tu = emit(&decl, &[]).expect("emit");
+    assert!(tu.source.contains("struct __align__(2) __half"));
+    assert!(tu.source.contains("struct __align__(2) __nv_bfloat16"));
+    assert!(tu
+        .source
+        .contains("void (*)(const __half*, const __nv_bfloat16*, float*"));
+}
+
+#[test]
+fn names_with_quotes_are_escaped_in_line_directives() {
+    let mut decl = axpby_decl("");
+    decl.sources = Cow::Owned(vec![file("we\"ird\\dir/k.cu", "int x;\n", &[])]);
+    let tu = emit(&decl, &[]).expect("emit");
+    assert!(tu.source.contains("#line 1 \"we\\\"ird\\\\dir/k.cu\"\n"));
+}

@@ -1,0 +1,23 @@
+//! The CUDA side of the code model: extern-kernel declarations, the include-closure scanner, the
+//! C++ translation-unit emitter with its signature check, and the JIT cache key.
+//!
+//! The macro scans and builds a [`KernelDecl`] at compile time and emits it as static data; the
+//! runtime emits the translation unit from that data, keys it, and hands it to NVRTC.
+
+mod cstr;
+mod decl;
+mod directive;
+mod emit;
+mod error;
+mod key;
+mod prelude;
+mod scan;
+mod types;
+
+pub use decl::{ConstexprStyle, IncludeEdge, KernelDecl, Param, ParamKind, SourceFile};
+pub use directive::{directives, Directive, DirectiveKind};
+pub use emit::{emit, TranslationUnit};
+pub use error::{EmitError, ScanError};
+pub use key::{cache_key, CacheKey, KeyInputs};
+pub use scan::{scan_closure, Closure, ScanRequest, ScannedFile, Unresolved};
+pub use types::{ConstValue, ElemType, ScalarType};

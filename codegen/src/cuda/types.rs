@@ -1,0 +1,300 @@
+//! The element and scalar types a kernel declaration may use, and how each is spelled in Rust and
+//! in the CUDA C++ the signature check compares against.
+
+use std::fmt;
+
+/// The element type of an `In<[T]>`, `Out<[T]>` or `InOut<[T]>` parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElemType {
+    F32,
+    F64,
+    F16,
+    BF16,
+    I32,
+    I64,
+    U32,
+    U64,
+    U8,
+    I8,
+    Bool,
+}
+
+impl ElemType {
+    pub const ALL: [ElemType; 11] = [
+        ElemType::F32,
+        ElemType::F64,
+        ElemType::F16,
+        ElemType::BF16,
+        ElemType::I32,
+        ElemType::I64,
+        ElemType::U32,
+        ElemType::U64,
+        ElemType::U8,
+        ElemType::I8,
+        ElemType::Bool,
+    ];
+
+    /// The Rust spelling, as written in the declaration (`f16` and `bf16` are `half`'s types).
+    pub const fn rust_name(self) -> &'static str {
+        match self {
+            ElemType::F32 => "f32",
+            ElemType::F64 => "f64",
+            ElemType::F16 => "f16",
+            ElemType::BF16 => "bf16",
+            ElemType::I32 => "i32",
+            ElemType::I64 => "i64",
+            ElemType::U32 => "u32",
+            ElemType::U64 => "u64",
+            ElemType::U8 => "u8",
+            ElemType::I8 => "i8",
+            ElemType::Bool => "bool",
+        }
+    }
+
+    /// The C++ type the kernel sees. 64-bit integers are spelled `long long`, the one spelling
+    /// that is 64 bits on every host NVRTC targets; the signature check also accepts `long`
+    /// (and so `int64_t`) where that is 64 bits too.
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            ElemType::F32 => "float",
+            ElemType::F64 => "double",
+            ElemType::F16 => "__half",
+            ElemType::BF16 => "__nv_bfloat16",
+            ElemType::I32 => "int",
+            ElemType::I64 => "long long",
+            ElemType::U32 => "unsigned int",
+            ElemType::U64 => "unsigned long long",
+            ElemType::U8 => "unsigned char",
+            ElemType::I8 => "signed char",
+            ElemType::Bool => "bool",
+        }
+    }
+
+    /// Size in bytes, the same on both sides.
+    pub const fn size(self) -> usize {
+        match self {
+            ElemType::U8 | ElemType::I8 | ElemType::Bool => 1,
+            ElemType::F16 | ElemType::BF16 => 2,
+            ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
+            ElemType::F64 | ElemType::I64 | ElemType::U64 => 8,
+        }
+    }
+
+    /// Parses the Rust spelling; the macro uses this, and names the supported list when it fails.
+    pub fn from_rust_name(name: &str) -> Option<ElemType> {
+        ElemType::ALL.into_iter().find(|t| t.rust_name() == name)
+    }
+}
+
+impl fmt::Display for ElemType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.rust_name())
+    }
+}
+
+/// The type of a by-value scalar parameter (launch argument or `#[constexpr]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScalarType {
+    I32,
+    I64,
+    U32,
+    U64,
+    F32,
+    F64,
+    Bool,
+}
+
+impl ScalarType {
+    pub const ALL: [ScalarType; 7] = [
+        ScalarType::I32,
+        ScalarType::I64,
+        ScalarType::U32,
+        ScalarType::U64,
+        ScalarType::F32,
+        ScalarType::F64,
+        ScalarType::Bool,
+    ];
+
+    pub const fn rust_name(self) -> &'static str {
+        self.elem().rust_name()
+    }
+
+    pub const fn c_name(self) -> &'static str {
+        self.elem().c_name()
+    }
+
+    pub const fn size(self) -> usize {
+        self.elem().size()
+    }
+
+    /// The same type seen as a slice element; every scalar type is also an element type.
+    pub const fn elem(self) -> ElemType {
+        match self {
+            ScalarType::I32 => ElemType::I32,
+            ScalarType::I64 => ElemType::I64,
+            ScalarType::U32 => ElemType::U32,
+            ScalarType::U64 => ElemType::U64,
+            ScalarType::F32 => ElemType::F32,
+            ScalarType::F64 => ElemType::F64,
+            ScalarType::Bool => ElemType::Bool,
+        }
+    }
+
+    /// Floats cannot be C++17 template arguments, so a float `#[constexpr]` is only allowed as a
+    /// define.
+    pub const fn can_be_template_arg(self) -> bool {
+        !matches!(self, ScalarType::F32 | ScalarType::F64)
+    }
+
+    pub fn from_rust_name(name: &str) -> Option<ScalarType> {
+        ScalarType::ALL.into_iter().find(|t| t.rust_name() == name)
+    }
+}
+
+impl fmt::Display for ScalarType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.rust_name())
+    }
+}
+
+/// The value of one `#[constexpr]` parameter, as one specialization of a kernel fixes it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ConstValue {
+    I32(i32),
+    I64(i64),
+    U32(u32),
+    U64(u64),
+    F32(f32),
+    F64(f64),
+    Bool(bool),
+}
+
+impl ConstValue {
+    pub const fn ty(self) -> ScalarType {
+        match self {
+            ConstValue::I32(_) => ScalarType::I32,
+            ConstValue::I64(_) => ScalarType::I64,
+            ConstValue::U32(_) => ScalarType::U32,
+            ConstValue::U64(_) => ScalarType::U64,
+            ConstValue::F32(_) => ScalarType::F32,
+            ConstValue::F64(_) => ScalarType::F64,
+            ConstValue::Bool(_) => ScalarType::Bool,
+        }
+    }
+
+    /// Equality by bits, so a specialization cache never confuses `0.0` with `-0.0` and always
+    /// finds a NaN it stored (plain `==` does neither).
+    pub fn same_bits(&self, other: &ConstValue) -> bool {
+        match (self, other) {
+            (ConstValue::F32(a), ConstValue::F32(b)) => a.to_bits() == b.to_bits(),
+            (ConstValue::F64(a), ConstValue::F64(b)) => a.to_bits() == b.to_bits(),
+            _ => self == other,
+        }
+    }
+
+    /// A stable text form for cache keys and messages: type and exact bits, never lossy.
+    pub fn key_text(&self) -> String {
+        match self {
+            ConstValue::I32(v) => format!("i32:{v}"),
+            ConstValue::I64(v) => format!("i64:{v}"),
+            ConstValue::U32(v) => format!("u32:{v}"),
+            ConstValue::U64(v) => format!("u64:{v}"),
+            ConstValue::F32(v) => format!("f32:{:#010x}", v.to_bits()),
+            ConstValue::F64(v) => format!("f64:{:#018x}", v.to_bits()),
+            ConstValue::Bool(v) => format!("bool:{v}"),
+        }
+    }
+
+    /// The C++ literal with the exact type of the parameter, or `None` for a non-finite float,
+    /// which has no portable literal.
+    pub fn cpp_literal(&self) -> Option<String> {
+        Some(match self {
+            // `-2147483648` is `-(2147483648)`, a long; spell the minimum so it stays an int.
+            ConstValue::I32(i32::MIN) => "(-2147483647 - 1)".to_string(),
+            ConstValue::I32(v) => format!("{v}"),
+            ConstValue::I64(i64::MIN) => "(-9223372036854775807LL - 1)".to_string(),
+            ConstValue::I64(v) => format!("{v}LL"),
+            ConstValue::U32(v) => format!("{v}u"),
+            ConstValue::U64(v) => format!("{v}ull"),
+            ConstValue::F32(v) if v.is_finite() => format!("{}f", float_text(format!("{v:?}"))),
+            ConstValue::F64(v) if v.is_finite() => float_text(format!("{v:?}")),
+            ConstValue::F32(_) | ConstValue::F64(_) => return None,
+            ConstValue::Bool(v) => format!("{v}"),
+        })
+    }
+}
+
+/// Rust's shortest round-trip text (`{:?}`), always with a decimal point or exponent so C++
+/// reads a float; the shortest text of an f32 read back as a `float` literal is that f32 exactly.
+fn float_text(s: String) -> String {
+    if s.contains(['.', 'e', 'E']) {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+impl fmt::Display for ConstValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConstValue::I32(v) => write!(f, "{v}"),
+            ConstValue::I64(v) => write!(f, "{v}"),
+            ConstValue::U32(v) => write!(f, "{v}"),
+            ConstValue::U64(v) => write!(f, "{v}"),
+            ConstValue::F32(v) => write!(f, "{v:?}"),
+            ConstValue::F64(v) => write!(f, "{v:?}"),
+            ConstValue::Bool(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rust_name_round_trips() {
+        for t in ElemType::ALL {
+            assert_eq!(ElemType::from_rust_name(t.rust_name()), Some(t));
+        }
+        for t in ScalarType::ALL {
+            assert_eq!(ScalarType::from_rust_name(t.rust_name()), Some(t));
+        }
+        assert_eq!(ElemType::from_rust_name("usize"), None);
+        assert_eq!(ScalarType::from_rust_name("f16"), None);
+    }
+
+    #[test]
+    fn literals_keep_their_type() {
+        assert_eq!(ConstValue::I32(-3).cpp_literal().as_deref(), Some("-3"));
+        assert_eq!(
+            ConstValue::I32(i32::MIN).cpp_literal().as_deref(),
+            Some("(-2147483647 - 1)")
+        );
+        assert_eq!(ConstValue::I64(7).cpp_literal().as_deref(), Some("7LL"));
+        assert_eq!(ConstValue::U32(7).cpp_literal().as_deref(), Some("7u"));
+        assert_eq!(ConstValue::U64(7).cpp_literal().as_deref(), Some("7ull"));
+        assert_eq!(ConstValue::F32(2.0).cpp_literal().as_deref(), Some("2.0f"));
+        assert_eq!(ConstValue::F32(0.1).cpp_literal().as_deref(), Some("0.1f"));
+        assert_eq!(
+            ConstValue::F64(1e300).cpp_literal().as_deref(),
+            Some("1e300")
+        );
+        assert_eq!(ConstValue::F64(f64::NAN).cpp_literal(), None);
+        assert_eq!(
+            ConstValue::Bool(true).cpp_literal().as_deref(),
+            Some("true")
+        );
+    }
+
+    #[test]
+    fn float_values_compare_by_bits() {
+        assert!(!ConstValue::F32(0.0).same_bits(&ConstValue::F32(-0.0)));
+        assert!(ConstValue::F64(f64::NAN).same_bits(&ConstValue::F64(f64::NAN)));
+        assert!(!ConstValue::I32(1).same_bits(&ConstValue::U32(1)));
+        assert_ne!(
+            ConstValue::F32(0.0).key_text(),
+            ConstValue::F32(-0.0).key_text()
+        );
+    }
+}
