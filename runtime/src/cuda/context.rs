@@ -1,0 +1,87 @@
+//! One CUDA context and default stream per device, created on first use and kept for the
+//! process: `CudaContext::new` costs 220-290 ms, so it must never run twice for one ordinal.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{CudaContext, CudaStream, DriverError};
+
+use super::probe;
+use crate::error::{Error, Result};
+
+/// Devices beyond this ordinal are refused; no host holds more GPUs than this today.
+pub const MAX_DEVICES: usize = 16;
+
+/// A device that is ready for work.
+#[derive(Debug)]
+pub struct CudaDevice {
+    pub ordinal: usize,
+    pub context: Arc<CudaContext>,
+    /// The context's default (legacy) stream: launches on it are ordered with every other user of
+    /// the primary context.
+    pub stream: Arc<CudaStream>,
+    /// `(major, minor)`, e.g. `(9, 0)` for an H200.
+    pub compute_capability: (u32, u32),
+    pub name: String,
+}
+
+static DEVICES: [OnceLock<CudaDevice>; MAX_DEVICES] = [const { OnceLock::new() }; MAX_DEVICES];
+/// Serializes first-time creation, so two threads never both pay for a context.
+static CREATE: Mutex<()> = Mutex::new(());
+
+/// The number of CUDA devices, or `NoCuda` when there is no driver or no device.
+pub fn device_count() -> Result<usize> {
+    probe::driver()?;
+    let n = CudaContext::device_count().map_err(|e| no_cuda("counting devices", e))?;
+    Ok(n.max(0) as usize)
+}
+
+/// The device `ordinal`, creating its context on first use.
+pub fn device(ordinal: usize) -> Result<&'static CudaDevice> {
+    let slot = DEVICES.get(ordinal).ok_or_else(|| Error::Cuda {
+        kernel: format!("device cuda:{ordinal}"),
+        message: format!("opbox supports device ordinals below {MAX_DEVICES}"),
+    })?;
+    if let Some(d) = slot.get() {
+        return Ok(d);
+    }
+    // A poisoned lock only means another thread panicked while creating a context; the slot
+    // itself is still consistent (it is a OnceLock), so carry on.
+    let _guard = CREATE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(d) = slot.get() {
+        return Ok(d);
+    }
+    let count = device_count()?;
+    if ordinal >= count {
+        return Err(Error::Cuda {
+            kernel: format!("device cuda:{ordinal}"),
+            message: format!("no such device: this machine has {count} CUDA device(s)"),
+        });
+    }
+    let created = create(ordinal)?;
+    Ok(slot.get_or_init(|| created))
+}
+
+fn create(ordinal: usize) -> Result<CudaDevice> {
+    let what = |e: DriverError| Error::Cuda {
+        kernel: format!("device cuda:{ordinal}"),
+        message: e.to_string(),
+    };
+    let context = CudaContext::new(ordinal).map_err(what)?;
+    let (major, minor) = context.compute_capability().map_err(what)?;
+    let name = context.name().map_err(what)?;
+    let stream = context.default_stream();
+    Ok(CudaDevice {
+        ordinal,
+        context,
+        stream,
+        compute_capability: (major.max(0) as u32, minor.max(0) as u32),
+        name,
+    })
+}
+
+/// A driver that loads but cannot initialize (no device, driver too old) is "no CUDA" as well.
+fn no_cuda(what: &str, e: DriverError) -> Error {
+    Error::NoCuda {
+        reason: format!("the CUDA driver failed while {what}: {e}"),
+    }
+}

@@ -1,0 +1,264 @@
+//! The JIT, GPU-free half: declaration + constexpr values + arch → compiled artifact, through the
+//! disk cache. Loading onto a device is `loader`'s job.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use opbox_codegen::cuda::{cache_key, emit, CacheKey, ConstValue, KernelDecl, KeyInputs};
+
+use super::artifact::{Artifact, ImageKind};
+use super::disk_cache::{DiskCache, Lookup};
+use super::nvrtc;
+use crate::error::{Error, Result};
+
+/// What a compile request targets: a cubin for `sm_XX`, or PTX for `compute_XX`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Target {
+    pub kind: ImageKind,
+    /// `90` for sm_90.
+    pub arch: u32,
+}
+
+impl Target {
+    /// Parses `sm_90` (cubin) or `compute_90` (PTX).
+    pub fn parse(arch: &str) -> Result<Target> {
+        let (kind, num) = if let Some(n) = arch.strip_prefix("sm_") {
+            (ImageKind::Cubin, n)
+        } else if let Some(n) = arch.strip_prefix("compute_") {
+            (ImageKind::Ptx, n)
+        } else {
+            return Err(Error::InvalidArgument(format!(
+                "unknown GPU arch '{arch}': expected sm_XX or compute_XX"
+            )));
+        };
+        let arch = num.parse().map_err(|_| {
+            Error::InvalidArgument(format!(
+                "unknown GPU arch '{arch}': expected sm_XX or compute_XX"
+            ))
+        })?;
+        Ok(Target { kind, arch })
+    }
+
+    pub fn name(&self) -> String {
+        match self.kind {
+            ImageKind::Cubin => format!("sm_{}", self.arch),
+            ImageKind::Ptx => format!("compute_{}", self.arch),
+        }
+    }
+
+    /// The best target for a device of compute capability `cc` given the `sm_XX` numbers this
+    /// NVRTC supports: the device's own cubin when supported; else PTX for the newest supported
+    /// arch below it, which the driver JIT-compiles forward; else the device's own PTX.
+    pub fn for_device(cc: (u32, u32), supported: &[i32]) -> Target {
+        let want = cc.0 * 10 + cc.1;
+        if supported.iter().any(|&a| a as u32 == want) {
+            return Target {
+                kind: ImageKind::Cubin,
+                arch: want,
+            };
+        }
+        let below = supported
+            .iter()
+            .map(|&a| a as u32)
+            .filter(|&a| a < want)
+            .max();
+        Target {
+            kind: ImageKind::Ptx,
+            arch: below.unwrap_or(want),
+        }
+    }
+}
+
+/// How a compile request was served.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Read from the disk cache.
+    Hit,
+    /// Compiled and stored (or compiled with the disk cache off).
+    Compiled,
+    /// The entry was corrupt; recompiled and replaced.
+    Rebuilt { why: String },
+}
+
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    pub artifact: Artifact,
+    pub key: CacheKey,
+    pub outcome: CacheOutcome,
+}
+
+/// Compiles `decl` specialized by `constexprs` for `arch` (`sm_90` or `compute_90`), through the
+/// process's disk cache (see [`DiskCache::from_env`]). Needs NVRTC, not a GPU.
+pub fn compile_for_arch(
+    decl: &KernelDecl,
+    constexprs: &[ConstValue],
+    arch: &str,
+) -> Result<Artifact> {
+    compile_cached(decl, constexprs, Target::parse(arch)?, default_cache()).map(|c| c.artifact)
+}
+
+/// The disk cache from the environment, resolved once per process.
+pub fn default_cache() -> Option<&'static DiskCache> {
+    static CACHE: OnceLock<Option<DiskCache>> = OnceLock::new();
+    CACHE.get_or_init(DiskCache::from_env).as_ref()
+}
+
+/// [`compile_for_arch`] with an explicit cache (`None`: always compile).
+pub fn compile_cached(
+    decl: &KernelDecl,
+    constexprs: &[ConstValue],
+    target: Target,
+    cache: Option<&DiskCache>,
+) -> Result<Compiled> {
+    let kernel = decl.rust_name.as_ref();
+    let unit = emit(decl, constexprs).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    let options = options_for(decl, target);
+    let key = cache_key(&KeyInputs {
+        opbox_version: env!("CARGO_PKG_VERSION"),
+        nvrtc_version: nvrtc::version()?,
+        arch: &target.name(),
+        options: &options,
+        decl,
+        constexprs,
+        unit: &unit,
+    });
+    let mut outcome = CacheOutcome::Compiled;
+    if let Some(cache) = cache {
+        match cache.load(&key) {
+            Lookup::Hit(artifact) if artifact.kind == target.kind => {
+                return Ok(Compiled {
+                    artifact,
+                    key,
+                    outcome: CacheOutcome::Hit,
+                })
+            }
+            Lookup::Hit(_) | Lookup::Miss => {}
+            Lookup::Corrupt(why) => outcome = CacheOutcome::Rebuilt { why },
+        }
+    }
+    let artifact =
+        nvrtc::compile(&unit, &options, target.kind, kernel).map_err(|e| with_site(e, decl))?;
+    if let Some(cache) = cache {
+        // A cache that cannot be written costs the next process a compile, nothing more.
+        let _ = cache.store(&key, &artifact);
+    }
+    Ok(Compiled {
+        artifact,
+        key,
+        outcome,
+    })
+}
+
+/// NVRTC options for `decl` on `target`: the arch, C++17, the CUDA headers when a toolkit is
+/// installed (for <cuda_fp16.h> and friends), then the declaration's own options.
+pub fn options_for(decl: &KernelDecl, target: Target) -> Vec<String> {
+    let mut options = vec![
+        format!("--gpu-architecture={}", target.name()),
+        "-std=c++17".to_string(),
+    ];
+    for dir in cuda_include_dirs() {
+        options.push(format!("--include-path={}", dir.display()));
+    }
+    options.extend(decl.options.iter().map(|o| o.to_string()));
+    options
+}
+
+/// `<toolkit>/include` (and its CCCL dir, which CUDA 13's headers need) for the first toolkit
+/// found in `$CUDA_HOME`, `$CUDA_PATH` or `/usr/local/cuda`; found once per process.
+fn cuda_include_dirs() -> &'static [PathBuf] {
+    static DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    DIRS.get_or_init(|| {
+        let roots = ["CUDA_HOME", "CUDA_PATH"]
+            .into_iter()
+            .filter_map(std::env::var_os)
+            .map(PathBuf::from)
+            .chain([PathBuf::from("/usr/local/cuda")]);
+        for root in roots {
+            let include = root.join("include");
+            if include.join("cuda_fp16.h").is_file() {
+                let cccl = include.join("cccl");
+                return if cccl.is_dir() {
+                    vec![include, cccl]
+                } else {
+                    vec![include]
+                };
+            }
+        }
+        Vec::new()
+    })
+}
+
+/// Adds where the Rust declaration is to a compile error, which the translation unit leaves out
+/// to keep the cache key independent of it.
+fn with_site(e: Error, decl: &KernelDecl) -> Error {
+    match e {
+        Error::Compile { kernel, log } => Error::Compile {
+            log: format!(
+                "{log}\n(Rust declaration at {}: {}; entry '{}' in {})",
+                decl.declared_at,
+                decl.rust_signature(),
+                decl.entry,
+                decl.entry_file()
+            ),
+            kernel,
+        },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_and_print() {
+        assert_eq!(
+            Target::parse("sm_90").ok(),
+            Some(Target {
+                kind: ImageKind::Cubin,
+                arch: 90
+            })
+        );
+        assert_eq!(
+            Target::parse("compute_89").ok(),
+            Some(Target {
+                kind: ImageKind::Ptx,
+                arch: 89
+            })
+        );
+        assert_eq!(
+            Target::parse("sm_90").map(|t| t.name()).ok().as_deref(),
+            Some("sm_90")
+        );
+        assert!(Target::parse("gfx90a").is_err());
+        assert!(Target::parse("sm_x").is_err());
+    }
+
+    #[test]
+    fn device_targets_prefer_cubin_then_fall_back_to_ptx() {
+        let supported = [75, 80, 86, 89, 90, 100, 120];
+        assert_eq!(
+            Target::for_device((9, 0), &supported),
+            Target {
+                kind: ImageKind::Cubin,
+                arch: 90
+            }
+        );
+        // A device newer than this NVRTC knows: PTX of the newest arch below it.
+        assert_eq!(
+            Target::for_device((12, 1), &supported),
+            Target {
+                kind: ImageKind::Ptx,
+                arch: 120
+            }
+        );
+        // Older than anything supported: its own PTX (NVRTC will say why if it cannot).
+        assert_eq!(
+            Target::for_device((5, 0), &supported),
+            Target {
+                kind: ImageKind::Ptx,
+                arch: 50
+            }
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! The in-process kernel cache: one [`KernelHandle`] per kernel declaration (a `static` the
+//! `#[extern_kernel]` macro emits), holding the loaded `CudaFunction` per device and, for kernels
+//! with `#[constexpr]` parameters, per value set.
+//!
+//! A repeat lookup is a `OnceLock` read (no lock, no hashing, no file access); a specialization
+//! lookup is a read-locked scan of a short list, comparing values bit for bit. The first lookup
+//! per (device, specialization) compiles through the disk cache and loads the image.
+
+use std::sync::{Mutex, OnceLock, RwLock};
+
+use cudarc::driver::CudaFunction;
+use cudarc::nvrtc::Ptx;
+use opbox_codegen::cuda::{ConstValue, KernelDecl};
+
+use super::artifact::{Artifact, ImageKind};
+use super::context::{device, CudaDevice, MAX_DEVICES};
+use super::jit::{compile_cached, default_cache, Target};
+use super::nvrtc;
+use crate::error::{Error, Result};
+
+/// A loaded kernel: the function to launch and where it came from.
+#[derive(Clone, Debug)]
+pub struct LoadedKernel {
+    pub function: CudaFunction,
+    pub lowered_name: String,
+    pub kind: ImageKind,
+}
+
+struct Specialization {
+    ordinal: usize,
+    values: Vec<ConstValue>,
+    kernel: LoadedKernel,
+}
+
+/// Per-declaration cache of loaded kernels; `const`-constructible for use in a `static`.
+pub struct KernelHandle {
+    decl: &'static KernelDecl,
+    plain: [OnceLock<LoadedKernel>; MAX_DEVICES],
+    specialized: RwLock<Vec<Specialization>>,
+    /// Serializes first loads of this kernel, so concurrent first launches compile once.
+    loading: Mutex<()>,
+}
+
+impl KernelHandle {
+    pub const fn new(decl: &'static KernelDecl) -> KernelHandle {
+        KernelHandle {
+            decl,
+            plain: [const { OnceLock::new() }; MAX_DEVICES],
+            specialized: RwLock::new(Vec::new()),
+            loading: Mutex::new(()),
+        }
+    }
+
+    pub fn decl(&self) -> &'static KernelDecl {
+        self.decl
+    }
+
+    /// The kernel (no `#[constexpr]` params) loaded on device `ordinal`.
+    pub fn get(&self, ordinal: usize) -> Result<&LoadedKernel> {
+        let slot = self
+            .plain
+            .get(ordinal)
+            .ok_or_else(|| self.error(format!("device ordinal {ordinal} is out of range")))?;
+        if let Some(k) = slot.get() {
+            return Ok(k);
+        }
+        let _guard = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = slot.get() {
+            return Ok(k);
+        }
+        let loaded = load(self.decl, &[], device(ordinal)?)?;
+        Ok(slot.get_or_init(|| loaded))
+    }
+
+    /// The kernel specialized by `values` (one per `#[constexpr]` param, in order) on `ordinal`.
+    pub fn get_specialized(&self, ordinal: usize, values: &[ConstValue]) -> Result<LoadedKernel> {
+        if let Some(k) = self.find(ordinal, values) {
+            return Ok(k);
+        }
+        let _guard = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = self.find(ordinal, values) {
+            return Ok(k);
+        }
+        let kernel = load(self.decl, values, device(ordinal)?)?;
+        let mut list = self.specialized.write().unwrap_or_else(|p| p.into_inner());
+        list.push(Specialization {
+            ordinal,
+            values: values.to_vec(),
+            kernel: kernel.clone(),
+        });
+        Ok(kernel)
+    }
+
+    fn find(&self, ordinal: usize, values: &[ConstValue]) -> Option<LoadedKernel> {
+        let list = self.specialized.read().unwrap_or_else(|p| p.into_inner());
+        list.iter()
+            .find(|s| {
+                s.ordinal == ordinal
+                    && s.values.len() == values.len()
+                    && s.values.iter().zip(values).all(|(a, b)| a.same_bits(b))
+            })
+            .map(|s| s.kernel.clone())
+    }
+
+    fn error(&self, message: String) -> Error {
+        Error::Cuda {
+            kernel: self.decl.rust_name.to_string(),
+            message,
+        }
+    }
+}
+
+/// Compiles (through the disk cache) and loads `decl` for `dev`.
+fn load(decl: &KernelDecl, values: &[ConstValue], dev: &CudaDevice) -> Result<LoadedKernel> {
+    let target = Target::for_device(dev.compute_capability, &nvrtc::supported_archs()?);
+    let compiled = compile_cached(decl, values, target, default_cache())?;
+    let Artifact {
+        kind,
+        lowered_name,
+        image,
+    } = compiled.artifact;
+    let driver = |what: &str, e: cudarc::driver::DriverError| Error::Cuda {
+        kernel: decl.rust_name.to_string(),
+        message: format!("{what} on cuda:{}: {e}", dev.ordinal),
+    };
+    let ptx = match kind {
+        ImageKind::Cubin => Ptx::from_binary(image),
+        ImageKind::Ptx => {
+            // cudarc turns PTX text into a C string and panics on an interior NUL; refuse it here.
+            let text = String::from_utf8(image)
+                .ok()
+                .filter(|t| !t.contains('\0'))
+                .ok_or_else(|| Error::Cuda {
+                    kernel: decl.rust_name.to_string(),
+                    message: "NVRTC produced PTX that is not text".into(),
+                })?;
+            Ptx::from_src(text)
+        }
+    };
+    let module = dev
+        .context
+        .load_module(ptx)
+        .map_err(|e| driver("loading the module", e))?;
+    // cudarc builds a C string from the name and panics on an interior NUL; NVRTC never makes one,
+    // but a disk cache entry is outside input, so check.
+    if lowered_name.contains('\0') {
+        return Err(Error::Cuda {
+            kernel: decl.rust_name.to_string(),
+            message: "bad entry symbol in cached kernel".into(),
+        });
+    }
+    let function = module
+        .load_function(&lowered_name)
+        .map_err(|e| driver(&format!("finding '{lowered_name}'"), e))?;
+    Ok(LoadedKernel {
+        function,
+        lowered_name,
+        kind,
+    })
+}

@@ -1,0 +1,28 @@
+//! CUDA through cudarc, loaded at run time (feature `cuda`, on by default).
+//!
+//! Every entry point probes for the driver or NVRTC first and returns `Error::NoCuda` when one is
+//! missing: cudarc itself panics on a missing library, and a machine without a GPU must still run
+//! every CPU path.
+//!
+//! - [`probe`]: is the driver / NVRTC loadable?
+//! - [`nvrtc`]: compile a translation unit to a cubin or PTX (no GPU needed).
+//! - [`jit`]: declaration → artifact through the content-addressed [`disk_cache`].
+//! - [`context`]: one context and default stream per device.
+//! - [`loader`]: the in-process cache of loaded functions, one [`KernelHandle`] per declaration.
+
+pub mod artifact;
+pub mod context;
+pub mod disk_cache;
+pub mod jit;
+pub mod loader;
+pub mod nvrtc;
+pub mod probe;
+
+/// The cudarc this module is built on, for launch code (and, later, macro-generated stubs).
+pub use cudarc;
+
+pub use artifact::{Artifact, ImageKind};
+pub use context::{device, device_count, CudaDevice};
+pub use disk_cache::DiskCache;
+pub use jit::{compile_cached, compile_for_arch, CacheOutcome, Compiled, Target};
+pub use loader::{KernelHandle, LoadedKernel};

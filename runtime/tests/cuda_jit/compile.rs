@@ -1,0 +1,388 @@
+//! Compile-only tests: NVRTC, no GPU. They run in CI with NVRTC from the PyPI wheel.
+
+use std::time::Instant;
+
+use opbox_codegen::cuda::{ConstValue, ConstexprStyle, ElemType, Param, ParamKind, ScalarType};
+use opbox_runtime::cuda::{compile_cached, ImageKind, Target};
+use opbox_runtime::Error;
+
+use crate::support::*;
+
+pub const TESTS: &[Test] = &[
+    Test {
+        name: "compile::matching_kernel_compiles_to_a_cubin",
+        run: matching_kernel_compiles_to_a_cubin,
+    },
+    Test {
+        name: "compile::int64_t_long_and_restrict_are_accepted",
+        run: int64_t_long_and_restrict_are_accepted,
+    },
+    Test {
+        name: "compile::missing_const_on_an_in_slice_fails_naming_the_rust_declaration",
+        run: missing_const_fails,
+    },
+    Test {
+        name: "compile::wrong_scalar_type_fails_naming_the_rust_declaration",
+        run: wrong_scalar_type_fails,
+    },
+    Test {
+        name: "compile::wrong_param_count_fails",
+        run: wrong_param_count_fails,
+    },
+    Test {
+        name: "compile::syntax_error_keeps_the_user_file_and_line",
+        run: syntax_error_keeps_file_and_line,
+    },
+    Test {
+        name: "compile::missing_entry_is_named",
+        run: missing_entry_is_named,
+    },
+    Test {
+        name: "compile::multi_file_kernel_with_include_dir_compiles",
+        run: multi_file_kernel_compiles,
+    },
+    Test {
+        name: "compile::template_constexpr_specializes_a_mangled_entry",
+        run: template_constexpr,
+    },
+    Test {
+        name: "compile::define_constexpr_reaches_the_source",
+        run: define_constexpr,
+    },
+    Test {
+        name: "compile::half_and_bfloat16_compile_without_cuda_headers",
+        run: half_types,
+    },
+    Test {
+        name: "compile::ptx_target_yields_ptx_text",
+        run: ptx_target,
+    },
+];
+
+fn sm90() -> Target {
+    Target {
+        kind: ImageKind::Cubin,
+        arch: 90,
+    }
+}
+
+/// Compiles with no disk cache; `Ok(Err(outcome))` is a skip.
+fn compile(
+    decl: &opbox_codegen::cuda::KernelDecl,
+    values: &[ConstValue],
+    target: Target,
+) -> Result<Result<opbox_runtime::cuda::Artifact, Error>, Outcome> {
+    match compile_cached(decl, values, target, None) {
+        Ok(c) => Ok(Ok(c.artifact)),
+        Err(e) => match nvrtc_skip(&e) {
+            Some(skip) => Err(skip),
+            None => Ok(Err(e)),
+        },
+    }
+}
+
+/// The compile log of a kernel that must fail.
+fn failing_log(decl: &opbox_codegen::cuda::KernelDecl) -> Result<Result<String, Outcome>, String> {
+    match compile(decl, &[], sm90()) {
+        Err(skip) => Ok(Err(skip)),
+        Ok(Ok(_)) => Err("expected a compile error, but the kernel compiled".into()),
+        Ok(Err(Error::Compile { kernel, log })) => {
+            ensure(kernel == decl.rust_name, || {
+                format!("error names kernel {kernel}")
+            })?;
+            Ok(Ok(log))
+        }
+        Ok(Err(other)) => Err(format!("expected Error::Compile, got {other:?}")),
+    }
+}
+
+fn contains_all(log: &str, parts: &[&str]) -> Result<(), String> {
+    for p in parts {
+        ensure(log.contains(p), || format!("log lacks {p:?}:\n{log}"))?;
+    }
+    Ok(())
+}
+
+fn matching_kernel_compiles_to_a_cubin() -> TestResult {
+    with_nvrtc(|| {
+        // Warm NVRTC up once; the second figure is a steady-state compile.
+        let mut times = Vec::new();
+        let mut artifact = None;
+        for _ in 0..3 {
+            let t = Instant::now();
+            match compile(&AXPBY, &[], sm90()) {
+                Err(skip) => return Ok(skip),
+                Ok(r) => artifact = Some(r.map_err(|e| e.to_string())?),
+            }
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let a = artifact.ok_or("no artifact")?;
+        ensure(a.kind == ImageKind::Cubin, || format!("kind {:?}", a.kind))?;
+        ensure(a.image.starts_with(b"\x7fELF"), || {
+            "a cubin is an ELF image".into()
+        })?;
+        ensure(a.lowered_name == "axpby", || {
+            format!("extern \"C\" entry lowers to {}", a.lowered_name)
+        })?;
+        println!(
+            "    NVRTC sm_90 cubin of axpby: first {:.1} ms, then {:.1} ms, {:.1} ms ({} bytes)",
+            times[0],
+            times[1],
+            times[2],
+            a.image.len()
+        );
+        Ok(Outcome::Pass)
+    })
+}
+
+fn int64_t_long_and_restrict_are_accepted() -> TestResult {
+    with_nvrtc(|| {
+        for (what, sig) in [
+            ("int64_t", "const float* __restrict__ x, const float* const y, float* out, float a, const float b, int64_t n"),
+            ("long", "const float* x, const float* y, float* __restrict__ out, float a, float b, long n"),
+        ] {
+            let decl = axpby_with_source(&format!("__global__ void axpby({sig}) {{}}\n"));
+            match compile(&decl, &[], sm90()) {
+                Err(skip) => return Ok(skip),
+                Ok(Err(e)) => return Err(format!("{what}: {e}")),
+                Ok(Ok(a)) => ensure(a.lowered_name.starts_with("_Z5axpby"), || a.lowered_name.clone())?,
+            }
+        }
+        Ok(Outcome::Pass)
+    })
+}
+
+const RUST_DECL: &str =
+    "Rust declaration:      fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64)";
+const CPP_DECL: &str = "implies the C++ entry: __global__ void axpby(const float* x, const float* y, float* out, float a, float b, long long n)";
+
+fn missing_const_fails() -> TestResult {
+    with_nvrtc(|| {
+        let decl = axpby_with_source(
+            "extern \"C\" __global__ void axpby(float* x, const float* y, float* out, float a, float b, long long n) {}\n",
+        );
+        let log = match failing_log(&decl)? {
+            Ok(log) => log,
+            Err(skip) => return Ok(skip),
+        };
+        contains_all(
+            &log,
+            &[
+                "<opbox-check:axpby_f32>(1): error: static assertion failed",
+                "opbox: kernel 'axpby' in axpby.cu does not match its Rust declaration",
+                RUST_DECL,
+                CPP_DECL,
+                "(Rust declaration at runtime/tests/cuda_jit/support.rs:80",
+            ],
+        )?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn wrong_scalar_type_fails() -> TestResult {
+    with_nvrtc(|| {
+        let decl = axpby_with_source(
+            "extern \"C\" __global__ void axpby(const float* x, const float* y, float* out, double a, float b, long long n) {}\n",
+        );
+        let log = match failing_log(&decl)? {
+            Ok(log) => log,
+            Err(skip) => return Ok(skip),
+        };
+        contains_all(&log, &["static assertion failed", RUST_DECL, CPP_DECL])?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn wrong_param_count_fails() -> TestResult {
+    with_nvrtc(|| {
+        let decl = axpby_with_source(
+            "extern \"C\" __global__ void axpby(const float* x, const float* y, float* out, float a, float b) {}\n",
+        );
+        let log = match failing_log(&decl)? {
+            Ok(log) => log,
+            Err(skip) => return Ok(skip),
+        };
+        contains_all(&log, &["static assertion failed", RUST_DECL])?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn syntax_error_keeps_file_and_line() -> TestResult {
+    with_nvrtc(|| {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let root = dir.path();
+        write(
+            root,
+            "kernels/axpby.cu",
+            &format!("#include \"../common/x.cuh\"\n{AXPBY_CU}"),
+        )?;
+        write(
+            root,
+            "common/x.cuh",
+            "#pragma once\n// helper\n__device__ int helper() { return 1 }\n",
+        )?;
+        let decl = scanned(root, "kernels/axpby.cu", &[], AXPBY.clone())?;
+        let log = match failing_log(&decl)? {
+            Ok(log) => log,
+            Err(skip) => return Ok(skip),
+        };
+        contains_all(
+            &log,
+            &["../common/x.cuh(3): error", "(Rust declaration at "],
+        )?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn missing_entry_is_named() -> TestResult {
+    with_nvrtc(|| {
+        let decl = axpby_with_source("extern \"C\" __global__ void axbpy(const float* x) {}\n");
+        let log = match failing_log(&decl)? {
+            Ok(log) => log,
+            Err(skip) => return Ok(skip),
+        };
+        contains_all(
+            &log,
+            &["<opbox-check:axpby_f32>(1): error: identifier \"axpby\" is undefined"],
+        )?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn multi_file_kernel_compiles() -> TestResult {
+    with_nvrtc(|| {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let root = dir.path();
+        write(
+            root,
+            "kernels/axpby.cu",
+            "#include \"../common/x.cuh\"\n#include <mylib/lerp.cuh>\n\
+             extern \"C\" __global__ void axpby(const float* x, const float* y, float* out, float a, float b, long long n) {\n\
+               long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n\
+               if (i < n) out[i] = mylib::lerp2(a, x[i], b, y[i]) * common_scale();\n\
+             }\n",
+        )?;
+        write(root, "common/x.cuh", "#pragma once\n#include <mylib/lerp.cuh>\n__device__ inline float common_scale() { return 1.0f; }\n")?;
+        write(root, "include/mylib/lerp.cuh", "#ifndef MYLIB_LERP\n#define MYLIB_LERP\n#include \"detail.cuh\"\nnamespace mylib { __device__ inline float lerp2(float a, float x, float b, float y) { return detail::fma2(a, x, b * y); } }\n#endif\n")?;
+        write(root, "include/mylib/detail.cuh", "#pragma once\nnamespace mylib { namespace detail { __device__ inline float fma2(float a, float x, float c) { return a * x + c; } } }\n")?;
+        let decl = scanned(root, "kernels/axpby.cu", &["include"], AXPBY.clone())?;
+        let names: Vec<&str> = decl.sources.iter().map(|f| f.name.as_ref()).collect();
+        ensure(
+            names
+                == [
+                    "axpby.cu",
+                    "../common/x.cuh",
+                    "mylib/lerp.cuh",
+                    "mylib/detail.cuh",
+                ],
+            || format!("{names:?}"),
+        )?;
+        match compile(&decl, &[], sm90()) {
+            Err(skip) => Ok(skip),
+            Ok(r) => r.map(|_| Outcome::Pass).map_err(|e| e.to_string()),
+        }
+    })
+}
+
+fn template_constexpr() -> TestResult {
+    with_nvrtc(|| {
+        let mut decl = axpby_with_source(
+            "template <int BLOCK, bool FLAG>\n__global__ void axpby(const float* x, const float* y, float* out, float a, float b, long long n) {\n\
+               static_assert(BLOCK % 32 == 0, \"block must be a warp multiple\");\n}\n",
+        );
+        decl.params
+            .to_mut()
+            .push(Param::new("BLOCK", ParamKind::Constexpr(ScalarType::I32)));
+        decl.params
+            .to_mut()
+            .push(Param::new("FLAG", ParamKind::Constexpr(ScalarType::Bool)));
+        decl.constexpr_style = ConstexprStyle::TemplateArgs;
+        let a = match compile(
+            &decl,
+            &[ConstValue::I32(256), ConstValue::Bool(true)],
+            sm90(),
+        ) {
+            Err(skip) => return Ok(skip),
+            Ok(r) => r.map_err(|e| e.to_string())?,
+        };
+        ensure(a.lowered_name.starts_with("_Z5axpbyILi256ELb1EEv"), || {
+            a.lowered_name.clone()
+        })?;
+        // The user's own static_assert fires for a bad value, with the user's line.
+        match compile(
+            &decl,
+            &[ConstValue::I32(100), ConstValue::Bool(true)],
+            sm90(),
+        ) {
+            Err(skip) => Ok(skip),
+            Ok(Ok(_)) => Err("BLOCK=100 should fail the kernel's static_assert".into()),
+            Ok(Err(e)) => {
+                contains_all(
+                    &e.to_string(),
+                    &[
+                        "axpby.cu(3): error: static assertion failed",
+                        "block must be a warp multiple",
+                    ],
+                )?;
+                Ok(Outcome::Pass)
+            }
+        }
+    })
+}
+
+fn define_constexpr() -> TestResult {
+    with_nvrtc(|| {
+        let mut decl = axpby_with_source(
+            "#if !defined(SCALE) || !defined(UNROLL)\n#error constexpr defines missing\n#endif\n\
+             extern \"C\" __global__ void axpby(const float* x, const float* y, float* out, float a, float b, long long n) {\n\
+               static_assert(UNROLL == 4u, \"unroll\");\n out[0] = SCALE * a;\n}\n",
+        );
+        decl.params
+            .to_mut()
+            .push(Param::new("SCALE", ParamKind::Constexpr(ScalarType::F32)));
+        decl.params
+            .to_mut()
+            .push(Param::new("UNROLL", ParamKind::Constexpr(ScalarType::U32)));
+        match compile(&decl, &[ConstValue::F32(0.5), ConstValue::U32(4)], sm90()) {
+            Err(skip) => Ok(skip),
+            Ok(r) => r.map(|_| Outcome::Pass).map_err(|e| e.to_string()),
+        }
+    })
+}
+
+fn half_types() -> TestResult {
+    with_nvrtc(|| {
+        let mut decl = axpby_with_source(
+            "extern \"C\" __global__ void axpby(const __half* x, const __nv_bfloat16* y, float* out, float a, float b, long long n) {}\n",
+        );
+        decl.params.to_mut()[0].kind = ParamKind::In(ElemType::F16);
+        decl.params.to_mut()[1].kind = ParamKind::In(ElemType::BF16);
+        match compile(&decl, &[], sm90()) {
+            Err(skip) => Ok(skip),
+            Ok(r) => r.map(|_| Outcome::Pass).map_err(|e| e.to_string()),
+        }
+    })
+}
+
+fn ptx_target() -> TestResult {
+    with_nvrtc(|| {
+        let a = match compile(
+            &AXPBY,
+            &[],
+            Target {
+                kind: ImageKind::Ptx,
+                arch: 90,
+            },
+        ) {
+            Err(skip) => return Ok(skip),
+            Ok(r) => r.map_err(|e| e.to_string())?,
+        };
+        let text = String::from_utf8(a.image).map_err(|e| e.to_string())?;
+        ensure(
+            a.kind == ImageKind::Ptx && text.contains(".entry axpby("),
+            || text.chars().take(400).collect(),
+        )?;
+        ensure(!text.ends_with('\0'), || "PTX keeps no trailing NUL".into())?;
+        Ok(Outcome::Pass)
+    })
+}
