@@ -1,0 +1,97 @@
+//! [`Device`]: where a tensor's elements live.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::{Error, Result};
+
+/// Where a tensor's elements live.
+///
+/// Printed and parsed as `cpu`, `cuda:N` and `meta` (`cuda` alone parses as `cuda:0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Device {
+    /// Host memory.
+    Cpu,
+    /// The CUDA device with this ordinal.
+    Cuda(u32),
+    /// No memory at all: a meta tensor has a shape, strides and a dtype, but no elements.
+    Meta,
+}
+
+// Device type codes for `to_bits`: PyTorch's `c10::DeviceType` values.
+const TYPE_CPU: u32 = 0;
+const TYPE_CUDA: u32 = 1;
+const TYPE_META: u32 = 9;
+
+impl Device {
+    pub const fn is_cpu(self) -> bool {
+        matches!(self, Device::Cpu)
+    }
+
+    pub const fn is_cuda(self) -> bool {
+        matches!(self, Device::Cuda(_))
+    }
+
+    pub const fn is_meta(self) -> bool {
+        matches!(self, Device::Meta)
+    }
+
+    /// The stable 64-bit form used by the boxed ABI: the device type code in the high 32 bits
+    /// (PyTorch's `c10::DeviceType` values: cpu 0, cuda 1, meta 9) and the index in the low 32
+    /// bits (0 for cpu and meta).
+    pub const fn to_bits(self) -> u64 {
+        let (ty, index) = match self {
+            Device::Cpu => (TYPE_CPU, 0),
+            Device::Cuda(i) => (TYPE_CUDA, i),
+            Device::Meta => (TYPE_META, 0),
+        };
+        ((ty as u64) << 32) | index as u64
+    }
+
+    /// The inverse of [`Device::to_bits`]; `None` for an unknown type code, or for cpu or meta
+    /// with a nonzero index.
+    pub const fn from_bits(bits: u64) -> Option<Device> {
+        let ty = (bits >> 32) as u32;
+        let index = bits as u32;
+        match (ty, index) {
+            (TYPE_CPU, 0) => Some(Device::Cpu),
+            (TYPE_CUDA, i) => Some(Device::Cuda(i)),
+            (TYPE_META, 0) => Some(Device::Meta),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Cpu => f.write_str("cpu"),
+            Device::Cuda(i) => write!(f, "cuda:{i}"),
+            Device::Meta => f.write_str("meta"),
+        }
+    }
+}
+
+impl FromStr for Device {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Device> {
+        let bad = || {
+            Error::InvalidArgument(format!(
+                "unknown device '{s}'; expected cpu, cuda, cuda:N (N a device index) or meta"
+            ))
+        };
+        match s {
+            "cpu" => Ok(Device::Cpu),
+            "meta" => Ok(Device::Meta),
+            "cuda" => Ok(Device::Cuda(0)),
+            _ => {
+                let index = s.strip_prefix("cuda:").ok_or_else(bad)?;
+                if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(bad());
+                }
+                index.parse::<u32>().map(Device::Cuda).map_err(|_| bad())
+            }
+        }
+    }
+}

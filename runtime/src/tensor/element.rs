@@ -1,0 +1,198 @@
+//! [`Element`]: the Rust types that match a [`DType`].
+
+use std::fmt;
+
+use half::{bf16, f16};
+
+use super::DType;
+use crate::{Error, Result, Scalar};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type whose values a tensor of dtype [`Element::DTYPE`] holds.
+///
+/// Implemented for `f32`, `f64`, [`half::f16`], [`half::bf16`], `i32`, `i64`, `u8` and `bool`, and
+/// sealed: no other type can implement it. Every element type is a plain bit pattern
+/// ([`bytemuck::NoUninit`]); reading one from bytes is checked ([`bytemuck::CheckedBitPattern`]), which
+/// costs nothing except for `bool`, whose byte must be 0 or 1.
+pub trait Element:
+    sealed::Sealed
+    + bytemuck::NoUninit
+    + bytemuck::CheckedBitPattern
+    + Copy
+    + PartialEq
+    + fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// The dtype of tensors that hold this type.
+    const DTYPE: DType;
+
+    /// Converts a [`Scalar`] to this type. Float to integer truncates toward zero, anything to
+    /// `bool` is "nonzero". A value out of range (or NaN/infinity into an integer) is an
+    /// [`Error::InvalidArgument`].
+    fn from_scalar(value: Scalar) -> Result<Self>;
+
+    /// This value as a [`Scalar`]: floats as `Float`, integers as `Int`, `bool` as `Bool`.
+    fn to_scalar(self) -> Scalar;
+}
+
+fn overflow(value: Scalar, dtype: DType) -> Error {
+    Error::InvalidArgument(format!(
+        "value {value} cannot be converted to {dtype} without overflow"
+    ))
+}
+
+/// A float scalar into an integer type: finite, truncated toward zero, in range.
+fn float_to_int<T: TryFrom<i64>>(f: f64, dtype: DType) -> Result<T> {
+    let t = f.trunc();
+    // i64's range is [-2^63, 2^63); every integer dtype fits inside it.
+    const I64_MIN_F: f64 = i64::MIN as f64;
+    if !t.is_finite() || !(I64_MIN_F..-I64_MIN_F).contains(&t) {
+        return Err(overflow(Scalar::Float(f), dtype));
+    }
+    T::try_from(t as i64).map_err(|_| overflow(Scalar::Float(f), dtype))
+}
+
+macro_rules! int_element {
+    ($t:ty, $dtype:expr) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = $dtype;
+            fn from_scalar(value: Scalar) -> Result<$t> {
+                match value {
+                    Scalar::Int(i) => <$t>::try_from(i).map_err(|_| overflow(value, $dtype)),
+                    Scalar::Float(f) => float_to_int(f, $dtype),
+                    Scalar::Bool(b) => Ok(<$t>::from(u8::from(b))),
+                }
+            }
+            fn to_scalar(self) -> Scalar {
+                Scalar::Int(i64::from(self))
+            }
+        }
+    };
+}
+
+int_element!(i32, DType::I32);
+int_element!(i64, DType::I64);
+int_element!(u8, DType::U8);
+
+/// A scalar as f64, for the float dtypes.
+fn scalar_f64(value: Scalar) -> f64 {
+    value.to_f64()
+}
+
+macro_rules! float_element {
+    ($t:ty, $dtype:expr, $from_f64:expr, $to_f64:expr) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = $dtype;
+            fn from_scalar(value: Scalar) -> Result<$t> {
+                let v = scalar_f64(value);
+                let out: $t = $from_f64(v);
+                // NaN and infinity pass through; a finite value must not become infinite.
+                if v.is_finite() && !$to_f64(out).is_finite() {
+                    return Err(overflow(value, $dtype));
+                }
+                Ok(out)
+            }
+            fn to_scalar(self) -> Scalar {
+                Scalar::Float($to_f64(self))
+            }
+        }
+    };
+}
+
+float_element!(f64, DType::F64, |v: f64| v, |x: f64| x);
+float_element!(f32, DType::F32, |v: f64| v as f32, f64::from);
+float_element!(f16, DType::F16, f16::from_f64, f64::from);
+float_element!(bf16, DType::BF16, bf16::from_f64, f64::from);
+
+impl sealed::Sealed for bool {}
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn from_scalar(value: Scalar) -> Result<bool> {
+        Ok(match value {
+            Scalar::Bool(b) => b,
+            Scalar::Int(i) => i != 0,
+            Scalar::Float(f) => f != 0.0,
+        })
+    }
+    fn to_scalar(self) -> Scalar {
+        Scalar::Bool(self)
+    }
+}
+
+/// Runs `$body` with `$T` a type alias for the [`Element`] type of `$dtype`.
+///
+/// ```ignore
+/// let zero: Scalar = with_dtype!(t.dtype(), T => <T as Element>::to_scalar(T::from_scalar(0i64.into())?));
+/// ```
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::tensor::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::tensor::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::tensor::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::tensor::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            $crate::tensor::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::tensor::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::tensor::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::tensor::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_dtype;
+
+/// Runs `$body` with `$T` a plain unsigned integer type as wide as one element of `$dtype`:
+/// moving elements around needs only their width.
+macro_rules! with_width {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::tensor::DType::U8 | $crate::tensor::DType::Bool => {
+                type $T = u8;
+                $body
+            }
+            $crate::tensor::DType::F16 | $crate::tensor::DType::BF16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::tensor::DType::F32 | $crate::tensor::DType::I32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::tensor::DType::F64 | $crate::tensor::DType::I64 => {
+                type $T = u64;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_width;
