@@ -19,14 +19,16 @@ mod stable_impl;
 ///     m.def("axpby(Tensor x, Tensor y, float a=1.0, float b=1.0) -> Tensor");
 /// }
 /// ```
-/// Generates `mod mylib` with one marker type per op (`mylib::axpby`), which
-/// `#[stable_impl(mylib, KEY)]` checks kernel signatures against.
+/// Generates a module named after the function (`mod mylib` here) with one marker type per op
+/// (`mylib::axpby`), which `#[stable_impl(mylib, KEY)]` checks kernel signatures against.
 #[proc_macro_attribute]
 pub fn stable_library(attr: TokenStream, item: TokenStream) -> TokenStream {
     library::expand(attr.into(), item.into(), library::Kind::Library).into()
 }
 
-/// More ops for a namespace that a `#[stable_library]` defines elsewhere.
+/// More ops for a namespace that a `#[stable_library]` defines elsewhere. Like a library, it
+/// generates a marker module named after its function: `#[stable_fragment(mylib)] fn more`
+/// gives `mod more`, so its kernels are `#[stable_impl(more, CPU)]`.
 #[proc_macro_attribute]
 pub fn stable_fragment(attr: TokenStream, item: TokenStream) -> TokenStream {
     library::expand(attr.into(), item.into(), library::Kind::Fragment).into()

@@ -71,6 +71,9 @@ fn try_expand(attr: TokenStream, func: &ItemFn, kind: Kind) -> syn::Result<Token
     }
     let ops = collect_defs(func, &ns)?;
     let vis = &func.vis;
+    // The markers live in a module named after the function: a library and its fragments can
+    // then sit side by side in one Rust module without their marker modules colliding.
+    let markers_mod = &func.sig.ident;
     let markers = ops.iter().map(|op| marker_items(op, &ns));
     let library_kind = match kind {
         Kind::Library => quote!(Def),
@@ -80,7 +83,7 @@ fn try_expand(attr: TokenStream, func: &ItemFn, kind: Kind) -> syn::Result<Token
         let marker = format_ident!("{}", op.marker, span = op.lit.span());
         quote_spanned! {op.lit.span()=>
             ::opbox::__private::OpDef {
-                schema: <#namespace::#marker as ::opbox::__private::OpSpec>::SCHEMA,
+                schema: <#markers_mod::#marker as ::opbox::__private::OpSpec>::SCHEMA,
                 site: ::opbox::__private::Site { file: ::core::file!(), line: ::core::line!() },
             }
         }
@@ -94,7 +97,7 @@ fn try_expand(attr: TokenStream, func: &ItemFn, kind: Kind) -> syn::Result<Token
         #func
 
         #[allow(non_camel_case_types, dead_code)]
-        #vis mod #namespace {
+        #vis mod #markers_mod {
             #(#markers)*
         }
 

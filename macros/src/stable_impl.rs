@@ -1,6 +1,7 @@
 //! `#[stable_impl(path, KEY)]` on a module of kernels or on one kernel fn.
 
 use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
 use quote::{format_ident, quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
@@ -193,13 +194,18 @@ fn kernel_items(library: &Path, marker: &Path, op: &Ident, func: &ItemFn, key: &
     }
     let arity = params.len();
     let arity_trait = trait_path(library, naming::arity_trait(&op_name, op.span()));
-    let arity_check = quote_spanned! {sig.ident.span()=>
+    let ident_span = sig.ident.span();
+    let arity_marker = respan(marker, ident_span);
+    let arity_trait = respan(&arity_trait, ident_span);
+    let arity_check = quote_spanned! {ident_span=>
         fn arity<M: #arity_trait<#arity>>() {}
-        arity::<#marker>();
+        arity::<#arity_marker>();
     };
     let arg_checks = params.iter().enumerate().map(|(index, (span, ty))| {
         let arg_trait = trait_path(library, naming::arg_trait(&op_name, index, *span));
         let check = format_ident!("arg{}", index, span = *span);
+        let arg_trait = respan(&arg_trait, *span);
+        let marker = respan(marker, *span);
         quote_spanned! {*span=>
             fn #check<M: #arg_trait<S>, S>() {}
             #check::<#marker, <#ty as ::opbox::__private::RustParam>::Schema>();
@@ -214,16 +220,17 @@ fn kernel_items(library: &Path, marker: &Path, op: &Ident, func: &ItemFn, key: &
         }
     };
     let returns_trait = trait_path(library, naming::returns_trait(&op_name, ret_span));
+    let returns_trait = respan(&returns_trait, ret_span);
+    let returns_marker = respan(marker, ret_span);
     let returns_check = quote_spanned! {ret_span=>
         fn returns<M: #returns_trait<S>, S>() {}
-        returns::<#marker, <#ret_ty as ::opbox::__private::KernelReturn>::Schema>();
+        returns::<#returns_marker, <#ret_ty as ::opbox::__private::KernelReturn>::Schema>();
     };
-    let gets = (0..arity).map(|i| quote!(__opbox_args.get(#i)?));
+    let gets = params.iter().enumerate().map(|(i, (span, _))| quote_spanned!(*span=> __opbox_args.get(#i)?));
     let site = quote_spanned! {sig.ident.span()=>
         ::opbox::__private::Site { file: ::core::file!(), line: ::core::line!() }
     };
     let fn_name = fn_ident.to_string();
-    let _ = Span::call_site();
     Ok(quote! {
         const _: () = {
             #[allow(dead_code)]
@@ -264,4 +271,16 @@ fn trait_path(library: &Path, trait_ident: Ident) -> Path {
     let mut p = library.clone();
     p.segments.push(syn::PathSegment { ident: trait_ident, arguments: PathArguments::None });
     p
+}
+
+/// The path with every token moved to `span`, so rustc reports a failed check at the kernel's
+/// parameter rather than at the attribute.
+fn respan(path: &Path, span: Span) -> TokenStream {
+    path.to_token_stream()
+        .into_iter()
+        .map(|mut token| {
+            token.set_span(span);
+            token
+        })
+        .collect()
 }

@@ -10,6 +10,10 @@ use crate::{DType, Device, Scalar, Tensor};
 pub struct Mismatch;
 
 /// Reads a Rust value out of a [`StableValue`], borrowing from it for `'a` where the type allows.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be unboxed as an op parameter",
+    label = "use a type from the schema table: &Tensor or Tensor, i64, f64, bool, &str or String, DType, Device, Scalar, &[T] or Vec<T>, Option<T>"
+)]
 pub trait FromStable<'a>: Sized {
     fn from_stable(v: &'a StableValue) -> Result<Self, Mismatch>;
 
@@ -275,3 +279,17 @@ impl<T: IntoStable + Clone, const N: usize> IntoStable for [T; N] {
         StableValue::list(T::into_list(self.to_vec()))
     }
 }
+
+// Rust types with no schema type. `#[stable_impl]`'s signature check rejects them at compile time
+// with a message naming the op and argument; these impls only keep the boxing shim from adding
+// a second, less helpful error for the same parameter. They never unbox anything.
+macro_rules! rejected_by_signature_check {
+    ($($ty:ty),+) => {$(
+        impl<'a> FromStable<'a> for $ty {
+            fn from_stable(_: &'a StableValue) -> Result<Self, Mismatch> {
+                Err(Mismatch)
+            }
+        }
+    )+};
+}
+rejected_by_signature_check!(f32, i8, i16, i32, u8, u16, u32, u64, usize, isize, char);

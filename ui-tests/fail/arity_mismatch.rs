@@ -1,0 +1,17 @@
+use opbox::prelude::*;
+
+#[stable_library(uilib)]
+fn uilib(m: &mut Library) {
+    m.def("axpby(Tensor x, Tensor y, float a, float b) -> Tensor");
+}
+
+#[stable_impl(uilib, CPU)]
+mod cpu {
+    use opbox::prelude::*;
+
+    pub fn axpby(x: &Tensor, _y: &Tensor, _a: f64) -> Result<Tensor> {
+        Ok(x.clone())
+    }
+}
+
+fn main() {}
