@@ -6,7 +6,7 @@
 //! lookup is a read-locked scan of a short list, comparing values bit for bit. The first lookup
 //! per (device, specialization) compiles through the disk cache and loads the image.
 
-use std::sync::{Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cudarc::driver::CudaFunction;
 use cudarc::nvrtc::Ptx;
@@ -29,7 +29,7 @@ pub struct LoadedKernel {
 struct Specialization {
     ordinal: usize,
     values: Vec<ConstValue>,
-    kernel: LoadedKernel,
+    kernel: Arc<LoadedKernel>,
 }
 
 /// Per-declaration cache of loaded kernels; `const`-constructible for use in a `static`.
@@ -73,7 +73,12 @@ impl KernelHandle {
     }
 
     /// The kernel specialized by `values` (one per `#[constexpr]` param, in order) on `ordinal`.
-    pub fn get_specialized(&self, ordinal: usize, values: &[ConstValue]) -> Result<LoadedKernel> {
+    /// A hit costs a read lock, a short scan and an `Arc` clone; no allocation.
+    pub fn get_specialized(
+        &self,
+        ordinal: usize,
+        values: &[ConstValue],
+    ) -> Result<Arc<LoadedKernel>> {
         if let Some(k) = self.find(ordinal, values) {
             return Ok(k);
         }
@@ -81,7 +86,7 @@ impl KernelHandle {
         if let Some(k) = self.find(ordinal, values) {
             return Ok(k);
         }
-        let kernel = load(self.decl, values, device(ordinal)?)?;
+        let kernel = Arc::new(load(self.decl, values, device(ordinal)?)?);
         let mut list = self.specialized.write().unwrap_or_else(|p| p.into_inner());
         list.push(Specialization {
             ordinal,
@@ -91,7 +96,7 @@ impl KernelHandle {
         Ok(kernel)
     }
 
-    fn find(&self, ordinal: usize, values: &[ConstValue]) -> Option<LoadedKernel> {
+    fn find(&self, ordinal: usize, values: &[ConstValue]) -> Option<Arc<LoadedKernel>> {
         let list = self.specialized.read().unwrap_or_else(|p| p.into_inner());
         list.iter()
             .find(|s| {
@@ -99,7 +104,7 @@ impl KernelHandle {
                     && s.values.len() == values.len()
                     && s.values.iter().zip(values).all(|(a, b)| a.same_bits(b))
             })
-            .map(|s| s.kernel.clone())
+            .map(|s| Arc::clone(&s.kernel))
     }
 
     fn error(&self, message: String) -> Error {
