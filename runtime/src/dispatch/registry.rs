@@ -5,8 +5,8 @@ use std::sync::OnceLock;
 
 use opbox_codegen::schema::Schema;
 
-use super::key::DispatchKey;
 use super::kernel::BoxedKernelFn;
+use super::key::DispatchKey;
 use super::registration::{KernelRegistration, LibraryKind, LibraryRegistration};
 use crate::error::Site;
 use crate::{Error, Result};
@@ -82,7 +82,10 @@ pub(crate) fn qualified_name(namespace: &str, schema: &Schema) -> String {
     }
 }
 
-fn collect(libraries: &[&'static LibraryRegistration], kernels: &[&'static KernelRegistration]) -> Registry {
+fn collect(
+    libraries: &[&'static LibraryRegistration],
+    kernels: &[&'static KernelRegistration],
+) -> Registry {
     let mut errors = Vec::new();
     let mut definers: HashMap<&str, Site> = HashMap::new();
     let mut entries: HashMap<String, OpEntry> = HashMap::new();
@@ -100,7 +103,11 @@ fn collect(libraries: &[&'static LibraryRegistration], kernels: &[&'static Kerne
         for def in lib.ops {
             let name = qualified_name(lib.namespace, def.schema);
             if let Some(existing) = entries.get(&name) {
-                errors.push(Error::DuplicateOp { op: name, first: existing.site, second: def.site });
+                errors.push(Error::DuplicateOp {
+                    op: name,
+                    first: existing.site,
+                    second: def.site,
+                });
                 continue;
             }
             let tensor_args = def
@@ -143,7 +150,11 @@ fn collect(libraries: &[&'static LibraryRegistration], kernels: &[&'static Kerne
                 second: reg.site,
             }),
             None => {
-                *slot = Some(KernelSlot { kernel: reg.kernel, site: reg.site, function: reg.function })
+                *slot = Some(KernelSlot {
+                    kernel: reg.kernel,
+                    site: reg.site,
+                    function: reg.function,
+                })
             }
         }
     }
@@ -166,5 +177,162 @@ pub(crate) fn check() -> Result<&'static Registry> {
     match &registry.error {
         Some(error) => Err(error.clone()),
         None => Ok(registry),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::registration::OpDef;
+    use crate::value::StableValue;
+
+    unsafe extern "C" fn noop(_: *mut StableValue, _: u64, _: u64) -> i32 {
+        0
+    }
+
+    fn site(line: u32) -> Site {
+        Site {
+            file: "src/lib.rs",
+            line,
+        }
+    }
+
+    fn library(
+        ns: &'static str,
+        kind: LibraryKind,
+        line: u32,
+        schemas: &[&str],
+    ) -> &'static LibraryRegistration {
+        let ops: Vec<OpDef> = schemas
+            .iter()
+            .enumerate()
+            .map(|(i, s)| OpDef {
+                schema: Box::leak(Box::new(
+                    opbox_codegen::schema::parse(s).expect("test schema parses"),
+                )),
+                site: site(line + 1 + i as u32),
+            })
+            .collect();
+        Box::leak(Box::new(LibraryRegistration {
+            namespace: ns,
+            kind,
+            site: site(line),
+            ops: Box::leak(ops.into_boxed_slice()),
+        }))
+    }
+
+    fn kernel(
+        op: &'static str,
+        key: DispatchKey,
+        line: u32,
+        function: &'static str,
+    ) -> &'static KernelRegistration {
+        Box::leak(Box::new(KernelRegistration {
+            op,
+            key,
+            kernel: noop,
+            site: site(line),
+            function,
+        }))
+    }
+
+    #[test]
+    fn a_second_definer_of_a_namespace_names_both_sites() {
+        let libs = [
+            library("ns", LibraryKind::Def, 10, &["a(int x) -> int"]),
+            library("ns", LibraryKind::Def, 20, &["b(int x) -> int"]),
+        ];
+        let registry = collect(&libs, &[]);
+        let error = registry.error.expect("duplicate library is an error");
+        assert_eq!(
+            error.to_string(),
+            "only one #[stable_library] may define the namespace 'ns': first at src/lib.rs:10, again at src/lib.rs:20. Put all definitions in one #[stable_library(ns)], or use #[stable_fragment(ns)] for the others"
+        );
+    }
+
+    #[test]
+    fn fragments_add_ops_to_a_namespace() {
+        let libs = [
+            library("ns", LibraryKind::Def, 10, &["a(int x) -> int"]),
+            library("ns", LibraryKind::Fragment, 20, &["b(int x) -> int"]),
+            library("ns", LibraryKind::Fragment, 30, &["c(int x) -> int"]),
+        ];
+        let registry = collect(&libs, &[]);
+        assert!(registry.error.is_none());
+        assert_eq!(registry.ops.len(), 3);
+    }
+
+    #[test]
+    fn an_op_defined_twice_across_fragments_is_an_error() {
+        let libs = [
+            library("ns", LibraryKind::Def, 10, &["a(int x) -> int"]),
+            library("ns", LibraryKind::Fragment, 20, &["a(float x) -> float"]),
+        ];
+        let error = collect(&libs, &[]).error.expect("duplicate op");
+        assert!(
+            matches!(&error, Error::DuplicateOp { op, first, second } if op == "ns::a" && first.line == 11 && second.line == 21),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn two_kernels_for_one_key_are_an_error_unless_they_are_one_function() {
+        let libs = [library("ns", LibraryKind::Def, 10, &["a(int x) -> int"])];
+        let same = [
+            kernel("ns::a", DispatchKey::CPU, 30, "crate::cpu::a"),
+            kernel("ns::a", DispatchKey::CPU, 30, "crate::cpu::a"),
+        ];
+        assert!(collect(&libs, &same).error.is_none());
+        let different = [
+            kernel("ns::a", DispatchKey::CPU, 30, "crate::cpu::a"),
+            kernel("ns::a", DispatchKey::CPU, 40, "crate::other::a"),
+        ];
+        let error = collect(&libs, &different).error.expect("duplicate impl");
+        assert_eq!(
+            error.to_string(),
+            "operator 'ns::a' has two different CPU kernels: first at src/lib.rs:30, again at src/lib.rs:40. Keep one of them"
+        );
+        let other_keys = [
+            kernel("ns::a", DispatchKey::CPU, 30, "crate::cpu::a"),
+            kernel("ns::a", DispatchKey::Meta, 40, "crate::meta::a"),
+        ];
+        let registry = collect(&libs, &other_keys);
+        assert!(registry.error.is_none());
+        assert_eq!(registry.ops["ns::a"].available_keys(), vec!["CPU", "Meta"]);
+    }
+
+    #[test]
+    fn a_kernel_for_an_undefined_op_and_several_errors_are_all_reported() {
+        let libs = [
+            library("ns", LibraryKind::Def, 10, &["a(int x) -> int"]),
+            library("ns", LibraryKind::Def, 20, &[]),
+        ];
+        let kernels = [kernel(
+            "ns::missing",
+            DispatchKey::CUDA,
+            50,
+            "crate::cuda::missing",
+        )];
+        let error = collect(&libs, &kernels).error.expect("errors");
+        let Error::Registration(all) = &error else {
+            panic!("expected several errors, got {error}")
+        };
+        assert_eq!(all.len(), 2);
+        assert!(error.to_string().contains("a CUDA kernel for 'ns::missing' is registered at src/lib.rs:50, but no #[stable_library] or #[stable_fragment] defines 'ns::missing'"), "{error}");
+    }
+
+    #[test]
+    fn lookup_falls_back_to_composite_explicit() {
+        let libs = [library("ns", LibraryKind::Def, 10, &["a(int x) -> int"])];
+        let kernels = [kernel(
+            "ns::a",
+            DispatchKey::CompositeExplicit,
+            30,
+            "crate::a",
+        )];
+        let registry = collect(&libs, &kernels);
+        let entry = registry.ops["ns::a"];
+        assert!(entry.kernel_for(DispatchKey::CUDA).is_some());
+        assert!(entry.kernel_for(DispatchKey::CPU).is_some());
     }
 }
