@@ -23,45 +23,86 @@ impl fmt::Display for Site {
 pub enum Error {
     /// A boxed argument with the wrong tag, or a null handle.
     #[error("{op} expects argument #{index} ({name}) to be {expected}, but got {got}")]
-    ArgType { op: String, index: usize, name: String, expected: String, got: String },
+    ArgType {
+        op: String,
+        index: usize,
+        name: String,
+        expected: String,
+        got: String,
+    },
 
     /// A boxed call with the wrong number of arguments.
     #[error("{op} takes {expected} arguments (schema: {schema}), but {got} were given")]
-    ArgCount { op: String, expected: usize, got: usize, schema: String },
+    ArgCount {
+        op: String,
+        expected: usize,
+        got: usize,
+        schema: String,
+    },
 
     /// A kernel handed back a value that does not match the schema's return.
     #[error("{op} should return {expected} for return #{index}, but its kernel returned {got}")]
-    ReturnType { op: String, index: usize, expected: String, got: String },
+    ReturnType {
+        op: String,
+        index: usize,
+        expected: String,
+        got: String,
+    },
 
     /// A typed call asked for a different number of results than the schema returns.
     #[error("{op} returns {expected} values (schema: {schema}), but the call expects {got}")]
-    ReturnCount { op: String, expected: usize, got: usize, schema: String },
+    ReturnCount {
+        op: String,
+        expected: usize,
+        got: usize,
+        schema: String,
+    },
 
     #[error("could not run '{op}' with arguments from the '{key}' backend: '{op}' is only available for these backends: [{}]", available.join(", "))]
-    NoKernel { op: String, key: String, available: Vec<String> },
+    NoKernel {
+        op: String,
+        key: String,
+        available: Vec<String>,
+    },
 
     #[error("{op} got tensors on different devices: argument #{first_index} ({first_name}) is on {first_device}, argument #{index} ({name}) is on {device}; move them to one device first")]
     MixedDevices {
         op: String,
         first_index: usize,
         first_name: String,
-        first_device: String,
+        first_device: crate::Device,
         index: usize,
         name: String,
-        device: String,
+        device: crate::Device,
     },
 
     #[error("unknown operator '{name}'{}", suggestion.as_ref().map(|s| format!("; did you mean '{s}'?")).unwrap_or_default())]
-    UnknownOp { name: String, suggestion: Option<String> },
+    UnknownOp {
+        name: String,
+        suggestion: Option<String>,
+    },
 
     #[error("only one #[stable_library] may define the namespace '{namespace}': first at {first}, again at {second}. Put all definitions in one #[stable_library({namespace})], or use #[stable_fragment({namespace})] for the others")]
-    DuplicateLibrary { namespace: String, first: Site, second: Site },
+    DuplicateLibrary {
+        namespace: String,
+        first: Site,
+        second: Site,
+    },
 
     #[error("operator '{op}' is defined twice: first at {first}, again at {second}. Give one of them an overload name (`{op}.name(...)`) or remove it")]
-    DuplicateOp { op: String, first: Site, second: Site },
+    DuplicateOp {
+        op: String,
+        first: Site,
+        second: Site,
+    },
 
     #[error("operator '{op}' has two different {key} kernels: first at {first}, again at {second}. Keep one of them")]
-    DuplicateImpl { op: String, key: String, first: Site, second: Site },
+    DuplicateImpl {
+        op: String,
+        key: String,
+        first: Site,
+        second: Site,
+    },
 
     #[error("a {key} kernel for '{op}' is registered at {site}, but no #[stable_library] or #[stable_fragment] defines '{op}'")]
     ImplWithoutDef { op: String, key: String, site: Site },

@@ -123,7 +123,9 @@ impl OpHandle {
 fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
     let mut first: Option<(usize, Device)> = None;
     for &index in &entry.tensor_args {
-        let Some(value) = stack.get(index) else { continue };
+        let Some(value) = stack.get(index) else {
+            continue;
+        };
         let single = value.as_tensor();
         let listed = value.as_list().into_iter().flat_map(List::tensors);
         for tensor in single.into_iter().chain(listed) {
@@ -137,10 +139,10 @@ fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
                         op: entry.name.clone(),
                         first_index,
                         first_name: name(first_index),
-                        first_device: first_device.to_string(),
+                        first_device,
                         index,
                         name: name(index),
-                        device: device.to_string(),
+                        device,
                     });
                 }
             }
@@ -174,8 +176,13 @@ fn default_value(default: &DefaultValue, base: BaseType) -> StableValue {
         DefaultValue::Int(i) => StableValue::int(*i),
         DefaultValue::Float(f) => StableValue::float(*f),
         DefaultValue::Str(s) => match base {
-            BaseType::Device => s.parse::<Device>().map(StableValue::device).unwrap_or_else(|_| StableValue::str(s.as_ref())),
-            BaseType::ScalarType => dtype_named(s).map(StableValue::dtype).unwrap_or_else(|| StableValue::str(s.as_ref())),
+            BaseType::Device => s
+                .parse::<Device>()
+                .map(StableValue::device)
+                .unwrap_or_else(|_| StableValue::str(s.as_ref())),
+            BaseType::ScalarType => dtype_named(s)
+                .map(StableValue::dtype)
+                .unwrap_or_else(|| StableValue::str(s.as_ref())),
             _ => StableValue::str(s.as_ref()),
         },
         DefaultValue::IntList(v) => StableValue::list(List::Int(v.to_vec())),
@@ -183,7 +190,6 @@ fn default_value(default: &DefaultValue, base: BaseType) -> StableValue {
         DefaultValue::BoolList(v) => StableValue::list(List::Bool(v.to_vec())),
     }
 }
-
 
 /// The dtype a schema default names (`ScalarType dtype=float32`), in PyTorch's spellings.
 fn dtype_named(name: &str) -> Option<DType> {
