@@ -61,13 +61,24 @@ fn with_item(error: syn::Error, item: TokenStream) -> TokenStream {
 fn try_expand(attr: TokenStream, func: &ItemFn, kind: Kind) -> syn::Result<TokenStream> {
     let namespace: Ident = syn::parse2(attr.clone()).map_err(|_| {
         syn::Error::new(
-            if attr.is_empty() { Span::call_site() } else { attr.span() },
-            format!("#[{}] takes the namespace as a plain identifier: #[{}(mylib)]", kind.attr_name(), kind.attr_name()),
+            if attr.is_empty() {
+                Span::call_site()
+            } else {
+                attr.span()
+            },
+            format!(
+                "#[{}] takes the namespace as a plain identifier: #[{}(mylib)]",
+                kind.attr_name(),
+                kind.attr_name()
+            ),
         )
     })?;
     let ns = namespace.to_string();
     if ns == "_" {
-        return Err(syn::Error::new(namespace.span(), "a library cannot define the wildcard namespace `_`"));
+        return Err(syn::Error::new(
+            namespace.span(),
+            "a library cannot define the wildcard namespace `_`",
+        ));
     }
     let ops = collect_defs(func, &ns)?;
     let vis = &func.vis;
@@ -83,7 +94,7 @@ fn try_expand(attr: TokenStream, func: &ItemFn, kind: Kind) -> syn::Result<Token
         let marker = format_ident!("{}", op.marker, span = op.lit.span());
         quote_spanned! {op.lit.span()=>
             ::opbox::__private::OpDef {
-                schema: <#markers_mod::#marker as ::opbox::__private::OpSpec>::SCHEMA,
+                schema: <#markers_mod::#marker::Op as ::opbox::__private::OpSpec>::SCHEMA,
                 site: ::opbox::__private::Site { file: ::core::file!(), line: ::core::line!() },
             }
         }
@@ -165,7 +176,11 @@ fn collect_defs(func: &ItemFn, ns: &str) -> syn::Result<Vec<OpDef>> {
             continue;
         }
         seen.insert(marker.clone(), lit.clone());
-        ops.push(OpDef { lit, schema, marker });
+        ops.push(OpDef {
+            lit,
+            schema,
+            marker,
+        });
     }
     match errors {
         Some(e) => Err(e),
@@ -174,7 +189,13 @@ fn collect_defs(func: &ItemFn, ns: &str) -> syn::Result<Vec<OpDef>> {
 }
 
 fn collect_calls(expr: &Expr, out: &mut Vec<LitStr>, push: &mut impl FnMut(syn::Error)) {
-    let Expr::MethodCall(ExprMethodCall { receiver, method, args, .. }) = expr else {
+    let Expr::MethodCall(ExprMethodCall {
+        receiver,
+        method,
+        args,
+        ..
+    }) = expr
+    else {
         push(syn::Error::new(
             expr.span(),
             "a library body holds only `m.def(\"schema\");` calls, so every schema is known at compile time",
@@ -185,13 +206,19 @@ fn collect_calls(expr: &Expr, out: &mut Vec<LitStr>, push: &mut impl FnMut(syn::
         collect_calls(receiver, out, push);
     }
     if method != "def" {
-        push(syn::Error::new(method.span(), format!("unknown library method `{method}`; use `m.def(\"schema\")`")));
+        push(syn::Error::new(
+            method.span(),
+            format!("unknown library method `{method}`; use `m.def(\"schema\")`"),
+        ));
         return;
     }
     match (args.len(), args.first()) {
         (1, Some(Expr::Lit(lit))) => match &lit.lit {
             Lit::Str(s) => out.push(s.clone()),
-            other => push(syn::Error::new(other.span(), "m.def takes the schema as a string literal")),
+            other => push(syn::Error::new(
+                other.span(),
+                "m.def takes the schema as a string literal",
+            )),
         },
         _ => push(syn::Error::new(
             args.span(),
@@ -204,14 +231,14 @@ fn collect_calls(expr: &Expr, out: &mut Vec<LitStr>, push: &mut impl FnMut(syn::
 fn marker_items(op: &OpDef, ns: &str) -> TokenStream {
     let span = op.lit.span();
     let marker_name = &op.marker;
-    let marker = format_ident!("{}", marker_name, span = span);
+    let marker = naming::marker_type(span);
     let schema_expr = schema_tokens::schema(&op.schema, ns);
     let mut printed = op.schema.clone();
     printed.name.namespace = Some(ns.to_string().into());
     let printed = printed.to_string();
     let full = printed.split('(').next().unwrap_or_default().to_string();
     let arity = op.schema.arguments.len();
-    let arity_trait = naming::arity_trait(marker_name, span);
+    let arity_trait = naming::arity_trait(span);
     let arity_message = format!(
         "`{full}` takes {arity} argument{}, so its kernel must take {arity} parameter{}",
         if arity == 1 { "" } else { "s" },
@@ -220,7 +247,7 @@ fn marker_items(op: &OpDef, ns: &str) -> TokenStream {
     let schema_note = format!("schema: {printed}");
 
     let arg_traits = (0..arity.max(naming::ARG_TRAIT_MIN)).map(|index| {
-        let trait_ident = naming::arg_trait(marker_name, index, span);
+        let trait_ident = naming::arg_trait(index, span);
         let Some(arg) = op.schema.arguments.get(index) else {
             let message = format!("`{full}` has only {arity} argument{}: remove this parameter", if arity == 1 { "" } else { "s" });
             return quote! {
@@ -256,14 +283,23 @@ fn marker_items(op: &OpDef, ns: &str) -> TokenStream {
         }
     });
 
-    let returns_trait = naming::returns_trait(marker_name, span);
-    let return_forms: Vec<_> = op.schema.returns.iter().map(|r| forms(r.ty, Position::Return)).collect();
+    let returns_trait = naming::returns_trait(span);
+    let return_forms: Vec<_> = op
+        .schema
+        .returns
+        .iter()
+        .map(|r| forms(r.ty, Position::Return))
+        .collect();
     let return_spelled = match return_forms.len() {
         0 => "`()`".to_string(),
         1 => spelled(&return_forms[0]),
         _ => format!(
             "a tuple ({})",
-            return_forms.iter().map(|f| spelled(f)).collect::<Vec<_>>().join(", ")
+            return_forms
+                .iter()
+                .map(|f| spelled(f))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     };
     let returns_message = format!(
@@ -273,32 +309,42 @@ fn marker_items(op: &OpDef, ns: &str) -> TokenStream {
             1 => format!("`{}`", op.schema.returns[0].ty),
             _ => format!(
                 "({})",
-                op.schema.returns.iter().map(|r| r.ty.to_string()).collect::<Vec<_>>().join(", ")
+                op.schema
+                    .returns
+                    .iter()
+                    .map(|r| r.ty.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }
     );
-    let return_impls = cartesian(&return_forms).into_iter().map(|markers| {
-        quote!(impl #returns_trait<(#(#markers,)*)> for #marker {})
-    });
+    let return_impls = cartesian(&return_forms)
+        .into_iter()
+        .map(|markers| quote!(impl #returns_trait<(#(#markers,)*)> for #marker {}));
 
+    let op_module = naming::op_module(marker_name, span);
     quote! {
         #[doc = #printed]
-        pub struct #marker;
+        #[allow(non_snake_case)]
+        pub mod #op_module {
+            /// The op's marker type, which `#[stable_impl]` checks kernels against.
+            pub struct #marker;
 
-        impl ::opbox::__private::OpSpec for #marker {
-            const NAME: &'static str = #full;
-            const SCHEMA: &'static ::opbox::__private::schema::Schema = &#schema_expr;
+            impl ::opbox::__private::OpSpec for #marker {
+                const NAME: &'static str = #full;
+                const SCHEMA: &'static ::opbox::__private::schema::Schema = &#schema_expr;
+            }
+
+            #[diagnostic::on_unimplemented(message = #arity_message, label = "the schema has a different number of arguments", note = #schema_note)]
+            pub trait #arity_trait<const N: usize> {}
+            impl #arity_trait<#arity> for #marker {}
+
+            #(#arg_traits)*
+
+            #[diagnostic::on_unimplemented(message = #returns_message, label = "does not match the schema's return", note = #schema_note)]
+            pub trait #returns_trait<S> {}
+            #(#return_impls)*
         }
-
-        #[diagnostic::on_unimplemented(message = #arity_message, label = "the schema has a different number of arguments", note = #schema_note)]
-        pub trait #arity_trait<const N: usize> {}
-        impl #arity_trait<#arity> for #marker {}
-
-        #(#arg_traits)*
-
-        #[diagnostic::on_unimplemented(message = #returns_message, label = "does not match the schema's return", note = #schema_note)]
-        pub trait #returns_trait<S> {}
-        #(#return_impls)*
     }
 }
 

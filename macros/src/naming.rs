@@ -16,14 +16,26 @@ pub fn marker_name(name: &str, overload: &str) -> String {
     }
 }
 
-pub fn arity_trait(marker: &str, span: Span) -> Ident {
-    Ident::new(&format!("{marker}__arity"), span)
+/// The marker type inside an op's module: `mylib::axpby::Op`.
+pub fn marker_type(span: Span) -> Ident {
+    Ident::new("Op", span)
 }
 
-pub fn arg_trait(marker: &str, index: usize, span: Span) -> Ident {
-    Ident::new(&format!("{marker}__arg{index}"), span)
+pub fn arity_trait(span: Span) -> Ident {
+    Ident::new("Arity", span)
 }
 
-pub fn returns_trait(marker: &str, span: Span) -> Ident {
-    Ident::new(&format!("{marker}__returns"), span)
+pub fn arg_trait(index: usize, span: Span) -> Ident {
+    Ident::new(&format!("Arg{index}"), span)
+}
+
+pub fn returns_trait(span: Span) -> Ident {
+    Ident::new("Returns", span)
+}
+
+/// The module holding an op's marker type and its check traits, named after the op
+/// (`mylib::axpby`). The impl macro imports it once, so an op that does not exist is one
+/// unresolved-import error, with rustc's "a similar name exists" hint, not one per check.
+pub fn op_module(marker: &str, span: Span) -> Ident {
+    Ident::new(marker, span)
 }

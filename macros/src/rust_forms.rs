@@ -8,7 +8,9 @@ use quote::quote;
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Position {
     /// A parameter; `in_place` for `Tensor(a!)`, which must be borrowed.
-    Param { in_place: bool },
+    Param {
+        in_place: bool,
+    },
     Return,
 }
 
@@ -24,7 +26,9 @@ pub fn forms(ty: Type, position: Position) -> Vec<Form> {
     for form in all_forms(ty, position) {
         let key = form.marker.to_string();
         match out.iter_mut().find(|f| f.marker.to_string() == key) {
-            Some(existing) => existing.spelling = format!("{} or {}", existing.spelling, form.spelling),
+            Some(existing) => {
+                existing.spelling = format!("{} or {}", existing.spelling, form.spelling)
+            }
             None => out.push(form),
         }
     }
@@ -33,7 +37,11 @@ pub fn forms(ty: Type, position: Position) -> Vec<Form> {
 
 /// The spellings joined for a message: "`&Tensor` or `Tensor`".
 pub fn spelled(forms: &[Form]) -> String {
-    forms.iter().map(|f| f.spelling.as_str()).collect::<Vec<_>>().join(" or ")
+    forms
+        .iter()
+        .map(|f| f.spelling.as_str())
+        .collect::<Vec<_>>()
+        .join(" or ")
 }
 
 fn all_forms(ty: Type, position: Position) -> Vec<Form> {
@@ -43,7 +51,10 @@ fn all_forms(ty: Type, position: Position) -> Vec<Form> {
             .into_iter()
             .map(|(spelling, marker)| {
                 let marker = proc_macro2::Ident::new(marker, proc_macro2::Span::call_site());
-                Form { spelling: format!("`{spelling}`"), marker: quote!(#ty_path::#marker) }
+                Form {
+                    spelling: format!("`{spelling}`"),
+                    marker: quote!(#ty_path::#marker),
+                }
             })
             .collect(),
         TypeShape::List(inner) => {
@@ -85,7 +96,9 @@ fn all_forms(ty: Type, position: Position) -> Vec<Form> {
 fn slice_borrowable(inner: Type) -> bool {
     matches!(
         inner.shape(),
-        TypeShape::Base(BaseType::Int | BaseType::Float | BaseType::Bool | BaseType::Tensor | BaseType::Str)
+        TypeShape::Base(
+            BaseType::Int | BaseType::Float | BaseType::Bool | BaseType::Tensor | BaseType::Str
+        )
     )
 }
 

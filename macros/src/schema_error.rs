@@ -9,7 +9,10 @@ pub fn to_syn_error(lit: &LitStr, error: &SchemaError) -> syn::Error {
     let start = error.range.start.min(source.len());
     let end = error.range.end.clamp(start, source.len());
     let prefix_width = source.get(..start).map_or(start, |p| p.chars().count());
-    let width = source.get(start..end).map_or(1, |p| p.chars().count()).max(1);
+    let width = source
+        .get(start..end)
+        .map_or(1, |p| p.chars().count())
+        .max(1);
     let message = format!(
         "{}\n  | {}\n  | {}{}",
         error.message,
@@ -17,7 +20,10 @@ pub fn to_syn_error(lit: &LitStr, error: &SchemaError) -> syn::Error {
         " ".repeat(prefix_width),
         "^".repeat(width)
     );
-    syn::Error::new(inner_span(lit, start, end).unwrap_or_else(|| lit.span()), message)
+    syn::Error::new(
+        inner_span(lit, start, end).unwrap_or_else(|| lit.span()),
+        message,
+    )
 }
 
 /// The span of bytes `start..end` of the literal's value, when the literal has no escapes and

@@ -1,7 +1,9 @@
 //! A parsed schema as a const expression of `opbox::__private::schema::Schema`, so the runtime
 //! reads the model the macro built instead of parsing again.
 
-use opbox_codegen::schema::{Alias, Argument, BaseType, DefaultValue, Return, Schema, Type, TypeShape};
+use opbox_codegen::schema::{
+    Alias, Argument, BaseType, DefaultValue, Return, Schema, Type, TypeShape,
+};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 

@@ -23,7 +23,9 @@ impl Parse for Args {
         input.parse::<Token![,]>()?;
         let key: Ident = input.parse()?;
         if !input.is_empty() {
-            return Err(input.error("expected `#[stable_impl(mylib, CPU)]` or `#[stable_impl(mylib::op, CPU)]`"));
+            return Err(input.error(
+                "expected `#[stable_impl(mylib, CPU)]` or `#[stable_impl(mylib::op, CPU)]`",
+            ));
         }
         Ok(Args { path, key })
     }
@@ -87,9 +89,7 @@ fn expand_module(args: &Args, mut module: ItemMod) -> syn::Result<TokenStream> {
     for item in items.iter_mut() {
         let Item::Fn(func) = item else { continue };
         let op_ident = func.sig.ident.clone();
-        let mut marker = library.clone();
-        marker.segments.push(op_ident.clone().into());
-        match kernel_items(&library, &marker, &op_ident, func, &args.key) {
+        match kernel_items(&library, &op_ident, func, &args.key) {
             Ok(tokens) => generated.push(tokens),
             Err(e) => match &mut errors {
                 Some(all) => all.combine(e),
@@ -110,13 +110,19 @@ fn expand_module(args: &Args, mut module: ItemMod) -> syn::Result<TokenStream> {
 fn expand_single(args: &Args, func: ItemFn) -> syn::Result<TokenStream> {
     let mut library = args.path.clone();
     let Some(op) = library.segments.pop() else {
-        return Err(syn::Error::new(args.path.span(), "expected a path to the op, e.g. `mylib::axpby`"));
+        return Err(syn::Error::new(
+            args.path.span(),
+            "expected a path to the op, e.g. `mylib::axpby`",
+        ));
     };
     let op_ident = op.into_value().ident;
     if library.segments.is_empty() {
         return Err(syn::Error::new(
             args.path.span(),
-            format!("name the op through its library, e.g. `#[stable_impl(mylib::{op_ident}, {})]`", args.key),
+            format!(
+                "name the op through its library, e.g. `#[stable_impl(mylib::{op_ident}, {})]`",
+                args.key
+            ),
         ));
     }
     // Drop the trailing `::` that popping left behind.
@@ -124,8 +130,7 @@ fn expand_single(args: &Args, func: ItemFn) -> syn::Result<TokenStream> {
         leading_colon: library.leading_colon,
         segments: library.segments.into_iter().collect(),
     };
-    let marker = args.path.clone();
-    let tokens = kernel_items(&library, &marker, &op_ident, &func, &args.key)?;
+    let tokens = kernel_items(&library, &op_ident, &func, &args.key)?;
     Ok(quote!(#func #tokens))
 }
 
@@ -135,7 +140,11 @@ fn path_from_child(path: &Path) -> Path {
     if path.leading_colon.is_some() {
         return path.clone();
     }
-    let first = path.segments.first().map(|s| s.ident.to_string()).unwrap_or_default();
+    let first = path
+        .segments
+        .first()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default();
     match first.as_str() {
         "crate" => path.clone(),
         "self" => {
@@ -165,7 +174,12 @@ impl VisitMut for EraseLifetimes {
     }
 }
 
-fn kernel_items(library: &Path, marker: &Path, op: &Ident, func: &ItemFn, key: &Ident) -> syn::Result<TokenStream> {
+fn kernel_items(
+    library: &Path,
+    op: &Ident,
+    func: &ItemFn,
+    key: &Ident,
+) -> syn::Result<TokenStream> {
     let sig = &func.sig;
     if let Some(bad) = sig
         .asyncness
@@ -175,7 +189,10 @@ fn kernel_items(library: &Path, marker: &Path, op: &Ident, func: &ItemFn, key: &
         .or_else(|| sig.generics.const_params().next().map(|t| t.span()))
         .or_else(|| sig.variadic.as_ref().map(|v| v.span()))
     {
-        return Err(syn::Error::new(bad, "an op kernel is a plain fn: no async, no type or const generics"));
+        return Err(syn::Error::new(
+            bad,
+            "an op kernel is a plain fn: no async, no type or const generics",
+        ));
     }
     let fn_ident = &sig.ident;
     let op_name = op.to_string();
@@ -188,12 +205,22 @@ fn kernel_items(library: &Path, marker: &Path, op: &Ident, func: &ItemFn, key: &
                 params.push((pat.ty.span(), ty));
             }
             FnArg::Receiver(r) => {
-                return Err(syn::Error::new(r.span(), "an op kernel is a free fn; it cannot take `self`"));
+                return Err(syn::Error::new(
+                    r.span(),
+                    "an op kernel is a free fn; it cannot take `self`",
+                ));
             }
         }
     }
     let arity = params.len();
-    let arity_trait = trait_path(library, naming::arity_trait(&op_name, op.span()));
+    // Everything below names the op through this one import: if the op does not exist, that is
+    // a single unresolved-import error, and rustc stays quiet about the paths through it.
+    let ops_module = trait_path(library, naming::op_module(&op_name, op.span()));
+    let ops_module = respan(&ops_module, op.span());
+    let ops: Path = syn::parse_quote!(__opbox_op);
+    let marker: &Path = &trait_path(&ops, naming::marker_type(op.span()));
+    let library = &ops;
+    let arity_trait = trait_path(library, naming::arity_trait(op.span()));
     let ident_span = sig.ident.span();
     let arity_marker = respan(marker, ident_span);
     let arity_trait = respan(&arity_trait, ident_span);
@@ -202,7 +229,7 @@ fn kernel_items(library: &Path, marker: &Path, op: &Ident, func: &ItemFn, key: &
         arity::<#arity_marker>();
     };
     let arg_checks = params.iter().enumerate().map(|(index, (span, ty))| {
-        let arg_trait = trait_path(library, naming::arg_trait(&op_name, index, *span));
+        let arg_trait = trait_path(library, naming::arg_trait(index, *span));
         let check = format_ident!("arg{}", index, span = *span);
         let arg_trait = respan(&arg_trait, *span);
         let marker = respan(marker, *span);
@@ -219,20 +246,25 @@ fn kernel_items(library: &Path, marker: &Path, op: &Ident, func: &ItemFn, key: &
             (ty.span(), quote!(#ty))
         }
     };
-    let returns_trait = trait_path(library, naming::returns_trait(&op_name, ret_span));
+    let returns_trait = trait_path(library, naming::returns_trait(ret_span));
     let returns_trait = respan(&returns_trait, ret_span);
     let returns_marker = respan(marker, ret_span);
     let returns_check = quote_spanned! {ret_span=>
         fn returns<M: #returns_trait<S>, S>() {}
         returns::<#returns_marker, <#ret_ty as ::opbox::__private::KernelReturn>::Schema>();
     };
-    let gets = params.iter().enumerate().map(|(i, (span, _))| quote_spanned!(*span=> __opbox_args.get(#i)?));
+    let gets = params
+        .iter()
+        .enumerate()
+        .map(|(i, (span, _))| quote_spanned!(*span=> __opbox_args.get(#i)?));
     let site = quote_spanned! {sig.ident.span()=>
         ::opbox::__private::Site { file: ::core::file!(), line: ::core::line!() }
     };
     let fn_name = fn_ident.to_string();
     Ok(quote! {
         const _: () = {
+            use #ops_module as __opbox_op;
+
             #[allow(dead_code)]
             fn __opbox_signature_check() {
                 #arity_check
@@ -269,7 +301,10 @@ fn kernel_items(library: &Path, marker: &Path, op: &Ident, func: &ItemFn, key: &
 
 fn trait_path(library: &Path, trait_ident: Ident) -> Path {
     let mut p = library.clone();
-    p.segments.push(syn::PathSegment { ident: trait_ident, arguments: PathArguments::None });
+    p.segments.push(syn::PathSegment {
+        ident: trait_ident,
+        arguments: PathArguments::None,
+    });
     p
 }
 
