@@ -24,10 +24,17 @@ fn more(m: &mut Library) {
 /// Elementwise `f(x, y)` over two f32 tensors of one shape.
 fn zip_f32(x: &Tensor, y: &Tensor, f: impl Fn(f32, f32) -> f32) -> Result<Tensor> {
     if x.shape() != y.shape() {
-        return Err(Error::Shape(format!("shapes {:?} and {:?} differ", x.shape(), y.shape())));
+        return Err(Error::Shape(format!(
+            "shapes {:?} and {:?} differ",
+            x.shape(),
+            y.shape()
+        )));
     }
     let (xs, ys) = (x.to_vec::<f32>()?, y.to_vec::<f32>()?);
-    Tensor::from_vec(xs.iter().zip(&ys).map(|(&a, &b)| f(a, b)).collect(), x.shape())
+    Tensor::from_vec(
+        xs.iter().zip(&ys).map(|(&a, &b)| f(a, b)).collect(),
+        x.shape(),
+    )
 }
 
 #[stable_impl(mylib, CPU)]
@@ -47,27 +54,42 @@ mod cpu {
         let v = x.to_vec::<f32>()?;
         let lo = v.iter().copied().fold(f32::INFINITY, f32::min);
         let hi = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        Ok((Tensor::from_vec(vec![lo], &[])?, Tensor::from_vec(vec![hi], &[])?))
+        Ok((
+            Tensor::from_vec(vec![lo], &[])?,
+            Tensor::from_vec(vec![hi], &[])?,
+        ))
     }
 
     /// Sums over `dims` (all dims when empty) of a 2-D tensor.
     pub fn sum(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         let [rows, cols] = x.shape() else {
-            return Err(Error::Shape(format!("sum takes a 2-D tensor, got shape {:?}", x.shape())));
+            return Err(Error::Shape(format!(
+                "sum takes a 2-D tensor, got shape {:?}",
+                x.shape()
+            )));
         };
         let (rows, cols) = (*rows, *cols);
         let v = x.contiguous()?.to_vec::<f32>()?;
         let (out, shape): (Vec<f32>, Vec<usize>) = match dims {
-            [] => (vec![v.iter().sum()], if keepdim { vec![1, 1] } else { vec![] }),
+            [] => (
+                vec![v.iter().sum()],
+                if keepdim { vec![1, 1] } else { vec![] },
+            ),
             [0] => (
-                (0..cols).map(|c| (0..rows).map(|r| v[r * cols + c]).sum()).collect(),
+                (0..cols)
+                    .map(|c| (0..rows).map(|r| v[r * cols + c]).sum())
+                    .collect(),
                 if keepdim { vec![1, cols] } else { vec![cols] },
             ),
             [1] => (
                 v.chunks(cols.max(1)).map(|row| row.iter().sum()).collect(),
                 if keepdim { vec![rows, 1] } else { vec![rows] },
             ),
-            other => return Err(Error::InvalidArgument(format!("sum: unsupported dims {other:?}"))),
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "sum: unsupported dims {other:?}"
+                )))
+            }
         };
         Tensor::from_vec(out, &shape)
     }
@@ -94,7 +116,6 @@ mod more_cpu {
             None => v.len() as i64,
         })
     }
-
 }
 
 /// `normalize` is built from other ops, so it runs on any backend that has them.
@@ -104,7 +125,8 @@ fn normalize(x: &Tensor) -> Result<Tensor> {
     let (lo, hi) = (lo.item::<f32>()?, hi.item::<f32>()?);
     let shifted: Tensor = opbox::op("mylib::add.Scalar")?.call((x, -f64::from(lo)))?;
     let range = f64::from(hi - lo);
-    let () = opbox::op("mylib::scale_")?.call((&shifted, if range == 0.0 { 1.0 } else { 1.0 / range }))?;
+    let () = opbox::op("mylib::scale_")?
+        .call((&shifted, if range == 0.0 { 1.0 } else { 1.0 / range }))?;
     Ok(shifted)
 }
 
@@ -121,14 +143,26 @@ fn main() -> opbox::Result<()> {
     println!("axpby(x, y) defaults  = {:?}", z.to_vec::<f32>()?);
 
     let (lo, hi): (Tensor, Tensor) = opbox::op("mylib::minmax")?.call((&x,))?;
-    println!("minmax(x)             = ({}, {})", lo.item::<f32>()?, hi.item::<f32>()?);
+    println!(
+        "minmax(x)             = ({}, {})",
+        lo.item::<f32>()?,
+        hi.item::<f32>()?
+    );
 
     let rows: Tensor = opbox::op("mylib::sum")?.call((&x, vec![1i64]))?;
-    println!("sum(x, dims=[1])      = {:?} shape {:?}", rows.to_vec::<f32>()?, rows.shape());
+    println!(
+        "sum(x, dims=[1])      = {:?} shape {:?}",
+        rows.to_vec::<f32>()?,
+        rows.shape()
+    );
 
     let plus_t: Tensor = opbox::op("mylib::add.Tensor")?.call((&x, &y))?;
     let plus_s: Tensor = opbox::op("mylib::add.Scalar")?.call((&x, 0.5))?;
-    println!("add.Tensor / add.Scalar = {:?} / {:?}", plus_t.to_vec::<f32>()?, plus_s.to_vec::<f32>()?);
+    println!(
+        "add.Tensor / add.Scalar = {:?} / {:?}",
+        plus_t.to_vec::<f32>()?,
+        plus_s.to_vec::<f32>()?
+    );
 
     let count = opbox::op("mylib::count")?;
     let all: i64 = count.call((&x,))?;
@@ -136,18 +170,31 @@ fn main() -> opbox::Result<()> {
     println!("count(x) / count(x, above=3) = {all} / {big}");
 
     let n: Tensor = opbox::op("mylib::normalize")?.call((&x,))?;
-    println!("normalize(x) (CompositeExplicit) = {:?}", n.to_vec::<f32>()?);
+    println!(
+        "normalize(x) (CompositeExplicit) = {:?}",
+        n.to_vec::<f32>()?
+    );
 
     // The raw boxed call, as plugins and FFI make it: push, call, read the results off the stack.
     let w = x.clone();
     let mut stack = Stack::new();
     stack.push(&w).push(2.0);
     opbox::op("mylib::scale_")?.call_boxed(&mut stack)?;
-    println!("boxed scale_(x, 2) wrote in place: {:?} (stack now holds {} values)", x.to_vec::<f32>()?, stack.len());
+    println!(
+        "boxed scale_(x, 2) wrote in place: {:?} (stack now holds {} values)",
+        x.to_vec::<f32>()?,
+        stack.len()
+    );
 
     stack.push(&x).push(&y).push(1.0).push(-1.0);
     axpby.call_boxed(&mut stack)?;
-    println!("boxed axpby(x, y, 1, -1) = {:?}", stack[0].as_tensor().map(|t| t.to_vec::<f32>()).transpose()?);
+    println!(
+        "boxed axpby(x, y, 1, -1) = {:?}",
+        stack[0]
+            .as_tensor()
+            .map(|t| t.to_vec::<f32>())
+            .transpose()?
+    );
 
     // Mistakes are errors that say what to fix, never panics.
     let mut bad = Stack::new();

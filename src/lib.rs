@@ -32,8 +32,8 @@ pub use opbox_runtime::*;
 /// Everything a library author writes against.
 pub mod prelude {
     pub use crate::{
-        op, stable_fragment, stable_impl, stable_library, DType, Device, DispatchKey, Error, Library,
-        OpHandle, Result, Scalar, Stack, StableValue, Tensor,
+        op, stable_fragment, stable_impl, stable_library, DType, Device, DispatchKey, Error,
+        Library, OpHandle, Result, Scalar, StableValue, Stack, Tensor,
     };
 }
 

@@ -16,7 +16,11 @@ mod cpu {
     pub fn axpby(x: &Tensor, y: &Tensor, a: f64, b: f64) -> Result<Tensor> {
         let xs = x.to_vec::<f32>()?;
         let ys = y.to_vec::<f32>()?;
-        let out: Vec<f32> = xs.iter().zip(&ys).map(|(x, y)| (a as f32) * x + (b as f32) * y).collect();
+        let out: Vec<f32> = xs
+            .iter()
+            .zip(&ys)
+            .map(|(x, y)| (a as f32) * x + (b as f32) * y)
+            .collect();
         Tensor::from_vec(out, x.shape())
     }
     pub fn add(a: i64, b: i64) -> i64 {
@@ -29,7 +33,10 @@ mod cpu {
         let v = x.to_vec::<f32>()?;
         let lo = v.iter().cloned().fold(f32::INFINITY, f32::min);
         let hi = v.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        Ok((Tensor::from_vec(vec![lo], &[1])?, Tensor::from_vec(vec![hi], &[1])?))
+        Ok((
+            Tensor::from_vec(vec![lo], &[1])?,
+            Tensor::from_vec(vec![hi], &[1])?,
+        ))
     }
     pub fn scale_(x: &Tensor, s: f64) -> Result<()> {
         x.with_slice_mut::<f32, _>(|d| d.iter_mut().for_each(|v| *v *= s as f32))
@@ -49,11 +56,20 @@ fn smoke_calls() {
     let s: i64 = add.call((2i64, 3i64)).unwrap();
     assert_eq!(s, 5);
     let (lo, hi): (Tensor, Tensor) = opbox::op("smoke::minmax").unwrap().call((&x,)).unwrap();
-    assert_eq!((lo.to_vec::<f32>().unwrap(), hi.to_vec::<f32>().unwrap()), (vec![1.0], vec![3.0]));
+    assert_eq!(
+        (lo.to_vec::<f32>().unwrap(), hi.to_vec::<f32>().unwrap()),
+        (vec![1.0], vec![3.0])
+    );
     let () = opbox::op("smoke::scale_").unwrap().call((&x, 2.0)).unwrap();
     assert_eq!(x.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
     let err = opbox::op("smoke::axbpy").unwrap_err();
-    assert_eq!(err.to_string(), "unknown operator 'smoke::axbpy'; did you mean 'smoke::axpby'?");
+    assert_eq!(
+        err.to_string(),
+        "unknown operator 'smoke::axbpy'; did you mean 'smoke::axpby'?"
+    );
     let err = axpby.call::<_, Tensor>((1i64, &y)).unwrap_err();
-    assert_eq!(err.to_string(), "smoke::axpby expects argument #0 (x) to be Tensor, but got int");
+    assert_eq!(
+        err.to_string(),
+        "smoke::axpby expects argument #0 (x) to be Tensor, but got int"
+    );
 }

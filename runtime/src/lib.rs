@@ -15,4 +15,4 @@ pub use dispatch::{init, op, DispatchKey, Library, OpHandle};
 pub use error::{Error, Result, Site};
 pub use scalar::Scalar;
 pub use tensor::{DType, Device, Element, Tensor};
-pub use value::{Stack, StableValue, Tag};
+pub use value::{StableValue, Stack, Tag};

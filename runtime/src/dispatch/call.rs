@@ -96,13 +96,30 @@ impl<T: FromOutput> FromOutput for Option<T> {
 
 impl<T: FromOutput> FromOutput for Vec<T> {
     fn from_output(value: StableValue) -> Result<Self, StableValue> {
-        let Some(list) = value.as_list() else { return Err(value) };
+        let Some(list) = value.as_list() else {
+            return Err(value);
+        };
         let items: Option<Vec<T>> = match list.clone() {
-            List::Bool(v) => v.into_iter().map(|x| T::from_output(StableValue::bool(x)).ok()).collect(),
-            List::Int(v) => v.into_iter().map(|x| T::from_output(StableValue::int(x)).ok()).collect(),
-            List::Float(v) => v.into_iter().map(|x| T::from_output(StableValue::float(x)).ok()).collect(),
-            List::Str(v) => v.into_iter().map(|x| T::from_output(StableValue::str(x)).ok()).collect(),
-            List::Tensor(v) => v.into_iter().map(|x| T::from_output(StableValue::tensor(x)).ok()).collect(),
+            List::Bool(v) => v
+                .into_iter()
+                .map(|x| T::from_output(StableValue::bool(x)).ok())
+                .collect(),
+            List::Int(v) => v
+                .into_iter()
+                .map(|x| T::from_output(StableValue::int(x)).ok())
+                .collect(),
+            List::Float(v) => v
+                .into_iter()
+                .map(|x| T::from_output(StableValue::float(x)).ok())
+                .collect(),
+            List::Str(v) => v
+                .into_iter()
+                .map(|x| T::from_output(StableValue::str(x)).ok())
+                .collect(),
+            List::Tensor(v) => v
+                .into_iter()
+                .map(|x| T::from_output(StableValue::tensor(x)).ok())
+                .collect(),
             List::Values(v) => v.into_iter().map(|x| T::from_output(x).ok()).collect(),
         };
         items.ok_or(value)
@@ -113,7 +130,11 @@ fn return_type_error(op: &str, schema: &Schema, index: usize, got: &StableValue)
     Error::ReturnType {
         op: op.to_string(),
         index,
-        expected: schema.returns.get(index).map(|r| r.ty.to_string()).unwrap_or_default(),
+        expected: schema
+            .returns
+            .get(index)
+            .map(|r| r.ty.to_string())
+            .unwrap_or_default(),
         got: got.describe(),
     }
 }

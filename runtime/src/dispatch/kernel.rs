@@ -110,7 +110,10 @@ pub unsafe fn boxed_call<S: OpSpec>(
     let schema = S::SCHEMA;
     let counts = (usize::try_from(num_args), usize::try_from(num_outputs));
     let (Ok(num_args), Ok(num_outputs)) = counts else {
-        set_last_error(Error::InvalidArgument(format!("{}: stack size does not fit in memory", S::NAME)));
+        set_last_error(Error::InvalidArgument(format!(
+            "{}: stack size does not fit in memory",
+            S::NAME
+        )));
         return STATUS_ERROR;
     };
     if num_args != schema.arguments.len() || stack.is_null() {
@@ -139,13 +142,23 @@ pub unsafe fn boxed_call<S: OpSpec>(
             std::slice::from_raw_parts_mut(stack.add(num_args), num_outputs),
         )
     };
-    let args = KernelArgs { op: S::NAME, schema, values: inputs };
-    let mut outs = KernelOutputs { slots: outputs, written: 0 };
+    let args = KernelArgs {
+        op: S::NAME,
+        schema,
+        values: inputs,
+    };
+    let mut outs = KernelOutputs {
+        slots: outputs,
+        written: 0,
+    };
     match catch_unwind(AssertUnwindSafe(|| body(&args, &mut outs))) {
         Ok(Ok(())) => STATUS_OK,
         Ok(Err(error)) => {
             set_last_error(match error {
-                Error::Message(message) => Error::Kernel { op: S::NAME.to_string(), message },
+                Error::Message(message) => Error::Kernel {
+                    op: S::NAME.to_string(),
+                    message,
+                },
                 other => other,
             });
             STATUS_ERROR

@@ -13,8 +13,12 @@ pub enum DispatchKey {
 
 impl DispatchKey {
     pub const COUNT: usize = 4;
-    pub const ALL: [DispatchKey; 4] =
-        [DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::Meta, DispatchKey::CompositeExplicit];
+    pub const ALL: [DispatchKey; 4] = [
+        DispatchKey::CPU,
+        DispatchKey::CUDA,
+        DispatchKey::Meta,
+        DispatchKey::CompositeExplicit,
+    ];
 
     pub const fn index(self) -> usize {
         self as usize

@@ -10,7 +10,10 @@ pub struct Library {
 
 impl Library {
     pub fn new(namespace: impl Into<String>) -> Library {
-        Library { namespace: namespace.into(), schemas: Vec::new() }
+        Library {
+            namespace: namespace.into(),
+            schemas: Vec::new(),
+        }
     }
 
     /// Records one schema string.

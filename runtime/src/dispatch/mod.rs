@@ -2,8 +2,8 @@
 //! [`DispatchKey`], and the [`OpHandle`] callers resolve once and call many times.
 
 mod call;
-mod key;
 mod kernel;
+mod key;
 mod library;
 mod op;
 mod registration;
@@ -11,11 +11,11 @@ mod registry;
 mod suggest;
 
 pub use call::{FromStack, IntoStack};
-pub use key::DispatchKey;
 pub use kernel::{
     boxed_call, take_last_error, BoxedKernelFn, KernelArgs, KernelOutputs, STATUS_ERROR, STATUS_OK,
     STATUS_PANIC,
 };
+pub use key::DispatchKey;
 pub use library::Library;
 pub use op::{init, op, OpHandle};
 pub use registration::{KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec};

@@ -2,8 +2,8 @@
 
 use opbox_codegen::schema::Schema;
 
-use super::key::DispatchKey;
 use super::kernel::BoxedKernelFn;
+use super::key::DispatchKey;
 use crate::error::Site;
 
 /// Implemented by the marker type `#[stable_library]` generates for each op.

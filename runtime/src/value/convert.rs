@@ -86,7 +86,9 @@ impl StableValue {
 // every int a caller is likely to pass, and it saves `2.0` vs `2` surprises in typed calls.
 impl<'a> FromStable<'a> for f64 {
     fn from_stable(v: &'a StableValue) -> Result<Self, Mismatch> {
-        v.as_float().or_else(|| v.as_int().map(|i| i as f64)).ok_or(Mismatch)
+        v.as_float()
+            .or_else(|| v.as_int().map(|i| i as f64))
+            .ok_or(Mismatch)
     }
     fn vec_from_list(list: &'a List) -> Result<Vec<Self>, Mismatch> {
         match list {

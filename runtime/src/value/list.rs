@@ -58,6 +58,8 @@ impl List {
             List::Values(v) => (&[], v.as_slice()),
             _ => (&[], &[]),
         };
-        typed.iter().chain(boxed.iter().filter_map(StableValue::as_tensor))
+        typed
+            .iter()
+            .chain(boxed.iter().filter_map(StableValue::as_tensor))
     }
 }

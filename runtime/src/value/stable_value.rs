@@ -54,11 +54,19 @@ unsafe impl Sync for StableValue {}
 
 impl StableValue {
     const fn bits(tag: Tag, aux: u32, bits: u64) -> StableValue {
-        StableValue { tag: tag as u32, aux, payload: Payload { bits } }
+        StableValue {
+            tag: tag as u32,
+            aux,
+            payload: Payload { bits },
+        }
     }
 
     fn owned_ptr(tag: Tag, aux: u32, ptr: *mut c_void) -> StableValue {
-        StableValue { tag: tag as u32, aux, payload: Payload { ptr } }
+        StableValue {
+            tag: tag as u32,
+            aux,
+            payload: Payload { ptr },
+        }
     }
 
     pub const fn none() -> StableValue {
@@ -107,7 +115,11 @@ impl StableValue {
     /// For the Str, Tensor and List tags the payload must be null (Tensor only) or a handle that
     /// opbox made and whose ownership passes to the new value: the value releases it on drop.
     pub unsafe fn from_raw_parts(tag: u32, aux: u32, payload: u64) -> StableValue {
-        StableValue { tag, aux, payload: Payload { bits: payload } }
+        StableValue {
+            tag,
+            aux,
+            payload: Payload { bits: payload },
+        }
     }
 
     /// The raw tag, which may be out of range when a foreign caller made the value.
@@ -153,10 +165,14 @@ impl StableValue {
         if self.tag != Tag::DType as u32 {
             return None;
         }
-        u32::try_from(self.raw_bits()).ok().and_then(DType::from_code)
+        u32::try_from(self.raw_bits())
+            .ok()
+            .and_then(DType::from_code)
     }
     pub fn as_device(&self) -> Option<Device> {
-        (self.tag == Tag::Device as u32).then(|| Device::from_bits(self.raw_bits())).flatten()
+        (self.tag == Tag::Device as u32)
+            .then(|| Device::from_bits(self.raw_bits()))
+            .flatten()
     }
     pub fn as_scalar(&self) -> Option<Scalar> {
         if self.tag != Tag::Scalar as u32 {
@@ -277,7 +293,11 @@ impl Clone for StableValue {
                 Some(l) => StableValue::list(l.clone()),
                 None => StableValue::none(),
             },
-            _ => StableValue { tag: self.tag, aux: self.aux, payload: self.payload },
+            _ => StableValue {
+                tag: self.tag,
+                aux: self.aux,
+                payload: self.payload,
+            },
         }
     }
 }
@@ -298,7 +318,13 @@ impl fmt::Debug for StableValue {
             Some(Tag::DType) => write!(f, "DType({:?})", self.as_dtype()),
             Some(Tag::Device) => write!(f, "Device({:?})", self.as_device()),
             Some(Tag::Scalar) => write!(f, "Scalar({:?})", self.as_scalar()),
-            None => write!(f, "Invalid(tag={}, aux={}, bits={:#x})", self.tag, self.aux, self.raw_bits()),
+            None => write!(
+                f,
+                "Invalid(tag={}, aux={}, bits={:#x})",
+                self.tag,
+                self.aux,
+                self.raw_bits()
+            ),
         }
     }
 }

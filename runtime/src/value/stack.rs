@@ -15,7 +15,9 @@ pub struct Stack {
 
 impl Stack {
     pub fn new() -> Stack {
-        Stack { values: SmallVec::new() }
+        Stack {
+            values: SmallVec::new(),
+        }
     }
 
     /// Boxes and pushes one value.
@@ -79,7 +81,9 @@ impl std::ops::Index<usize> for Stack {
 
 impl FromIterator<StableValue> for Stack {
     fn from_iter<I: IntoIterator<Item = StableValue>>(iter: I) -> Stack {
-        Stack { values: iter.into_iter().collect() }
+        Stack {
+            values: iter.into_iter().collect(),
+        }
     }
 }
 
