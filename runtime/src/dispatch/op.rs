@@ -155,12 +155,14 @@ fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
 /// that has no default.
 fn fill_defaults(entry: &OpEntry, stack: &mut Stack) -> Result<()> {
     let schema = entry.schema;
-    for arg in &schema.arguments[stack.len()..] {
+    // The count the caller gave, before any default is pushed.
+    let given = stack.len();
+    for arg in &schema.arguments[given..] {
         let Some(default) = &arg.default else {
             return Err(Error::ArgCount {
                 op: entry.name.clone(),
                 expected: schema.arguments.len(),
-                got: stack.len(),
+                got: given,
                 schema: schema.to_string(),
             });
         };

@@ -16,8 +16,14 @@ pub(crate) fn box_freed() {
     BOXES.fetch_sub(1, Ordering::Relaxed);
 }
 
+/// Live string and list boxes only (no tensors), for tests that must not see tensors made by
+/// other tests running in parallel.
+pub(crate) fn live_boxes() -> isize {
+    BOXES.load(Ordering::Relaxed)
+}
+
 /// Live string and list boxes plus live tensors. Signed, so a double free shows as a drop
 /// below the baseline instead of wrapping.
 pub fn live_handles() -> isize {
-    BOXES.load(Ordering::Relaxed) + crate::tensor::live_tensors() as isize
+    live_boxes() + crate::tensor::live_tensors() as isize
 }

@@ -21,6 +21,9 @@ mod stable_value;
 mod stack;
 mod tag;
 
+#[cfg(test)]
+mod tests;
+
 pub use convert::{FromStable, IntoStable, Mismatch};
 pub use list::List;
 pub use live::live_handles;
