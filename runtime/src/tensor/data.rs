@@ -96,6 +96,9 @@ impl Tensor {
     /// the dtype.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_dtype::<T>("to_vec")?;
+        if self.device().is_cuda() {
+            return self.to(super::Device::Cpu)?.to_vec();
+        }
         let guard = self.storage().read("to_vec")?;
         let Some((range, lo)) = self.byte_span() else {
             return Ok(Vec::new());
@@ -153,6 +156,9 @@ impl Tensor {
         if self.device().is_meta() && src.device().is_meta() {
             return Ok(());
         }
+        if self.device().is_cuda() || src.device().is_cuda() {
+            return self.copy_from_cuda(src);
+        }
         with_width!(self.dtype(), W => self.copy_from_as::<W>(src))
     }
 
@@ -190,6 +196,10 @@ impl Tensor {
     /// Works on strided views. On a meta tensor it only checks the value.
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<()> {
         let value = value.into();
+        if self.device().is_cuda() {
+            let host = Tensor::full(self.shape(), value, self.dtype(), super::Device::Cpu)?;
+            return self.copy_from(&host);
+        }
         with_dtype!(self.dtype(), T => self.fill_as::<T>(T::from_scalar(value)?))
     }
 
@@ -223,6 +233,9 @@ impl Tensor {
                 self.shape(),
                 self.numel()
             )));
+        }
+        if self.device().is_cuda() {
+            return self.to(super::Device::Cpu)?.item();
         }
         let guard = self.storage().read("item")?;
         let size = self.dtype().size();

@@ -40,6 +40,7 @@ mod fmt;
 mod layout;
 mod live;
 mod storage;
+mod transfer;
 mod view_ops;
 
 #[cfg(test)]

@@ -275,12 +275,23 @@ fn numel_and_size_overflow_are_errors() {
 }
 
 #[test]
-fn cuda_is_not_available_yet() {
-    let err = Tensor::empty(&[2], DType::F32, Device::Cuda(0)).unwrap_err();
-    assert!(
-        matches!(&err, Error::Unsupported(m) if m.contains("cuda:0")),
-        "{err}"
-    );
+fn cuda_tensors_need_a_gpu_and_never_panic_without_one() {
+    // With a GPU this allocates; without one (or without the "cuda" feature) it is an error.
+    match Tensor::empty(&[2], DType::F32, Device::Cuda(0)) {
+        Ok(t) => assert_eq!(t.device(), Device::Cuda(0)),
+        Err(err) => assert!(
+            matches!(&err, Error::NoCuda { .. })
+                || matches!(&err, Error::Unsupported(m) if m.contains("cuda:0")),
+            "{err}"
+        ),
+    }
+    let cpu = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    if let Err(err) = cpu.to(Device::Cuda(0)) {
+        assert!(
+            matches!(&err, Error::NoCuda { .. } | Error::Unsupported(_)),
+            "{err}"
+        );
+    }
 }
 
 // ---- views ----

@@ -21,10 +21,10 @@ pub const TESTS: &[Test] = &[
     },
 ];
 
-static AXPBY_HANDLE: KernelHandle = KernelHandle::new(&AXPBY);
+pub static AXPBY_HANDLE: KernelHandle = KernelHandle::new(&AXPBY);
 
 /// Skips without a device; otherwise runs `f` (which may still skip for NVRTC).
-fn with_gpu(f: impl FnOnce() -> TestResult) -> TestResult {
+pub fn with_gpu(f: impl FnOnce() -> TestResult) -> TestResult {
     match device_count() {
         Err(Error::NoCuda { reason }) => return Ok(Outcome::Skip(format!("no GPU ({reason})"))),
         Err(e) => return Err(e.to_string()),

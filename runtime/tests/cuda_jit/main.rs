@@ -12,6 +12,7 @@ mod cache;
 mod compile;
 mod gpu;
 mod support;
+mod tensors;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -27,6 +28,7 @@ fn main() -> ExitCode {
         .iter()
         .chain(cache::TESTS)
         .chain(gpu::TESTS)
+        .chain(tensors::TESTS)
         .copied()
         .collect();
     if args.iter().any(|a| a == "--list") {

@@ -1,0 +1,106 @@
+//! Moving tensors between devices ([`Tensor::to`]) and handing CUDA memory to launch code
+//! ([`Tensor::cuda_ptr`], [`Tensor::with_cuda_slice`]). The bytes move through the storage seam.
+
+use std::sync::Arc;
+
+use super::storage::Storage;
+use super::{Device, Tensor};
+use crate::{Error, Result};
+
+impl Tensor {
+    /// This tensor on `device`: another handle to it when it is already there, else a
+    /// contiguous copy (cpu to cuda uploads, cuda to cpu downloads, cuda to another cuda device
+    /// copies device to device). To meta gives a meta tensor of the same shape and dtype; from
+    /// meta is an error (there is no data). Without a usable GPU, anything to cuda is
+    /// [`Error::NoCuda`].
+    pub fn to(&self, device: Device) -> Result<Tensor> {
+        let from = self.device();
+        if from == device {
+            return Ok(self.clone());
+        }
+        if device.is_meta() {
+            return Tensor::empty(self.shape(), self.dtype(), Device::Meta);
+        }
+        if from.is_meta() {
+            return Err(Error::Unsupported(format!(
+                "to({device}): the tensor is on the meta device, which has no data to copy"
+            )));
+        }
+        if from.is_cuda() && device.is_cpu() {
+            return self.download_contiguous("to");
+        }
+        // To cuda: from cpu or another cuda device; copy_from picks the path.
+        let out = Tensor::empty(self.shape(), self.dtype(), device)?;
+        out.copy_from(self)?;
+        Ok(out)
+    }
+
+    /// A contiguous cpu copy of this cuda tensor: its span of bytes comes to the host, then is
+    /// packed there.
+    fn download_contiguous(&self, op: &str) -> Result<Tensor> {
+        let Some((range, lo)) = self.byte_span() else {
+            return Tensor::empty(self.shape(), self.dtype(), Device::Cpu);
+        };
+        let bytes = self.storage().download(range, op)?;
+        let storage = Storage::cpu_from_bytes(&bytes)?;
+        let mut layout = self.layout().clone();
+        layout.offset -= lo;
+        Tensor::from_impl(Arc::new(storage), layout, self.dtype()).contiguous()
+    }
+
+    /// `copy_from` where either side is on a CUDA device (same shape and dtype, checked).
+    pub(super) fn copy_from_cuda(&self, src: &Tensor) -> Result<()> {
+        const OP: &str = "copy_from";
+        if !self.device().is_cuda() {
+            return self.copy_from(&src.to(Device::Cpu)?);
+        }
+        if !self.is_contiguous() {
+            return Err(Error::Unsupported(format!(
+                "{OP}: the destination is a strided view on {}; copying into strided CUDA \
+                 tensors needs a kernel (copy into a contiguous tensor instead)",
+                self.device()
+            )));
+        }
+        let Some((dst, _)) = self.byte_span() else {
+            return Ok(());
+        };
+        if src.device().is_cuda() && src.is_contiguous() && !self.same_storage(src) {
+            if let Some((range, _)) = src.byte_span() {
+                return self
+                    .storage()
+                    .copy_device(dst.start, src.storage(), range, OP);
+            }
+        }
+        // Through the host: strided or overlapping sources, and cpu sources.
+        let host = src.to(Device::Cpu)?.contiguous()?;
+        let guard = host.storage().read(OP)?;
+        let Some((range, _)) = host.byte_span() else {
+            return Ok(());
+        };
+        self.storage().upload(dst.start, &guard.bytes()[range], OP)
+    }
+
+    /// The device address of this tensor's first element (`offset()` applied) and the number of
+    /// bytes of its storage from there on. Cuda tensors only. The address stays valid while the
+    /// tensor (or any handle sharing its storage) is alive; launch on the device's default
+    /// stream (`opbox_runtime::cuda::device(i)?.stream`) to be ordered after opbox's copies.
+    #[cfg(feature = "cuda")]
+    pub fn cuda_ptr(&self) -> Result<(u64, usize)> {
+        let base = self.storage().cuda_ptr("cuda_ptr")?;
+        let at = self.offset() * self.dtype().size();
+        Ok((base + at as u64, self.storage().nbytes().saturating_sub(at)))
+    }
+
+    /// Calls `f` with the storage's whole allocation, the byte offset of this tensor's first
+    /// element in it, and the device's default stream: for launches through cudarc's
+    /// `PushKernelArg`. Other access to the storage is [`Error::StorageBusy`] while `f` runs.
+    #[cfg(feature = "cuda")]
+    pub fn with_cuda_slice<R>(
+        &self,
+        f: impl FnOnce(&mut cudarc::driver::CudaSlice<u8>, usize, &Arc<cudarc::driver::CudaStream>) -> R,
+    ) -> Result<R> {
+        let at = self.offset() * self.dtype().size();
+        self.storage()
+            .with_cuda_slice("with_cuda_slice", |slice, stream| f(slice, at, stream))
+    }
+}
