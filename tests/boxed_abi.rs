@@ -665,4 +665,8 @@ fn typed_result_mismatch() {
         matches!(&err, Error::ReturnType { op, index: 0, .. } if op == "abi::add"),
         "{err:?}"
     );
+    assert_eq!(
+        err.to_string(),
+        "abi::add returns int as return #0, which cannot be read as `opbox_runtime::tensor::Tensor`"
+    );
 }

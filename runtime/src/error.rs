@@ -40,8 +40,8 @@ pub enum Error {
         schema: String,
     },
 
-    /// A kernel handed back a value that does not match the schema's return.
-    #[error("{op} should return {expected} for return #{index}, but its kernel returned {got}")]
+    /// A typed call asked for a Rust type the op's return cannot be read as.
+    #[error("{op} returns {expected} as return #{index}, which cannot be read as `{got}`")]
     ReturnType {
         op: String,
         index: usize,

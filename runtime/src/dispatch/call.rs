@@ -19,7 +19,7 @@ pub trait FromOutput: Sized {
 /// The result of a typed call: one value, a tuple of values, or `()`.
 pub trait FromStack: Sized {
     const COUNT: usize;
-    fn from_stack(op: &str, schema: &Schema, stack: Stack) -> Result<Self>;
+    fn from_stack(op: &str, schema: &Schema, stack: &mut Stack) -> Result<Self>;
 }
 
 impl IntoStack for () {
@@ -126,7 +126,7 @@ impl<T: FromOutput> FromOutput for Vec<T> {
     }
 }
 
-fn return_type_error(op: &str, schema: &Schema, index: usize, got: &StableValue) -> Error {
+fn return_type_error<T>(op: &str, schema: &Schema, index: usize) -> Error {
     Error::ReturnType {
         op: op.to_string(),
         index,
@@ -135,7 +135,7 @@ fn return_type_error(op: &str, schema: &Schema, index: usize, got: &StableValue)
             .get(index)
             .map(|r| r.ty.to_string())
             .unwrap_or_default(),
-        got: got.describe(),
+        got: std::any::type_name::<T>().to_string(),
     }
 }
 
@@ -153,17 +153,17 @@ fn check_count(op: &str, schema: &Schema, count: usize) -> Result<()> {
 
 impl FromStack for () {
     const COUNT: usize = 0;
-    fn from_stack(op: &str, schema: &Schema, _: Stack) -> Result<Self> {
+    fn from_stack(op: &str, schema: &Schema, _: &mut Stack) -> Result<Self> {
         check_count(op, schema, 0)
     }
 }
 
 impl<T: FromOutput> FromStack for T {
     const COUNT: usize = 1;
-    fn from_stack(op: &str, schema: &Schema, mut stack: Stack) -> Result<Self> {
+    fn from_stack(op: &str, schema: &Schema, stack: &mut Stack) -> Result<Self> {
         check_count(op, schema, 1)?;
         let value = stack.pop().unwrap_or_default();
-        T::from_output(value).map_err(|v| return_type_error(op, schema, 0, &v))
+        T::from_output(value).map_err(|_| return_type_error::<T>(op, schema, 0))
     }
 }
 
@@ -171,12 +171,11 @@ macro_rules! from_stack_tuple {
     ($count:literal; $($name:ident $index:tt),+) => {
         impl<$($name: FromOutput),+> FromStack for ($($name,)+) {
             const COUNT: usize = $count;
-            fn from_stack(op: &str, schema: &Schema, stack: Stack) -> Result<Self> {
+            fn from_stack(op: &str, schema: &Schema, stack: &mut Stack) -> Result<Self> {
                 check_count(op, schema, $count)?;
-                let mut values = stack.into_iter();
                 Ok(($(
-                    $name::from_output(values.next().unwrap_or_default())
-                        .map_err(|v| return_type_error(op, schema, $index, &v))?,
+                    $name::from_output(stack.take($index))
+                        .map_err(|_| return_type_error::<$name>(op, schema, $index))?,
                 )+))
             }
         }

@@ -55,7 +55,7 @@ impl OpHandle {
         let mut stack = Stack::new();
         args.push_onto(&mut stack);
         self.call_boxed(&mut stack)?;
-        R::from_stack(self.name(), self.entry.schema, stack)
+        R::from_stack(self.name(), self.entry.schema, &mut stack)
     }
 
     /// Boxed call. On entry the stack holds the arguments; on success it holds the results.
@@ -126,29 +126,42 @@ fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
         let Some(value) = stack.get(index) else {
             continue;
         };
-        let single = value.as_tensor();
-        let listed = value.as_list().into_iter().flat_map(List::tensors);
-        for tensor in single.into_iter().chain(listed) {
-            let device = tensor.device();
-            match first {
-                None => first = Some((index, device)),
-                Some((_, d)) if d == device => {}
-                Some((first_index, first_device)) => {
-                    let name = |i: usize| entry.schema.arguments[i].name.to_string();
-                    return Err(Error::MixedDevices {
-                        op: entry.name.clone(),
-                        first_index,
-                        first_name: name(first_index),
-                        first_device,
-                        index,
-                        name: name(index),
-                        device,
-                    });
-                }
+        // Plain tensors are the common case: no iterator chain for them.
+        if let Some(tensor) = value.as_tensor() {
+            agree(entry, &mut first, index, tensor.device())?;
+        } else if let Some(list) = value.as_list() {
+            for tensor in list.tensors() {
+                agree(entry, &mut first, index, tensor.device())?;
             }
         }
     }
     Ok(first.map(|(_, d)| d))
+}
+
+/// Records the first tensor's device, or fails if `device` differs from it.
+fn agree(
+    entry: &OpEntry,
+    first: &mut Option<(usize, Device)>,
+    index: usize,
+    device: Device,
+) -> Result<()> {
+    match *first {
+        None => *first = Some((index, device)),
+        Some((_, d)) if d == device => {}
+        Some((first_index, first_device)) => {
+            let name = |i: usize| entry.schema.arguments[i].name.to_string();
+            return Err(Error::MixedDevices {
+                op: entry.name.clone(),
+                first_index,
+                first_name: name(first_index),
+                first_device,
+                index,
+                name: name(index),
+                device,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Appends the defaults of the arguments the caller left out, or fails naming the first one

@@ -65,6 +65,14 @@ impl Stack {
         self.values.as_mut_ptr()
     }
 
+    /// Moves value `index` out, leaving None (or None when out of range).
+    pub(crate) fn take(&mut self, index: usize) -> StableValue {
+        self.values
+            .get_mut(index)
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
     /// Releases the first `count` values (the arguments), shifting the outputs down.
     pub(crate) fn release_front(&mut self, count: usize) {
         let count = count.min(self.values.len());
