@@ -19,12 +19,18 @@
 //!     }
 //! }
 //!
-//! let add = opbox::op("doclib::add").unwrap();
-//! let sum: i64 = add.call((2i64, 40i64)).unwrap();
-//! assert_eq!(sum, 42);
-//! let defaulted: i64 = add.call((41i64,)).unwrap();
-//! assert_eq!(defaulted, 42);
+//! fn main() -> opbox::Result<()> {
+//!     let add = opbox::op("doclib::add")?;
+//!     let sum: i64 = add.call((2i64, 40i64))?;
+//!     assert_eq!(sum, 42);
+//!     let defaulted: i64 = add.call((41i64,))?;
+//!     assert_eq!(defaulted, 42);
+//!     Ok(())
+//! }
 //! ```
+//!
+//! Libraries and impl modules are items: put them at module level (a `mod cpu` inside a function
+//! body cannot name the library's marker module through `super::`).
 
 pub use opbox_macros::{stable_fragment, stable_impl, stable_library};
 pub use opbox_runtime::*;
