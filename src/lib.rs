@@ -32,15 +32,16 @@
 //! Libraries and impl modules are items: put them at module level (a `mod cpu` inside a function
 //! body cannot name the library's marker module through `super::`).
 
-pub use opbox_macros::{stable_fragment, stable_impl, stable_library};
+pub use opbox_macros::{extern_kernel, stable_fragment, stable_impl, stable_library};
 pub use opbox_runtime::*;
 
 /// Everything a library author writes against.
 pub mod prelude {
     pub use crate::{
-        op, stable_fragment, stable_impl, stable_library, DType, Device, DispatchKey, Error,
-        Library, OpHandle, Result, Scalar, StableValue, Stack, Tensor,
+        extern_kernel, op, stable_fragment, stable_impl, stable_library, DType, Device,
+        DispatchKey, Error, Library, OpHandle, Result, Scalar, StableValue, Stack, Tensor,
     };
+    pub use opbox_runtime::cuda::{In, InOut, LaunchConfig, Out};
 }
 
 /// What the macros' expansions name. Not a public API: it changes without notice.
@@ -53,4 +54,14 @@ pub mod __private {
     pub use opbox_runtime::schema;
     pub use opbox_runtime::typemap::{ty, KernelReturn, RustParam};
     pub use opbox_runtime::Site;
+    pub use std::borrow::Cow;
+
+    /// What `#[extern_kernel]` expansions name.
+    pub mod cuda {
+        pub use opbox_runtime::cuda::codegen::{
+            ConstValue, ConstexprStyle, ElemType, IncludeEdge, KernelDecl, Param, ParamKind,
+            ScalarType, SourceFile,
+        };
+        pub use opbox_runtime::cuda::KernelArg;
+    }
 }

@@ -4,6 +4,7 @@
 
 use proc_macro::TokenStream;
 
+mod extern_kernel;
 mod library;
 mod naming;
 mod rust_forms;
@@ -39,4 +40,23 @@ pub fn stable_fragment(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn stable_impl(attr: TokenStream, item: TokenStream) -> TokenStream {
     stable_impl::expand(attr.into(), item.into()).into()
+}
+
+/// Declares a hand-written CUDA C++ kernel, called through a checked launch stub.
+///
+/// ```ignore
+/// #[extern_kernel(source = "kernels/axpby.cu", include_dirs = ["kernels/include"], entry = "axpby")]
+/// fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64);
+///
+/// axpby_f32::launch(LaunchConfig::for_elems(n), &x, &y, &out, 2.0, 3.0, n as i64)?;
+/// ```
+/// Paths are relative to the declaring file, as with `include_str!`. The source's whole
+/// `#include` closure is scanned now and embedded, so cargo rebuilds when any file of it changes.
+/// Generates a module named after the fn with `DECL` (the declaration as static data), `HANDLE`
+/// (the loaded kernel per device) and `launch(cfg, args…)`: tensors for `In`/`Out`/`InOut`
+/// params, scalars by value, and `#[constexpr]` values as ordinary arguments that pick the
+/// specialization. NVRTC checks the C++ entry's signature against this declaration.
+#[proc_macro_attribute]
+pub fn extern_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    extern_kernel::expand(attr.into(), item.into()).into()
 }

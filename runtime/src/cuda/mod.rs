@@ -9,11 +9,13 @@
 //! - [`jit`]: declaration → artifact through the content-addressed [`disk_cache`].
 //! - [`context`]: one context and default stream per device.
 //! - [`loader`]: the in-process cache of loaded functions, one [`KernelHandle`] per declaration.
+//! - [`launch`]: the checked launch behind `#[extern_kernel]`'s `launch(cfg, args…)`.
 
 pub mod artifact;
 pub mod context;
 pub mod disk_cache;
 pub mod jit;
+pub mod launch;
 pub mod loader;
 pub mod nvrtc;
 pub mod probe;
@@ -21,8 +23,12 @@ pub mod probe;
 /// The cudarc this module is built on, for launch code (and, later, macro-generated stubs).
 pub use cudarc;
 
+/// The CUDA code model (declarations, emitter, cache key), for macro expansions and tools.
+pub use opbox_codegen::cuda as codegen;
+
 pub use artifact::{Artifact, ImageKind};
 pub use context::{device, device_count, CudaDevice};
 pub use disk_cache::DiskCache;
 pub use jit::{compile_cached, compile_for_arch, CacheOutcome, Compiled, Target};
+pub use launch::{launch, synchronize, In, InOut, KernelArg, LaunchConfig, Out};
 pub use loader::{KernelHandle, LoadedKernel};

@@ -1,0 +1,360 @@
+//! Launch stubs: what `#[extern_kernel]`'s generated `launch(cfg, args…)` calls.
+//!
+//! [`launch`] checks every tensor against the declaration (dtype, CUDA device, one device for
+//! all, contiguous, no `Out`/`InOut` sharing storage with an `In`), gets the loaded function from
+//! the declaration's [`KernelHandle`] (a `OnceLock` read after the first launch: no hashing, no
+//! file access), pushes device pointers and scalars with cudarc's launch builder on the device's
+//! default stream (or [`LaunchConfig::stream`]), and maps driver errors to `Error::Cuda`.
+//!
+//! Kernels run asynchronously: a fault inside one (an illegal address, say) is reported by the
+//! next call that synchronizes, such as [`synchronize`] or a download. [`synchronize`] names the
+//! last kernel launched on the device, since the driver does not say which one faulted.
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, DeviceRepr, PushKernelArg};
+use opbox_codegen::cuda::{ConstValue, ElemType, KernelDecl, ParamKind};
+
+use super::context::{device, MAX_DEVICES};
+use super::loader::KernelHandle;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Device, Tensor};
+
+/// `In<[T]>` in an `#[extern_kernel]` declaration: a read-only device buffer (`const T*`).
+/// A marker for declarations only; the generated `launch` takes `&Tensor`.
+pub struct In<T: ?Sized>(PhantomData<T>);
+/// `Out<[T]>` in an `#[extern_kernel]` declaration: a written device buffer (`T*`).
+pub struct Out<T: ?Sized>(PhantomData<T>);
+/// `InOut<[T]>` in an `#[extern_kernel]` declaration: a read and written device buffer (`T*`).
+pub struct InOut<T: ?Sized>(PhantomData<T>);
+
+/// Grid, block, dynamic shared memory and stream of one launch.
+#[derive(Clone, Debug)]
+pub struct LaunchConfig {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub shared_mem_bytes: u32,
+    /// `None`: the device's default stream, where opbox's own copies run, so a launch is
+    /// ordered after the uploads that fed it. Another stream is the caller's to order.
+    pub stream: Option<Arc<CudaStream>>,
+}
+
+impl LaunchConfig {
+    /// Threads per block of [`LaunchConfig::for_elems`].
+    pub const DEFAULT_BLOCK: u32 = 256;
+
+    /// One thread per element, 256 per block, enough blocks to cover `n` (at least one).
+    pub fn for_elems(n: usize) -> LaunchConfig {
+        let block = Self::DEFAULT_BLOCK;
+        let blocks = n.div_ceil(block as usize).clamp(1, u32::MAX as usize) as u32;
+        LaunchConfig {
+            grid: (blocks, 1, 1),
+            block: (block, 1, 1),
+            shared_mem_bytes: 0,
+            stream: None,
+        }
+    }
+
+    /// One block of one thread.
+    pub fn single() -> LaunchConfig {
+        LaunchConfig {
+            grid: (1, 1, 1),
+            block: (1, 1, 1),
+            shared_mem_bytes: 0,
+            stream: None,
+        }
+    }
+
+    pub fn grid(mut self, x: u32, y: u32, z: u32) -> LaunchConfig {
+        self.grid = (x, y, z);
+        self
+    }
+
+    pub fn block(mut self, x: u32, y: u32, z: u32) -> LaunchConfig {
+        self.block = (x, y, z);
+        self
+    }
+
+    pub fn shared_mem(mut self, bytes: u32) -> LaunchConfig {
+        self.shared_mem_bytes = bytes;
+        self
+    }
+
+    /// Launch on `stream` instead of the device's default stream.
+    pub fn stream(mut self, stream: Arc<CudaStream>) -> LaunchConfig {
+        self.stream = Some(stream);
+        self
+    }
+}
+
+/// One launch argument, in declaration order, `#[constexpr]` params excluded.
+#[derive(Clone, Copy, Debug)]
+pub enum KernelArg<'a> {
+    Tensor(&'a Tensor),
+    I32(i32),
+    I64(i64),
+    U32(u32),
+    U64(u64),
+    F32(f32),
+    F64(f64),
+    Bool(bool),
+}
+
+/// Launch parameters beyond this count are refused (kernels rarely take more than a dozen).
+pub const MAX_LAUNCH_ARGS: usize = 32;
+
+/// One launch parameter's bytes, at the start of an 8-byte aligned slot: the driver copies as
+/// many bytes as the entry's parameter has from the address pushed.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(8))]
+struct Slot([u8; 8]);
+
+// SAFETY: a plain 8-byte, 8-aligned byte array; every kernel parameter opbox pushes from a slot
+// (a pointer, or a scalar of at most 8 bytes at offset 0) fits in it, and the driver reads only
+// the parameter's own size.
+unsafe impl DeviceRepr for Slot {}
+
+impl Slot {
+    fn of(bytes: &[u8]) -> Slot {
+        let mut s = Slot::default();
+        s.0[..bytes.len()].copy_from_slice(bytes);
+        s
+    }
+}
+
+/// The last kernel launched per device, for [`synchronize`]'s message.
+static LAST_LAUNCHED: [AtomicPtr<KernelDecl>; MAX_DEVICES] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];
+
+/// The opbox dtype of a declared element type, where opbox has one.
+pub fn dtype_of(t: ElemType) -> Option<DType> {
+    Some(match t {
+        ElemType::F32 => DType::F32,
+        ElemType::F64 => DType::F64,
+        ElemType::F16 => DType::F16,
+        ElemType::BF16 => DType::BF16,
+        ElemType::I32 => DType::I32,
+        ElemType::I64 => DType::I64,
+        ElemType::U8 => DType::U8,
+        ElemType::Bool => DType::Bool,
+        ElemType::U32 | ElemType::U64 | ElemType::I8 => return None,
+    })
+}
+
+fn device_word(d: Device) -> String {
+    match d {
+        Device::Cpu => "CPU".into(),
+        Device::Meta => "meta".into(),
+        Device::Cuda(i) => format!("CUDA (cuda:{i})"),
+    }
+}
+
+/// Checks `args` against `handle`'s declaration, then launches it with `cfg`, specialized by
+/// `constexprs` (one value per `#[constexpr]` param, in declaration order).
+pub fn launch(
+    handle: &'static KernelHandle,
+    cfg: &LaunchConfig,
+    args: &[KernelArg<'_>],
+    constexprs: &[ConstValue],
+) -> Result<()> {
+    let decl = handle.decl();
+    let kernel = || format!("kernel {}", decl.rust_name);
+    let mut slots = [Slot::default(); MAX_LAUNCH_ARGS];
+    let mut count = 0usize;
+    // (index, name, device) of the first tensor: all others must be on its device.
+    let mut first: Option<(usize, &str, Device)> = None;
+    let mut params = decl.params.iter().filter(|p| p.kind.in_launch_abi());
+    for (index, arg) in args.iter().enumerate() {
+        let Some(param) = params.next() else {
+            return Err(arg_count(decl, args.len()));
+        };
+        if index >= MAX_LAUNCH_ARGS {
+            return Err(Error::InvalidArgument(format!(
+                "{} has more than {MAX_LAUNCH_ARGS} launch parameters",
+                kernel()
+            )));
+        }
+        let bad = |expected: String, got: String| Error::ArgType {
+            op: kernel(),
+            index,
+            name: param.name.to_string(),
+            expected,
+            got,
+        };
+        slots[index] = match (param.kind, *arg) {
+            (ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t), KernelArg::Tensor(x)) => {
+                let want = dtype_of(t);
+                let on_cuda = matches!(x.device(), Device::Cuda(_));
+                if want != Some(x.dtype()) || !on_cuda {
+                    return Err(bad(
+                        format!("{t} CUDA tensor"),
+                        format!("{} {} tensor", x.dtype(), device_word(x.device())),
+                    ));
+                }
+                if !x.is_contiguous() {
+                    return Err(bad(
+                        format!("contiguous {t} CUDA tensor"),
+                        format!(
+                            "a non-contiguous view (shape {:?}, strides {:?}); call .contiguous() first",
+                            x.shape(),
+                            x.strides()
+                        ),
+                    ));
+                }
+                match first {
+                    None => first = Some((index, &param.name, x.device())),
+                    Some((fi, fname, fdev)) if fdev != x.device() => {
+                        return Err(Error::MixedDevices {
+                            op: kernel(),
+                            first_index: fi,
+                            first_name: fname.to_string(),
+                            first_device: fdev,
+                            index,
+                            name: param.name.to_string(),
+                            device: x.device(),
+                        })
+                    }
+                    Some(_) => {}
+                }
+                let (ptr, _) = x.cuda_ptr()?;
+                Slot::of(&ptr.to_ne_bytes())
+            }
+            (ParamKind::Scalar(t), a) => {
+                let bytes = match a {
+                    KernelArg::I32(v) => Slot::of(&v.to_ne_bytes()),
+                    KernelArg::I64(v) => Slot::of(&v.to_ne_bytes()),
+                    KernelArg::U32(v) => Slot::of(&v.to_ne_bytes()),
+                    KernelArg::U64(v) => Slot::of(&v.to_ne_bytes()),
+                    KernelArg::F32(v) => Slot::of(&v.to_ne_bytes()),
+                    KernelArg::F64(v) => Slot::of(&v.to_ne_bytes()),
+                    KernelArg::Bool(v) => Slot::of(&[u8::from(v)]),
+                    KernelArg::Tensor(_) => return Err(bad(t.to_string(), "Tensor".into())),
+                };
+                if arg_type(a) != t.rust_name() {
+                    return Err(bad(t.to_string(), arg_type(a).into()));
+                }
+                bytes
+            }
+            (kind, a) => return Err(bad(kind.rust_type(), arg_type(a).into())),
+        };
+        count = index + 1;
+    }
+    if params.next().is_some() {
+        return Err(arg_count(decl, args.len()));
+    }
+    check_aliases(decl, args)?;
+
+    let ordinal = match first {
+        Some((_, _, Device::Cuda(i))) => i as usize,
+        _ => 0,
+    };
+    let dev = device(ordinal)?;
+    let stream = cfg.stream.as_ref().unwrap_or(&dev.stream);
+    let specialized;
+    let function = if decl.constexpr_params().next().is_none() {
+        &handle.get(ordinal)?.function
+    } else {
+        specialized = handle.get_specialized(ordinal, constexprs)?;
+        &specialized.function
+    };
+    let mut builder = stream.launch_builder(function);
+    for slot in &slots[..count] {
+        builder.arg(slot);
+    }
+    if let Some(last) = LAST_LAUNCHED.get(ordinal) {
+        last.store((decl as *const KernelDecl).cast_mut(), Ordering::Relaxed);
+    }
+    let config = cudarc::driver::LaunchConfig {
+        grid_dim: cfg.grid,
+        block_dim: cfg.block,
+        shared_mem_bytes: cfg.shared_mem_bytes,
+    };
+    // SAFETY: the pushed parameters are exactly the declaration's launch parameters in order
+    // (checked above), and the translation unit's static_assert proved at compile time that the
+    // entry's C++ signature is the one the declaration implies; each slot holds a device pointer
+    // of a live CUDA tensor (kept alive by the caller's borrow for the call) or a scalar of that
+    // parameter's size. What the kernel does with the grid and the buffers' lengths is the
+    // kernel's contract, as with any CUDA launch; faults surface as errors at synchronization.
+    unsafe { builder.launch(config) }.map_err(|e| Error::Cuda {
+        kernel: decl.rust_name.to_string(),
+        message: format!("launch on cuda:{ordinal} failed: {e}"),
+    })?;
+    Ok(())
+}
+
+fn arg_type(a: KernelArg<'_>) -> &'static str {
+    match a {
+        KernelArg::Tensor(_) => "Tensor",
+        KernelArg::I32(_) => "i32",
+        KernelArg::I64(_) => "i64",
+        KernelArg::U32(_) => "u32",
+        KernelArg::U64(_) => "u64",
+        KernelArg::F32(_) => "f32",
+        KernelArg::F64(_) => "f64",
+        KernelArg::Bool(_) => "bool",
+    }
+}
+
+fn arg_count(decl: &KernelDecl, got: usize) -> Error {
+    let expected = decl
+        .params
+        .iter()
+        .filter(|p| p.kind.in_launch_abi())
+        .count();
+    Error::ArgCount {
+        op: format!("kernel {}", decl.rust_name),
+        expected,
+        got,
+        schema: decl.rust_signature(),
+    }
+}
+
+/// An `Out`/`InOut` that shares storage with an `In` would race with the kernel's reads.
+fn check_aliases(decl: &KernelDecl, args: &[KernelArg<'_>]) -> Result<()> {
+    let launch_params = || decl.params.iter().filter(|p| p.kind.in_launch_abi());
+    // Few params: a quadratic scan beats any set, and allocates nothing.
+    for (i, (p, a)) in launch_params().zip(args).enumerate() {
+        let (ParamKind::Out(_) | ParamKind::InOut(_), KernelArg::Tensor(w)) = (p.kind, a) else {
+            continue;
+        };
+        for (j, (q, b)) in launch_params().zip(args).enumerate() {
+            let (ParamKind::In(_), KernelArg::Tensor(r)) = (q.kind, b) else {
+                continue;
+            };
+            if w.same_storage(r) {
+                return Err(Error::InvalidArgument(format!(
+                    "kernel {} writes argument #{i} ({}) but reads argument #{j} ({}), and they share storage; pass a separate output tensor, or declare the parameter InOut and pass it once",
+                    decl.rust_name, p.name, q.name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Waits for all work on device `ordinal` and returns any fault it raised, such as an illegal
+/// address in a kernel, as `Error::Cuda` naming the last kernel launched there. After such a
+/// fault the device's context is unusable for the rest of the process (CUDA's rule).
+pub fn synchronize(ordinal: usize) -> Result<()> {
+    let dev = device(ordinal)?;
+    dev.context.synchronize().map_err(|e| {
+        let last = LAST_LAUNCHED
+            .get(ordinal)
+            .map(|p| p.load(Ordering::Relaxed))
+            .unwrap_or(std::ptr::null_mut());
+        // SAFETY: LAST_LAUNCHED only ever holds null or a `&'static KernelDecl` (from a
+        // `&'static KernelHandle`), which lives for the whole process.
+        let kernel = match unsafe { last.as_ref() } {
+            Some(d) => d.rust_name.to_string(),
+            None => format!("device cuda:{ordinal}"),
+        };
+        Error::Cuda {
+            kernel,
+            message: format!(
+                "a kernel on cuda:{ordinal} failed (reported at synchronization; this was the last kernel launched there): {e}"
+            ),
+        }
+    })
+}
