@@ -1,0 +1,2 @@
+// Does nothing: for measuring launch overhead.
+extern "C" __global__ void empty() {}
