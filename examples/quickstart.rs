@@ -1,7 +1,9 @@
 //! opbox in one file: a library of ops defined by schema strings, CPU kernels checked against
-//! them by rustc, a CompositeExplicit op built from other ops, and calls both typed and boxed.
+//! them by rustc, a CUDA kernel in hand-written CUDA C++ (`#[extern_kernel]`), a
+//! CompositeExplicit op built from other ops, and calls both typed and boxed.
 //!
-//! Run with `cargo run --example quickstart`.
+//! Run with `cargo run --example quickstart`. With a GPU, `axpby` also runs on CUDA and every
+//! CUDA result is checked against the CPU impl; without one, it says so and runs on the CPU.
 
 use opbox::prelude::*;
 
@@ -102,6 +104,76 @@ mod cpu {
         let v = a.to_vec::<f32>()?;
         Tensor::from_vec(v.into_iter().map(|x| x + b as f32).collect(), a.shape())
     }
+}
+
+/// `out = a * x + b * y` in CUDA C++ (examples/kernels/axpby.cu), compiled by NVRTC on first use
+/// and cached on disk. `--fmad=false` keeps `a * x + b * y` two roundings, as on the CPU, so the
+/// CUDA results can be compared for equality.
+#[extern_kernel(source = "kernels/axpby.cu", entry = "axpby", options = ["--fmad=false"])]
+fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64);
+
+#[stable_impl(mylib, CUDA)]
+mod cuda {
+    use super::axpby_f32;
+    use opbox::prelude::*;
+
+    pub fn axpby(x: &Tensor, y: &Tensor, a: f64, b: f64) -> Result<Tensor> {
+        if x.shape() != y.shape() {
+            return Err(Error::Shape(format!(
+                "shapes {:?} and {:?} differ",
+                x.shape(),
+                y.shape()
+            )));
+        }
+        let out = x.empty_like()?;
+        let n = x.numel();
+        axpby_f32::launch(
+            LaunchConfig::for_elems(n),
+            x,
+            y,
+            &out,
+            a as f32,
+            b as f32,
+            n as i64,
+        )?;
+        Ok(out)
+    }
+}
+
+/// Runs `axpby` on cuda:0 for a few inputs and checks each result against the CPU impl.
+fn run_on_cuda(axpby: &OpHandle) -> opbox::Result<()> {
+    let mut checked = 0;
+    for (n, a, b) in [
+        (6usize, 2.0, 3.0),
+        (1000, 1.0, 1.0),
+        ((1 << 20) + 3, -0.5, 0.25),
+    ] {
+        let x = Tensor::from_vec((0..n).map(|i| i as f32 * 0.5).collect(), &[n])?;
+        let y = Tensor::from_vec((0..n).map(|i| (n - i) as f32).collect(), &[n])?;
+        let want: Tensor = axpby.call((&x, &y, a, b))?;
+        let (gx, gy) = (x.to(Device::Cuda(0))?, y.to(Device::Cuda(0))?);
+        let got: Tensor = axpby.call((&gx, &gy, a, b))?;
+        if got.device() != Device::Cuda(0) {
+            return Err(Error::msg(format!(
+                "axpby ran on {}, not cuda:0",
+                got.device()
+            )));
+        }
+        let (want, got) = (want.to_vec::<f32>()?, got.to_vec::<f32>()?);
+        if let Some(i) = (0..n).find(|&i| want[i].to_bits() != got[i].to_bits()) {
+            return Err(Error::msg(format!(
+                "CUDA axpby(n={n}, a={a}, b={b})[{i}] = {} but the CPU impl gives {}",
+                got[i], want[i]
+            )));
+        }
+        checked += 1;
+    }
+    opbox::cuda::synchronize(0)?;
+    println!(
+        "CUDA: axpby ran on {} for {checked} inputs; every CUDA result was checked against the CPU impl and is bit-identical",
+        opbox::cuda::device(0)?.name
+    );
+    Ok(())
 }
 
 /// The fragment's ops are reached through its marker module, `more`.
@@ -208,6 +280,13 @@ fn main() -> opbox::Result<()> {
     let meta = Tensor::empty(&[2, 3], DType::F32, Device::Meta)?;
     if let Err(e) = axpby.call::<_, Tensor>((&meta, &meta)) {
         println!("error: {e}");
+    }
+
+    // The same op on the GPU, when there is one.
+    match opbox::cuda::device_count() {
+        Ok(n) if n > 0 => run_on_cuda(&axpby)?,
+        Ok(_) => println!("CUDA: ran on the CPU only: the CUDA driver reports no devices"),
+        Err(e) => println!("CUDA: ran on the CPU only: {e}"),
     }
     Ok(())
 }

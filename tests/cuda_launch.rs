@@ -31,7 +31,7 @@ fn lerp_square(
 );
 
 #[extern_kernel(source = "../examples/kernels/empty.cu")]
-fn empty();
+fn empty(x: In<[f32]>);
 
 #[extern_kernel(source = "kernels/fill.cu", constexpr = "template")]
 fn fill_k(out: Out<[i32]>, n: i64, #[constexpr] K: i32);
