@@ -1,0 +1,242 @@
+//! GPU launch figures, printed as one table (a plain `main`, harness = false):
+//!
+//! - (a) a raw cudarc launch of an empty kernel (one pointer argument);
+//! - (b) the same kernel through its `#[extern_kernel]` stub (checks + cached lookup + launch);
+//! - (c) the full op call: dispatcher → CUDA impl → stub;
+//! - the first launch in a fresh process over a warm disk cache, context creation excluded (this
+//!   binary re-runs itself as a child with `--first-launch-child`);
+//! - an in-process repeat lookup of a loaded kernel;
+//! - axpy over 256 M f32, in TB/s (3 × 4 B × n / time).
+//!
+//! Without a GPU it prints "skipped: no GPU" and exits 0.
+//! `cargo bench --bench launch`; scripts/gpu-check runs it on the GPU machine.
+
+use std::hint::black_box;
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use opbox::cuda::cudarc::driver::{LaunchConfig as RawConfig, PushKernelArg};
+use opbox::cuda::{device, device_count, synchronize};
+use opbox::prelude::*;
+
+#[extern_kernel(source = "../examples/kernels/empty.cu")]
+fn empty(x: In<[f32]>);
+
+#[extern_kernel(source = "../examples/kernels/axpby.cu", entry = "axpby")]
+fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64);
+
+#[stable_library(launchbench)]
+fn launchbench(m: &mut Library) {
+    m.def("noop(Tensor x) -> ()");
+}
+
+#[stable_impl(launchbench, CUDA)]
+mod cuda {
+    use super::empty;
+    use opbox::prelude::*;
+
+    pub fn noop(x: &Tensor) -> Result<()> {
+        empty::launch(LaunchConfig::single(), x)
+    }
+}
+
+const CHILD: &str = "--first-launch-child";
+
+fn main() -> ExitCode {
+    let child = std::env::args().any(|a| a == CHILD);
+    let result = if child { first_launch_child() } else { bench() };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("launch bench failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// In a fresh process: create the context (excluded), then time the first launch of `empty`,
+/// which finds its cubin in the disk cache the parent filled. Prints `first_launch_ms=<ms>`.
+fn first_launch_child() -> opbox::Result<()> {
+    let x = Tensor::zeros(&[1], DType::F32, Device::Cuda(0))?;
+    synchronize(0)?;
+    let t = Instant::now();
+    empty::launch(LaunchConfig::single(), &x)?;
+    let launched = t.elapsed();
+    synchronize(0)?;
+    let done = t.elapsed();
+    println!(
+        "first_launch_ms={:.4} first_launch_done_ms={:.4}",
+        launched.as_secs_f64() * 1e3,
+        done.as_secs_f64() * 1e3
+    );
+    Ok(())
+}
+
+/// Median per-launch µs over `rounds` rounds of `per_round` launches each, synchronized.
+fn per_launch_us(
+    rounds: usize,
+    per_round: usize,
+    mut launch: impl FnMut() -> opbox::Result<()>,
+) -> opbox::Result<f64> {
+    for _ in 0..per_round {
+        launch()?;
+    }
+    synchronize(0)?;
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        for _ in 0..per_round {
+            launch()?;
+        }
+        synchronize(0)?;
+        samples.push(t.elapsed().as_secs_f64() * 1e6 / per_round as f64);
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(samples[samples.len() / 2])
+}
+
+fn bench() -> opbox::Result<()> {
+    match device_count() {
+        Ok(n) if n > 0 => {}
+        Ok(_) => {
+            println!("skipped: no GPU (the CUDA driver reports 0 devices)");
+            return Ok(());
+        }
+        Err(e) => {
+            println!("skipped: no GPU ({e})");
+            return Ok(());
+        }
+    }
+    if let Err(e) = opbox::cuda::nvrtc::version() {
+        println!("skipped: no NVRTC ({e})");
+        return Ok(());
+    }
+    let dev = device(0)?;
+    let x = Tensor::zeros(&[1], DType::F32, Device::Cuda(0))?;
+    // Loads `empty` (compiling it into the disk cache when cold), for the child and for (a).
+    empty::launch(LaunchConfig::single(), &x)?;
+    synchronize(0)?;
+
+    let (rounds, per_round) = (15, 20_000);
+    let function = &empty::HANDLE.get(0)?.function;
+    let (ptr, _) = x.cuda_ptr()?;
+    let raw_cfg = RawConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (1, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let a = per_launch_us(rounds, per_round, || {
+        let mut b = dev.stream.launch_builder(function);
+        b.arg(&ptr);
+        // SAFETY: `empty(const float*)` takes one device pointer; `ptr` is x's live allocation.
+        unsafe { b.launch(raw_cfg) }
+            .map(|_| ())
+            .map_err(|e| Error::msg(e.to_string()))
+    })?;
+    let b = per_launch_us(rounds, per_round, || {
+        empty::launch(LaunchConfig::single(), black_box(&x))
+    })?;
+    let op = opbox::op("launchbench::noop")?;
+    let c = per_launch_us(rounds, per_round, || op.call::<_, ()>((black_box(&x),)))?;
+
+    let reps = 10_000_000u32;
+    let t = Instant::now();
+    for _ in 0..reps {
+        black_box(empty::HANDLE.get(black_box(0))?);
+    }
+    let lookup_ns = t.elapsed().as_secs_f64() * 1e9 / f64::from(reps);
+
+    let exe = std::env::current_exe().map_err(|e| Error::msg(e.to_string()))?;
+    let mut first = Vec::new();
+    for _ in 0..3 {
+        let out = Command::new(&exe)
+            .arg(CHILD)
+            .output()
+            .map_err(|e| Error::msg(e.to_string()))?;
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let ms = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("first_launch_ms="))
+            .and_then(|v| v.parse::<f64>().ok())
+            .ok_or_else(|| {
+                Error::msg(format!(
+                    "child failed: {text}{}",
+                    String::from_utf8_lossy(&out.stderr)
+                ))
+            })?;
+        first.push(ms);
+    }
+    first.sort_by(f64::total_cmp);
+    let first_ms = first[first.len() / 2];
+
+    let n: usize = 256 << 20;
+    let xs = Tensor::zeros(&[n], DType::F32, Device::Cuda(0))?;
+    let ys = Tensor::zeros(&[n], DType::F32, Device::Cuda(0))?;
+    let out = Tensor::zeros(&[n], DType::F32, Device::Cuda(0))?;
+    let run = || {
+        axpby_f32::launch(
+            LaunchConfig::for_elems(n),
+            &xs,
+            &ys,
+            &out,
+            2.0,
+            3.0,
+            n as i64,
+        )
+    };
+    for _ in 0..3 {
+        run()?;
+    }
+    synchronize(0)?;
+    let iters = 20;
+    let t = Instant::now();
+    for _ in 0..iters {
+        run()?;
+    }
+    synchronize(0)?;
+    let secs = t.elapsed().as_secs_f64() / f64::from(iters);
+    let tbps = 3.0 * 4.0 * n as f64 / secs / 1e12;
+
+    println!(
+        "launch bench on {} (sm_{}{})",
+        dev.name, dev.compute_capability.0, dev.compute_capability.1
+    );
+    println!("| figure | value | goal | ratio |");
+    println!("|---|---|---|---|");
+    println!("| (a) raw cudarc launch, empty kernel | {a:.3} µs | (anchor 4.04 µs) | 1.00 |");
+    println!(
+        "| (b) extern_kernel stub launch | {b:.3} µs | | (b)/(a) = {:.3} |",
+        b / a
+    );
+    println!(
+        "| (c) op call → CUDA impl → stub | {c:.3} µs | (c)/(a) ≤ 1.10 | (c)/(a) = {:.3} {} |",
+        c / a,
+        verdict(c / a <= 1.10)
+    );
+    println!(
+        "| first launch, fresh process, warm disk cache (median of 3) | {first_ms:.3} ms | ≤ 2 ms | {:.2} of goal {} |",
+        first_ms / 2.0,
+        verdict(first_ms <= 2.0)
+    );
+    println!(
+        "| in-process repeat lookup | {lookup_ns:.1} ns | ≤ 100 ns | {:.2} of goal {} |",
+        lookup_ns / 100.0,
+        verdict(lookup_ns <= 100.0)
+    );
+    println!(
+        "| axpy, 256 M f32 | {tbps:.3} TB/s ({:.3} ms) | ≥ 3.2 TB/s | {:.3} of goal, {:.3} of raw 3.43 {} |",
+        secs * 1e3,
+        tbps / 3.2,
+        tbps / 3.43,
+        verdict(tbps >= 3.2)
+    );
+    Ok(())
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "(met)"
+    } else {
+        "(MISSED)"
+    }
+}
