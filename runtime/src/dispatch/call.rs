@@ -8,6 +8,18 @@ use crate::{DType, Device, Error, Result, Scalar, Tensor};
 /// The arguments of a typed call: a tuple of values that box (`(&x, &y, 2.0)`), or `()`.
 pub trait IntoStack {
     fn push_onto(self, stack: &mut Stack);
+
+    /// Pushes for one typed call, borrowing tensor handles.
+    ///
+    /// # Safety
+    /// `stack` must be dropped (or cleared) before any borrow in `self` ends.
+    #[doc(hidden)]
+    unsafe fn push_for_call(self, stack: &mut Stack)
+    where
+        Self: Sized,
+    {
+        self.push_onto(stack)
+    }
 }
 
 /// A value a typed call can return, taken out of its output slot.
@@ -33,6 +45,12 @@ macro_rules! into_stack_tuple {
             fn push_onto(self, stack: &mut Stack) {
                 let ($($name,)+) = self;
                 $(stack.push($name);)+
+            }
+            #[allow(non_snake_case)]
+            unsafe fn push_for_call(self, stack: &mut Stack) {
+                let ($($name,)+) = self;
+                // SAFETY: forwarded from this method's own contract.
+                $(stack.push_value(unsafe { $name.into_stable_for_call() });)+
             }
         }
     };
@@ -139,6 +157,7 @@ fn return_type_error<T>(op: &str, schema: &Schema, index: usize) -> Error {
     }
 }
 
+#[inline]
 fn check_count(op: &str, schema: &Schema, count: usize) -> Result<()> {
     if schema.returns.len() == count {
         return Ok(());

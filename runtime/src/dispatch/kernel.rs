@@ -45,6 +45,7 @@ pub struct KernelArgs<'a> {
 
 impl<'a> KernelArgs<'a> {
     /// Unboxes argument `index` as `T`, or says which argument had which wrong type.
+    #[inline]
     pub fn get<T: FromStable<'a>>(&self, index: usize) -> Result<T> {
         let value = self.values.get(index).ok_or_else(|| Error::ArgCount {
             op: self.op.to_string(),
@@ -72,6 +73,7 @@ pub struct KernelOutputs<'a> {
 }
 
 impl KernelOutputs<'_> {
+    #[inline]
     pub fn push(&mut self, value: StableValue) -> Result<()> {
         let slot = self.slots.get_mut(self.written).ok_or_else(|| {
             Error::Unsupported(format!(

@@ -53,7 +53,9 @@ impl OpHandle {
     /// value, a tuple, or `()`. Trailing arguments with defaults may be left out.
     pub fn call<A: IntoStack, R: FromStack>(&self, args: A) -> Result<R> {
         let mut stack = Stack::new();
-        args.push_onto(&mut stack);
+        // SAFETY: `stack` is local and dropped before this function returns, while `args`'
+        // borrows last at least as long as the call.
+        unsafe { args.push_for_call(&mut stack) };
         self.call_boxed(&mut stack)?;
         R::from_stack(self.name(), self.entry.schema, &mut stack)
     }
@@ -139,6 +141,7 @@ fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
 }
 
 /// Records the first tensor's device, or fails if `device` differs from it.
+#[inline]
 fn agree(
     entry: &OpEntry,
     first: &mut Option<(usize, Device)>,
@@ -219,4 +222,153 @@ fn dtype_named(name: &str) -> Option<DType> {
         "bool" => DType::Bool,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! The whole boxed path, shim included, on a hand-registered op: small enough for miri.
+
+    use opbox_codegen::schema::Schema;
+
+    use super::*;
+    use crate::dispatch::kernel::{boxed_call, KernelArgs, KernelOutputs};
+    use crate::dispatch::registration::{
+        KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec,
+    };
+    use crate::dispatch::registry::collect;
+    use crate::error::Site;
+    use crate::value::StableValue;
+    use crate::Tensor;
+
+    struct Pick;
+    impl OpSpec for Pick {
+        const NAME: &'static str = "t::pick";
+        const SCHEMA: &'static Schema = {
+            use opbox_codegen::schema::{Argument, OperatorName, Return, Type};
+            use std::borrow::Cow::Borrowed;
+            &Schema {
+                name: OperatorName {
+                    namespace: Some(Borrowed("t")),
+                    name: Borrowed("pick"),
+                    overload: Borrowed(""),
+                },
+                arguments: Borrowed(&[
+                    Argument {
+                        name: Borrowed("x"),
+                        ty: Type::TENSOR,
+                        alias: None,
+                        default: None,
+                        kw_only: false,
+                    },
+                    Argument {
+                        name: Borrowed("tag"),
+                        ty: Type::STR,
+                        alias: None,
+                        default: None,
+                        kw_only: false,
+                    },
+                    Argument {
+                        name: Borrowed("fail"),
+                        ty: Type::BOOL,
+                        alias: None,
+                        default: None,
+                        kw_only: false,
+                    },
+                ]),
+                returns: Borrowed(&[
+                    Return {
+                        name: None,
+                        ty: Type::TENSOR,
+                        alias: None,
+                    },
+                    Return {
+                        name: None,
+                        ty: Type::STR,
+                        alias: None,
+                    },
+                ]),
+            }
+        };
+    }
+
+    fn body(args: &KernelArgs<'_>, outs: &mut KernelOutputs<'_>) -> Result<()> {
+        let x: &Tensor = args.get(0)?;
+        let tag: &str = args.get(1)?;
+        if args.get::<bool>(2)? {
+            return Err(Error::msg("asked to fail"));
+        }
+        outs.push(StableValue::tensor(x.clone()))?;
+        outs.push(StableValue::str(format!("{tag}!")))
+    }
+
+    unsafe extern "C" fn pick(stack: *mut StableValue, num_args: u64, num_outputs: u64) -> i32 {
+        // SAFETY: called by the dispatcher under the BoxedKernelFn contract.
+        unsafe { boxed_call::<Pick>(stack, num_args, num_outputs, body) }
+    }
+
+    fn handle() -> OpHandle {
+        let site = Site {
+            file: "op.rs",
+            line: 1,
+        };
+        let ops: &'static [OpDef] = Box::leak(Box::new([OpDef {
+            schema: Pick::SCHEMA,
+            site,
+        }]));
+        let lib = Box::leak(Box::new(LibraryRegistration {
+            namespace: "t",
+            kind: LibraryKind::Def,
+            site,
+            ops,
+        }));
+        let kernel = Box::leak(Box::new(KernelRegistration {
+            op: "t::pick",
+            key: DispatchKey::CPU,
+            kernel: pick,
+            site,
+            function: "pick",
+        }));
+        let registry = Box::leak(Box::new(collect(&[lib], &[kernel])));
+        OpHandle {
+            entry: registry.ops["t::pick"],
+        }
+    }
+
+    #[test]
+    fn typed_and_boxed_calls_own_and_release_exactly_what_they_should() {
+        let op = handle();
+        let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).expect("tensor");
+        let (y, tag): (Tensor, String) = op.call((&x, "a", false)).expect("typed call");
+        assert!(y.ptr_eq(&x));
+        assert_eq!(tag, "a!");
+        drop(y);
+        assert_eq!(x.ref_count(), 1, "a typed call leaves no reference behind");
+
+        let mut stack = Stack::new();
+        stack.push(&x).push("b").push(false);
+        op.call_boxed(&mut stack).expect("boxed call");
+        assert_eq!(stack.len(), 2);
+        assert_eq!(stack[1].as_str(), Some("b!"));
+        assert_eq!(
+            x.ref_count(),
+            2,
+            "the output on the stack owns one reference"
+        );
+        stack.clear();
+        assert_eq!(x.ref_count(), 1);
+
+        stack.push(&x).push("c").push(true);
+        let error = op.call_boxed(&mut stack).expect_err("the kernel fails");
+        assert_eq!(error.to_string(), "t::pick: asked to fail");
+        assert!(stack.is_empty());
+        assert_eq!(x.ref_count(), 1, "a failed call releases its arguments");
+
+        stack.push(&x).push(3i64).push(false);
+        let error = op.call_boxed(&mut stack).expect_err("wrong tag");
+        assert_eq!(
+            error.to_string(),
+            "t::pick expects argument #1 (tag) to be str, but got int"
+        );
+        assert_eq!(x.ref_count(), 1);
+    }
 }

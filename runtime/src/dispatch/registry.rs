@@ -82,7 +82,7 @@ pub(crate) fn qualified_name(namespace: &str, schema: &Schema) -> String {
     }
 }
 
-fn collect(
+pub(crate) fn collect(
     libraries: &[&'static LibraryRegistration],
     kernels: &[&'static KernelRegistration],
 ) -> Registry {

@@ -30,6 +30,19 @@ pub trait FromStable<'a>: Sized {
 pub trait IntoStable {
     fn into_stable(self) -> StableValue;
 
+    /// Boxes for a call whose stack is dropped before the call returns, so borrowed handles
+    /// need not be counted. Only `&Tensor` does anything different.
+    ///
+    /// # Safety
+    /// The value must not outlive any borrow in `self`.
+    #[doc(hidden)]
+    unsafe fn into_stable_for_call(self) -> StableValue
+    where
+        Self: Sized,
+    {
+        self.into_stable()
+    }
+
     /// Boxes a whole list. Plain types override this to build a typed list.
     fn into_list(items: Vec<Self>) -> List
     where
@@ -131,6 +144,10 @@ impl<'a> FromStable<'a> for &'a Tensor {
 impl IntoStable for &Tensor {
     fn into_stable(self) -> StableValue {
         StableValue::tensor(self.clone())
+    }
+    unsafe fn into_stable_for_call(self) -> StableValue {
+        // SAFETY: forwarded from this method's own contract.
+        unsafe { StableValue::tensor_borrowed(self) }
     }
     fn into_list(items: Vec<Self>) -> List {
         List::Tensor(items.into_iter().cloned().collect())

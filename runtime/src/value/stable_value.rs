@@ -41,6 +41,10 @@ pub struct StableValue {
 const _: () = assert!(std::mem::size_of::<StableValue>() == 16);
 const _: () = assert!(std::mem::align_of::<StableValue>() == 8);
 
+/// `aux` of a Tensor value that borrows its handle instead of owning a reference. Only typed
+/// calls make these, for a stack that is dropped before the call returns.
+const TENSOR_BORROWED: u32 = 1;
+
 const SCALAR_INT: u32 = 0;
 const SCALAR_FLOAT: u32 = 1;
 const SCALAR_BOOL: u32 = 2;
@@ -53,6 +57,7 @@ unsafe impl Send for StableValue {}
 unsafe impl Sync for StableValue {}
 
 impl StableValue {
+    #[inline]
     const fn bits(tag: Tag, aux: u32, bits: u64) -> StableValue {
         StableValue {
             tag: tag as u32,
@@ -61,6 +66,7 @@ impl StableValue {
         }
     }
 
+    #[inline]
     fn owned_ptr(tag: Tag, aux: u32, ptr: *mut c_void) -> StableValue {
         StableValue {
             tag: tag as u32,
@@ -69,15 +75,19 @@ impl StableValue {
         }
     }
 
+    #[inline]
     pub const fn none() -> StableValue {
         StableValue::bits(Tag::None, 0, 0)
     }
+    #[inline]
     pub const fn bool(v: bool) -> StableValue {
         StableValue::bits(Tag::Bool, 0, v as u64)
     }
+    #[inline]
     pub const fn int(v: i64) -> StableValue {
         StableValue::bits(Tag::Int, 0, v as u64)
     }
+    #[inline]
     pub fn float(v: f64) -> StableValue {
         StableValue::bits(Tag::Float, 0, v.to_bits())
     }
@@ -99,9 +109,26 @@ impl StableValue {
         let ptr = Box::into_raw(Box::new(v.into())).cast::<c_void>();
         StableValue::owned_ptr(Tag::Str, 0, ptr)
     }
+    #[inline]
     pub fn tensor(v: Tensor) -> StableValue {
         StableValue::owned_ptr(Tag::Tensor, 0, v.into_raw())
     }
+    /// A Tensor value that borrows `v`'s handle: no reference count changes hands, and dropping
+    /// the value releases nothing.
+    ///
+    /// # Safety
+    /// The value (and the stack holding it) must be dropped before `v`, and nothing may move it
+    /// anywhere that outlives `v`: kernels only borrow their inputs, so a stack local to one call
+    /// qualifies.
+    #[inline]
+    pub(crate) unsafe fn tensor_borrowed(v: &Tensor) -> StableValue {
+        StableValue::owned_ptr(Tag::Tensor, TENSOR_BORROWED, v.as_raw())
+    }
+
+    fn is_borrowed_tensor(&self) -> bool {
+        self.tag == Tag::Tensor as u32 && self.aux & TENSOR_BORROWED != 0
+    }
+
     pub fn list(v: List) -> StableValue {
         let aux = v.element_tag() as u32;
         live::box_made();
@@ -123,11 +150,13 @@ impl StableValue {
     }
 
     /// The raw tag, which may be out of range when a foreign caller made the value.
+    #[inline]
     pub fn raw_tag(&self) -> u32 {
         self.tag
     }
 
     /// The tag, or `None` for a number no [`Tag`] has.
+    #[inline]
     pub fn tag(&self) -> Option<Tag> {
         Tag::from_u32(self.tag)
     }
@@ -136,28 +165,34 @@ impl StableValue {
         self.aux
     }
 
+    #[inline]
     fn raw_bits(&self) -> u64 {
         // SAFETY: every variant of the union is 8 plain bytes on 64-bit targets, and `bits` is
         // valid for any bit pattern.
         unsafe { self.payload.bits }
     }
 
+    #[inline]
     fn raw_ptr(&self) -> *mut c_void {
         // SAFETY: pointer-tagged values were made with `ptr` written; for any other tag the
         // caller below never dereferences the result.
         unsafe { self.payload.ptr }
     }
 
+    #[inline]
     pub fn is_none(&self) -> bool {
         self.tag == Tag::None as u32
     }
 
+    #[inline]
     pub fn as_bool(&self) -> Option<bool> {
         (self.tag == Tag::Bool as u32).then(|| self.raw_bits() != 0)
     }
+    #[inline]
     pub fn as_int(&self) -> Option<i64> {
         (self.tag == Tag::Int as u32).then(|| self.raw_bits() as i64)
     }
+    #[inline]
     pub fn as_float(&self) -> Option<f64> {
         (self.tag == Tag::Float as u32).then(|| f64::from_bits(self.raw_bits()))
     }
@@ -187,6 +222,7 @@ impl StableValue {
         }
     }
 
+    #[inline]
     pub fn as_str(&self) -> Option<&str> {
         let ptr = self.raw_ptr();
         if self.tag != Tag::Str as u32 || ptr.is_null() {
@@ -198,6 +234,7 @@ impl StableValue {
     }
 
     /// The tensor this value holds, borrowed; `None` for another tag or a null handle.
+    #[inline]
     pub fn as_tensor(&self) -> Option<&Tensor> {
         if self.tag != Tag::Tensor as u32 || self.raw_ptr().is_null() {
             return None;
@@ -207,6 +244,7 @@ impl StableValue {
         Some(unsafe { Tensor::borrow_raw(&self.payload.ptr) })
     }
 
+    #[inline]
     pub fn as_list(&self) -> Option<&List> {
         let ptr = self.raw_ptr();
         if self.tag != Tag::List as u32 || ptr.is_null() {
@@ -218,6 +256,11 @@ impl StableValue {
 
     /// Takes the tensor out, leaving None behind.
     pub fn take_tensor(&mut self) -> Option<Tensor> {
+        if self.is_borrowed_tensor() {
+            let owned = self.as_tensor().cloned();
+            *self = StableValue::none();
+            return owned;
+        }
         self.as_tensor()?;
         let ptr = self.raw_ptr();
         // Plain field writes: the old payload's ownership moves to the Tensor below, so the old
@@ -252,7 +295,20 @@ impl Default for StableValue {
 }
 
 impl Drop for StableValue {
+    #[inline]
     fn drop(&mut self) {
+        // Plain values own nothing: keep their drop to one inlined compare.
+        const OWNING: [u32; 3] = [Tag::Str as u32, Tag::Tensor as u32, Tag::List as u32];
+        if OWNING.contains(&self.tag) && !self.is_borrowed_tensor() {
+            self.release();
+        }
+    }
+}
+
+impl StableValue {
+    #[cold]
+    #[inline(never)]
+    fn release(&mut self) {
         let ptr = self.raw_ptr();
         if ptr.is_null() {
             return;

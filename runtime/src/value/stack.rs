@@ -14,6 +14,7 @@ pub struct Stack {
 }
 
 impl Stack {
+    #[inline]
     pub fn new() -> Stack {
         Stack {
             values: SmallVec::new(),
@@ -21,15 +22,25 @@ impl Stack {
     }
 
     /// Boxes and pushes one value.
+    #[inline]
     pub fn push(&mut self, value: impl IntoStable) -> &mut Stack {
         self.values.push(value.into_stable());
         self
     }
 
+    /// Pushes an already boxed value.
+    #[inline]
+    pub fn push_value(&mut self, value: StableValue) -> &mut Stack {
+        self.values.push(value);
+        self
+    }
+
+    #[inline]
     pub fn pop(&mut self) -> Option<StableValue> {
         self.values.pop()
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.values.len()
     }
@@ -38,6 +49,7 @@ impl Stack {
         self.values.is_empty()
     }
 
+    #[inline]
     pub fn get(&self, index: usize) -> Option<&StableValue> {
         self.values.get(index)
     }
@@ -47,6 +59,7 @@ impl Stack {
     }
 
     /// Releases every value.
+    #[inline]
     pub fn clear(&mut self) {
         self.values.clear();
     }
@@ -58,6 +71,7 @@ impl Stack {
 
     /// Appends `count` None slots for a kernel to write its outputs into, and returns the base
     /// pointer of the whole stack (arguments first).
+    #[inline]
     pub(crate) fn reserve_outputs(&mut self, count: usize) -> *mut StableValue {
         for _ in 0..count {
             self.values.push(StableValue::none());
@@ -66,6 +80,7 @@ impl Stack {
     }
 
     /// Moves value `index` out, leaving None (or None when out of range).
+    #[inline]
     pub(crate) fn take(&mut self, index: usize) -> StableValue {
         self.values
             .get_mut(index)
@@ -74,9 +89,26 @@ impl Stack {
     }
 
     /// Releases the first `count` values (the arguments), shifting the outputs down.
+    #[inline]
     pub(crate) fn release_front(&mut self, count: usize) {
         let count = count.min(self.values.len());
-        self.values.drain(..count);
+        if count == 0 {
+            return;
+        }
+        let len = self.values.len();
+        // SAFETY: `count <= len`, so slots `0..count` are initialised values dropped once here,
+        // and `count..len` are moved (not copied: the length is set to 0 first, so a panicking
+        // drop leaks instead of dropping twice) to the front before the length covers them. The
+        // pointer is taken after `set_len`, and nothing else touches the vector while it is used.
+        unsafe {
+            self.values.set_len(0);
+            let base = self.values.as_mut_ptr();
+            for i in 0..count {
+                std::ptr::drop_in_place(base.add(i));
+            }
+            std::ptr::copy(base.add(count), base, len - count);
+            self.values.set_len(len - count);
+        }
     }
 }
 

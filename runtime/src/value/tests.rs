@@ -712,3 +712,53 @@ fn values_move_between_threads() {
     // box counter is global.
     b.assert_balanced();
 }
+
+#[test]
+fn borrowed_tensor_values_never_touch_the_reference_count() {
+    let b = balance();
+    let t = tensor(&[1.0, 2.0]);
+    {
+        // SAFETY: the value is dropped at the end of this block, before `t`.
+        let mut v = unsafe { StableValue::tensor_borrowed(&t) };
+        assert_eq!(t.ref_count(), 1);
+        assert!(v.as_tensor().is_some_and(|seen| seen.ptr_eq(&t)));
+        let owned = v.clone();
+        assert_eq!(
+            t.ref_count(),
+            2,
+            "a clone of a borrowed value owns a reference"
+        );
+        drop(owned);
+        let taken = v
+            .take_tensor()
+            .expect("a borrowed tensor can be taken as a new handle");
+        assert_eq!(t.ref_count(), 2);
+        assert!(v.is_none());
+        drop(taken);
+    }
+    assert_eq!(t.ref_count(), 1);
+    drop(t);
+    b.assert_balanced();
+}
+
+#[test]
+fn release_front_drops_the_arguments_and_keeps_the_outputs() {
+    let b = balance();
+    let t = tensor(&[3.0]);
+    let mut stack = Stack::new();
+    stack.push(&t).push("arg").push(vec![1i64, 2]);
+    let base = stack.reserve_outputs(2);
+    // SAFETY: the two output slots reserved above are in bounds and hold None.
+    unsafe {
+        *base.add(3) = StableValue::int(7);
+        *base.add(4) = StableValue::str("out");
+    }
+    stack.release_front(3);
+    assert_eq!(stack.len(), 2);
+    assert_eq!(stack[0].as_int(), Some(7));
+    assert_eq!(stack[1].as_str(), Some("out"));
+    assert_eq!(t.ref_count(), 1, "the tensor argument was released");
+    drop(stack);
+    drop(t);
+    b.assert_balanced();
+}
