@@ -11,6 +11,11 @@
 //! - whatever is left on the stack is released by the stack's owner, on success and on error
 //!   alike. After a call the stack holds exactly the outputs: the dispatcher releases the inputs.
 //!
+//! One exception keeps typed calls cheap: `OpHandle::call` boxes `&Tensor` arguments as
+//! *borrowed* values (a flag in `aux`), which own no reference and release nothing, because its
+//! stack is local to the call and dropped before the borrow ends. Cloning or taking such a value
+//! makes an owned reference. Nothing else can make one.
+//!
 //! [`live_handles`] counts every handle a value owns, so tests can prove that no call leaks or
 //! frees twice.
 
