@@ -11,6 +11,8 @@ mod rust_forms;
 mod schema_error;
 mod schema_tokens;
 mod stable_impl;
+#[cfg(test)]
+mod tests;
 
 /// Defines the namespace's ops from `m.def("schema")` calls, checked at compile time.
 ///
