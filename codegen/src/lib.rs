@@ -3,5 +3,8 @@
 //! Nothing here depends on proc-macro types: the macros turn this model into tokens, and the
 //! runtime reads the same model back as static data.
 
+pub mod build_options;
+pub mod builtin;
 pub mod cuda;
+pub mod native;
 pub mod schema;

@@ -153,6 +153,30 @@ pub enum Error {
     /// NVRTC rejected a kernel; `log` is its log, with the user's file(line) kept.
     #[error("kernel '{kernel}' failed to compile:\n{log}")]
     Compile { kernel: String, log: String },
+
+    /// Two native types share a C++ name but not a layout; `first` and `second` name each Rust
+    /// type, its registration site and its type code.
+    #[error("native C++ type name '{native_name}' is already registered with a different definition: first {first}, again {second}. Give one of them another native name, or make the two layouts equal")]
+    NativeTypeConflict {
+        native_name: String,
+        first: String,
+        second: String,
+    },
+
+    /// Two `#[builtin]`s with one name and the same inputs disagree on the return type or the
+    /// native function; `first` and `second` name each declaration and its site.
+    #[error("cannot register conflicting builtin overload '{name}' with input types {inputs}: first {first}, again {second}. The same inputs must return the same type from the same native function")]
+    BuiltinConflict {
+        name: String,
+        inputs: String,
+        first: String,
+        second: String,
+    },
+
+    /// Build options whose paths do not exist or are not absolute; each offender is listed with
+    /// the reason.
+    #[error("invalid build options: {0}")]
+    BuildInputs(String),
 }
 
 impl Error {

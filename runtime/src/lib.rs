@@ -4,6 +4,7 @@
 pub mod cuda;
 pub mod dispatch;
 pub mod error;
+pub mod native;
 pub mod scalar;
 pub mod tensor;
 pub mod typemap;

@@ -10,6 +10,7 @@ mod directive;
 mod emit;
 mod error;
 mod key;
+pub mod native_checks;
 mod prelude;
 mod scan;
 mod types;

@@ -1,0 +1,177 @@
+//! External builtins (Warp's `add_builtin`): a C++ device function, defined in a preamble or a
+//! header, declared in Rust by `#[builtin(native = "my_addon::scale")]` on a fn signature.
+//!
+//! A builtin's identity is its Rust name plus its *input contract*: each parameter's name and
+//! type code, in order. Two declarations with the same name and inputs must agree on the result
+//! type and the native target, or the registry refuses the second; an identical one is accepted
+//! once more (idempotent). Different inputs under one name are overloads.
+
+use crate::native::{split_native_name, FieldType, NativeFn, NativeNameError};
+
+#[derive(Clone, Copy, Debug)]
+pub struct BuiltinParam {
+    pub name: &'static str,
+    pub ty: FieldType,
+}
+
+/// What `#[builtin]` emits as static data.
+#[derive(Clone, Copy, Debug)]
+pub struct BuiltinDecl {
+    /// The Rust fn's name: what kernels call.
+    pub name: &'static str,
+    /// The C++ function, as written: `my_addon::scale`, `::scale`.
+    pub native_name: &'static str,
+    pub params: &'static [BuiltinParam],
+    /// `None` for a function returning nothing (`void`).
+    pub ret: Option<FieldType>,
+}
+
+impl BuiltinDecl {
+    /// The native name split into namespace and function (a leading `::` is kept).
+    pub fn native_fn(&self) -> Result<NativeFn<'static>, NativeNameError> {
+        split_native_name(self.native_name)
+    }
+
+    /// `(name, type code)` per parameter, in order: what identifies an overload.
+    pub fn input_contract(&self) -> Vec<(&'static str, String)> {
+        self.params
+            .iter()
+            .map(|p| (p.name, p.ty.type_code()))
+            .collect()
+    }
+
+    /// The result's type code, or `void`.
+    pub fn result_code(&self) -> String {
+        self.ret
+            .as_ref()
+            .map_or_else(|| "void".to_string(), FieldType::type_code)
+    }
+
+    /// `name(c: my_addon::Color, s: f32) -> my_addon::Color` with Rust types, for messages.
+    pub fn rust_signature(&self) -> String {
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| format!("{}: {}", p.name, p.ty.rust_name()))
+            .collect();
+        let ret = self
+            .ret
+            .as_ref()
+            .map(|t| format!(" -> {}", t.rust_name()))
+            .unwrap_or_default();
+        format!("{}({}){ret}", self.name, params.join(", "))
+    }
+
+    /// The canonical input list, as the conflict message shows it: `(c: nt…, s: f4)`.
+    pub fn inputs_text(&self) -> String {
+        let parts: Vec<String> = self
+            .input_contract()
+            .into_iter()
+            .map(|(n, c)| format!("{n}: {c}"))
+            .collect();
+        format!("({})", parts.join(", "))
+    }
+
+    /// How a registration of `other` relates to this one.
+    pub fn compare(&self, other: &BuiltinDecl) -> Overload {
+        if self.name != other.name || self.input_contract() != other.input_contract() {
+            Overload::Distinct
+        } else if self.result_code() == other.result_code()
+            && self.native_fn().ok() == other.native_fn().ok()
+        {
+            Overload::Same
+        } else {
+            Overload::Conflict
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overload {
+    /// Another name or other inputs: both may exist.
+    Distinct,
+    /// The same contract: registering again is a no-op.
+    Same,
+    /// The same inputs with another result type or native target.
+    Conflict,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::NativeScalar;
+
+    const F32: FieldType = FieldType::Scalar(NativeScalar::F32);
+
+    fn scale() -> BuiltinDecl {
+        BuiltinDecl {
+            name: "scale",
+            native_name: "my_addon::scale",
+            params: &[
+                BuiltinParam { name: "x", ty: F32 },
+                BuiltinParam { name: "s", ty: F32 },
+            ],
+            ret: Some(F32),
+        }
+    }
+
+    #[test]
+    fn identical_is_same_and_the_native_name_splits() {
+        assert_eq!(scale().compare(&scale()), Overload::Same);
+        let f = scale().native_fn().unwrap();
+        assert_eq!((f.namespace, f.function), ("my_addon::", "scale"));
+        assert_eq!(scale().rust_signature(), "scale(x: f32, s: f32) -> f32");
+        assert_eq!(scale().inputs_text(), "(x: f4, s: f4)");
+    }
+
+    #[test]
+    fn other_result_or_target_with_the_same_inputs_conflicts() {
+        let other_ret = BuiltinDecl {
+            ret: Some(FieldType::Scalar(NativeScalar::F64)),
+            ..scale()
+        };
+        let void = BuiltinDecl {
+            ret: None,
+            ..scale()
+        };
+        let other_ns = BuiltinDecl {
+            native_name: "other::scale",
+            ..scale()
+        };
+        let other_fn = BuiltinDecl {
+            native_name: "my_addon::scale2",
+            ..scale()
+        };
+        let leading = BuiltinDecl {
+            native_name: "::my_addon::scale",
+            ..scale()
+        };
+        for d in [other_ret, void, other_ns, other_fn, leading] {
+            assert_eq!(scale().compare(&d), Overload::Conflict, "{d:?}");
+        }
+        assert_eq!(void.result_code(), "void");
+    }
+
+    #[test]
+    fn other_inputs_or_names_are_overloads() {
+        let renamed_param = BuiltinDecl {
+            params: &[
+                BuiltinParam { name: "v", ty: F32 },
+                BuiltinParam { name: "s", ty: F32 },
+            ],
+            ..scale()
+        };
+        let fewer = BuiltinDecl {
+            params: &[BuiltinParam { name: "x", ty: F32 }],
+            ..scale()
+        };
+        let other_name = BuiltinDecl {
+            name: "scale2",
+            ret: None,
+            ..scale()
+        };
+        for d in [renamed_param, fewer, other_name] {
+            assert_eq!(scale().compare(&d), Overload::Distinct, "{d:?}");
+        }
+    }
+}
