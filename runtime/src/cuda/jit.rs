@@ -78,6 +78,9 @@ pub enum CacheOutcome {
     Compiled,
     /// The entry was corrupt; recompiled and replaced.
     Rebuilt { why: String },
+    /// Read from the disk cache through the device alias, without loading NVRTC
+    /// (see [`compile_for_device`]).
+    DeviceHit,
 }
 
 #[derive(Clone, Debug)]
@@ -147,6 +150,75 @@ pub fn compile_cached(
         key,
         outcome,
     })
+}
+
+/// The artifact to load on a device of compute capability `cc`: from the disk cache through a
+/// *device alias* when one exists, else through [`compile_cached`] (which needs NVRTC).
+///
+/// Why an alias: the full key holds NVRTC's version and the target depends on the archs NVRTC
+/// supports, so computing it loads libnvrtc, about 10 ms in a fresh process, five times the
+/// budget of a first launch over a warm cache. The alias is a second cache entry keyed by
+/// everything except NVRTC (opbox version, the device's arch, options, preamble, constexpr
+/// values, every closure file's relative name and content, the emitted translation unit), written
+/// after each successful compile or hit. A fresh process reads it with no NVRTC at all.
+///
+/// Trade-off: after an NVRTC upgrade the alias still serves the image the old NVRTC made. That
+/// image is valid for the device; to rebuild with the new compiler, clear the cache directory.
+pub fn compile_for_device(
+    decl: &KernelDecl,
+    constexprs: &[ConstValue],
+    cc: (u32, u32),
+    cache: Option<&DiskCache>,
+) -> Result<Compiled> {
+    let alias = match cache {
+        Some(cache) => {
+            let key = device_alias_key(decl, constexprs, cc)?;
+            if let Lookup::Hit(artifact) = cache.load(&key) {
+                return Ok(Compiled {
+                    artifact,
+                    key,
+                    outcome: CacheOutcome::DeviceHit,
+                });
+            }
+            Some((cache, key))
+        }
+        None => None,
+    };
+    let target = Target::for_device(cc, &nvrtc::supported_archs()?);
+    let compiled = compile_cached(decl, constexprs, target, cache)?;
+    if let Some((cache, key)) = alias {
+        // Losing the alias costs the next process an NVRTC load, nothing more.
+        let _ = cache.store(&key, &compiled.artifact);
+    }
+    Ok(compiled)
+}
+
+/// The device alias key (see [`compile_for_device`]); computed without NVRTC.
+fn device_alias_key(
+    decl: &KernelDecl,
+    constexprs: &[ConstValue],
+    cc: (u32, u32),
+) -> Result<CacheKey> {
+    let unit = emit(decl, constexprs).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    let arch = cc.0 * 10 + cc.1;
+    let options = options_for(
+        decl,
+        Target {
+            kind: ImageKind::Cubin,
+            arch,
+        },
+    );
+    Ok(cache_key(&KeyInputs {
+        opbox_version: env!("CARGO_PKG_VERSION"),
+        // Not a real NVRTC version: with the arch label below, it keeps alias keys apart from
+        // every full key.
+        nvrtc_version: (0, 0),
+        arch: &format!("device-alias:sm_{arch}"),
+        options: &options,
+        decl,
+        constexprs,
+        unit: &unit,
+    }))
 }
 
 /// NVRTC options for `decl` on `target`: the arch, C++17, the CUDA headers when a toolkit is

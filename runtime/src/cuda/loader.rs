@@ -14,8 +14,7 @@ use opbox_codegen::cuda::{ConstValue, KernelDecl};
 
 use super::artifact::{Artifact, ImageKind};
 use super::context::{device, CudaDevice, MAX_DEVICES};
-use super::jit::{compile_cached, default_cache, Target};
-use super::nvrtc;
+use super::jit::{compile_for_device, default_cache};
 use crate::error::{Error, Result};
 
 /// A loaded kernel: the function to launch and where it came from.
@@ -117,8 +116,7 @@ impl KernelHandle {
 
 /// Compiles (through the disk cache) and loads `decl` for `dev`.
 fn load(decl: &KernelDecl, values: &[ConstValue], dev: &CudaDevice) -> Result<LoadedKernel> {
-    let target = Target::for_device(dev.compute_capability, &nvrtc::supported_archs()?);
-    let compiled = compile_cached(decl, values, target, default_cache())?;
+    let compiled = compile_for_device(decl, values, dev.compute_capability, default_cache())?;
     let Artifact {
         kind,
         lowered_name,

@@ -29,6 +29,8 @@ pub use opbox_codegen::cuda as codegen;
 pub use artifact::{Artifact, ImageKind};
 pub use context::{device, device_count, CudaDevice};
 pub use disk_cache::DiskCache;
-pub use jit::{compile_cached, compile_for_arch, CacheOutcome, Compiled, Target};
+pub use jit::{
+    compile_cached, compile_for_arch, compile_for_device, CacheOutcome, Compiled, Target,
+};
 pub use launch::{launch, synchronize, In, InOut, KernelArg, LaunchConfig, Out};
 pub use loader::{KernelHandle, LoadedKernel};

@@ -4,7 +4,9 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
-use opbox_runtime::cuda::{compile_cached, CacheOutcome, DiskCache, ImageKind, Target};
+use opbox_runtime::cuda::{
+    compile_cached, compile_for_device, CacheOutcome, DiskCache, ImageKind, Target,
+};
 
 use crate::support::*;
 
@@ -17,9 +19,14 @@ pub const TESTS: &[Test] = &[
         name: "cache::two_processes_compiling_one_kernel_both_succeed",
         run: two_processes,
     },
+    Test {
+        name: "cache::a_warm_device_alias_loads_without_nvrtc",
+        run: device_alias,
+    },
 ];
 
 const CHILD_FLAG: &str = "--opbox-child-compile";
+const ALIAS_CHILD_FLAG: &str = "--opbox-child-device-alias";
 
 fn sm90() -> Target {
     Target {
@@ -38,6 +45,7 @@ fn hit_then_rebuild() -> TestResult {
                 CacheOutcome::Hit => "hit",
                 CacheOutcome::Compiled => "compiled",
                 CacheOutcome::Rebuilt { .. } => "rebuilt",
+                CacheOutcome::DeviceHit => "device hit",
             };
             ensure(got == expected, || {
                 format!("expected {expected}, got {:?}", c.outcome)
@@ -108,8 +116,77 @@ fn two_processes() -> TestResult {
     })
 }
 
-/// The child side of `two_processes`: compile three times into the given cache dir.
+fn device_alias() -> TestResult {
+    with_nvrtc(|| {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let cache = DiskCache::new(dir.path());
+        let first =
+            compile_for_device(&AXPBY, &[], (9, 0), Some(&cache)).map_err(|e| e.to_string())?;
+        ensure(first.outcome == CacheOutcome::Compiled, || {
+            format!("{:?}", first.outcome)
+        })?;
+        let again =
+            compile_for_device(&AXPBY, &[], (9, 0), Some(&cache)).map_err(|e| e.to_string())?;
+        ensure(again.outcome == CacheOutcome::DeviceHit, || {
+            format!("{:?}", again.outcome)
+        })?;
+        ensure(again.artifact == first.artifact, || {
+            "the alias serves the compiled image".into()
+        })?;
+        // Another source is another alias: compiled, not served stale.
+        let changed = axpby_with_source(&AXPBY_CU.replace("a * x[i]", "x[i] * a"));
+        let other =
+            compile_for_device(&changed, &[], (9, 0), Some(&cache)).map_err(|e| e.to_string())?;
+        ensure(other.outcome == CacheOutcome::Compiled, || {
+            format!("{:?}", other.outcome)
+        })?;
+        // A fresh process reads the alias without ever mapping libnvrtc.
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let out = Command::new(exe)
+            .arg(ALIAS_CHILD_FLAG)
+            .arg(dir.path())
+            .output()
+            .map_err(|e| e.to_string())?;
+        ensure(out.status.success(), || {
+            format!(
+                "child: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })?;
+        Ok(Outcome::Pass)
+    })
+}
+
+/// The child side of `device_alias`: a device hit, and libnvrtc absent from the process's maps.
+fn alias_child(dir: &str) -> ExitCode {
+    let cache = DiskCache::new(Path::new(dir));
+    match compile_for_device(&AXPBY, &[], (9, 0), Some(&cache)) {
+        Ok(c) if c.outcome == CacheOutcome::DeviceHit => {}
+        Ok(c) => {
+            println!("expected a device hit, got {:?}", c.outcome);
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            println!("{e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    match fs::read_to_string("/proc/self/maps") {
+        Ok(maps) if maps.contains("libnvrtc") => {
+            println!("libnvrtc was loaded for a device hit");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// The child side of `two_processes`: compile three times into the given cache dir (and of
+/// `device_alias`).
 pub fn child_main(args: &[String]) -> Option<ExitCode> {
+    if let Some(pos) = args.iter().position(|a| a == ALIAS_CHILD_FLAG) {
+        return Some(alias_child(args.get(pos + 1)?));
+    }
     let pos = args.iter().position(|a| a == CHILD_FLAG)?;
     let dir = args.get(pos + 1)?;
     let cache = DiskCache::new(Path::new(dir));
