@@ -32,7 +32,10 @@
 //! Libraries and impl modules are items: put them at module level (a `mod cpu` inside a function
 //! body cannot name the library's marker module through `super::`).
 
+pub use opbox_macros::{builtin, NativeType};
 pub use opbox_macros::{extern_kernel, stable_fragment, stable_impl, stable_library};
+// The trait, next to the derive of the same name (as serde does with Serialize).
+pub use opbox_runtime::native::NativeType;
 pub use opbox_runtime::*;
 
 /// Everything a library author writes against.
@@ -55,6 +58,15 @@ pub mod __private {
     pub use opbox_runtime::typemap::{ty, KernelReturn, RustParam};
     pub use opbox_runtime::Site;
     pub use std::borrow::Cow;
+
+    /// What `#[derive(NativeType)]` and `#[builtin]` expansions name.
+    pub mod native {
+        pub use opbox_runtime::native::{
+            type_code, BuiltinDecl, BuiltinParam, BuiltinRegistration, FieldType, Initializer,
+            NativeField, NativeFieldSchema, NativeSchema, NativeType, NativeTypeRegistration,
+        };
+        pub use std::sync::OnceLock;
+    }
 
     /// What `#[extern_kernel]` expansions name.
     pub mod cuda {

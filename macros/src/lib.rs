@@ -4,9 +4,11 @@
 
 use proc_macro::TokenStream;
 
+mod builtin;
 mod extern_kernel;
 mod library;
 mod naming;
+mod native_type;
 mod rust_forms;
 mod schema_error;
 mod schema_tokens;
@@ -61,4 +63,26 @@ pub fn stable_impl(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn extern_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     extern_kernel::expand(attr.into(), item.into()).into()
+}
+
+/// A `#[repr(C)]` struct with a C++ twin of the same layout: `#[native(name = "my_addon::Color",
+/// initializer = "aggregate")]`, or `#[native(name = "...", opaque)]`; `#[native(skip)]` on a
+/// field keeps it out of C++'s view (not with an aggregate initializer).
+///
+/// Implements `opbox::NativeType` (a const layout schema and its `nt…` type code) and
+/// `opbox::NativeField` (so the type nests), asserts the layout at compile time, and registers
+/// the type. Kernel translation units that use it get C++ `static_assert`s against the same
+/// schema.
+#[proc_macro_derive(NativeType, attributes(native))]
+pub fn derive_native_type(item: TokenStream) -> TokenStream {
+    native_type::expand(item.into()).into()
+}
+
+/// Declares a C++ device function with a Rust signature: `#[builtin(native = "my_addon::scale")]
+/// fn scale(c: Color, s: f32) -> Color;`. An optional body is the CPU implementation.
+/// Registered by name and input types: an identical declaration again is accepted, the same inputs
+/// with another return type or native function are an error naming both sites.
+#[proc_macro_attribute]
+pub fn builtin(attr: TokenStream, item: TokenStream) -> TokenStream {
+    builtin::expand(attr.into(), item.into()).into()
 }

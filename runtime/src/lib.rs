@@ -14,6 +14,7 @@ pub use opbox_codegen::schema;
 
 pub use dispatch::{init, op, DispatchKey, Library, OpHandle};
 pub use error::{Error, Result, Site};
+pub use native::{BuildOptions, NativeField, NativeType};
 pub use scalar::Scalar;
 pub use tensor::{DType, Device, Element, Tensor};
 pub use value::{StableValue, Stack, Tag};

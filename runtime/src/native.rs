@@ -14,6 +14,8 @@
 
 mod registry;
 
+/// The half types a native field may hold, for crates that do not depend on `half` themselves.
+pub use half::{bf16, f16};
 pub use opbox_codegen::build_options::{
     BuildInputsError, BuildOptions, Dependency, ResolvedBuildOptions,
 };

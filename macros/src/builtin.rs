@@ -1,0 +1,193 @@
+//! `#[builtin(native = "my_addon::scale")]`: a C++ device function (from a preamble or a header)
+//! with a Rust signature, which kernels may call.
+//!
+//! ```ignore
+//! #[builtin(native = "my_addon::scale")]
+//! fn scale(c: Color, s: f32) -> Color;                 // device only
+//!
+//! #[builtin(native = "my_addon::lerp")]
+//! fn lerp(a: f32, b: f32, t: f32) -> f32 { a + (b - a) * t }   // the body is the CPU build
+//! ```
+//! The native name must be a qualified C++ identifier; it is split into namespace and function,
+//! keeping a leading `::`. Parameters are `name: Type` with [`NativeField`] types (scalars,
+//! halves, native types, fixed arrays), as is the return type; no generics, receivers or
+//! patterns. Expansion: the fn itself when it has a body, a hidden
+//! `const __opbox_builtin_<name>: &BuiltinDecl`, and an inventory registration; the registry
+//! accepts an identical declaration again and refuses the same inputs with another return type
+//! or native function, naming both sites.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+use syn::{FnArg, ForeignItemFn, ItemFn, LitStr, Pat, ReturnType, Signature, Visibility};
+
+use opbox_codegen::native::validate_native_name;
+
+struct Args {
+    native: LitStr,
+}
+
+impl Parse for Args {
+    fn parse(input: ParseStream) -> syn::Result<Args> {
+        let mut native = None;
+        let meta = input.parse_terminated(syn::Meta::parse, syn::Token![,])?;
+        for m in meta {
+            match &m {
+                syn::Meta::NameValue(nv) if nv.path.is_ident("native") => match &nv.value {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    }) => native = Some(s.clone()),
+                    other => {
+                        return Err(syn::Error::new(
+                            other.span(),
+                            "`native` takes a string: native = \"my_addon::scale\"",
+                        ))
+                    }
+                },
+                _ => {
+                    return Err(syn::Error::new(
+                        m.span(),
+                        "unknown #[builtin] argument: expected native = \"ns::function\"",
+                    ))
+                }
+            }
+        }
+        native.map(|native| Args { native }).ok_or_else(|| {
+            syn::Error::new(
+                Span::call_site(),
+                "#[builtin] needs the C++ function's name: #[builtin(native = \"my_addon::scale\")]",
+            )
+        })
+    }
+}
+
+pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    match try_expand(attr, item.clone()) {
+        Ok(tokens) => tokens,
+        // The item too, so that one mistake is one error and the IDE keeps the fn.
+        Err(e) => {
+            let e = e.to_compile_error();
+            match syn::parse2::<ItemFn>(item) {
+                Ok(f) => quote!(#f #e),
+                Err(_) => e,
+            }
+        }
+    }
+}
+
+fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let (vis, sig, body) = match syn::parse2::<ItemFn>(item.clone()) {
+        Ok(f) => (f.vis.clone(), f.sig.clone(), Some(f)),
+        Err(_) => {
+            let f = syn::parse2::<ForeignItemFn>(item)?;
+            (f.vis, f.sig, None)
+        }
+    };
+    let mut errors: Option<syn::Error> = None;
+    let mut push = |e: syn::Error| match &mut errors {
+        Some(all) => all.combine(e),
+        None => errors = Some(e),
+    };
+    let args = match syn::parse2::<Args>(attr) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            push(e);
+            None
+        }
+    };
+    if let Some(a) = &args {
+        if let Err(e) = validate_native_name(&a.native.value()) {
+            push(syn::Error::new(a.native.span(), e));
+        }
+    }
+    check_sig(&sig, &mut push);
+    let mut params = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            FnArg::Receiver(r) => push(syn::Error::new(
+                r.span(),
+                "a #[builtin] is a free C++ function: it takes no `self`",
+            )),
+            FnArg::Typed(t) => match &*t.pat {
+                Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+                    params.push((p.ident.clone(), (*t.ty).clone()))
+                }
+                other => push(syn::Error::new(
+                    other.span(),
+                    "a #[builtin] parameter is `name: Type`: C++ sees it by name",
+                )),
+            },
+        }
+    }
+    if let Some(e) = errors {
+        return Err(e);
+    }
+    let Some(args) = args else {
+        return Ok(TokenStream::new());
+    };
+    Ok(emit(&vis, &sig, body, &args.native, &params))
+}
+
+fn check_sig(sig: &Signature, push: &mut impl FnMut(syn::Error)) {
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        push(syn::Error::new(
+            sig.generics.span(),
+            "a #[builtin] cannot be generic: declare one #[builtin] per signature (same name, other inputs: an overload)",
+        ));
+    }
+    if let Some(a) = &sig.asyncness {
+        push(syn::Error::new(a.span, "a #[builtin] cannot be async"));
+    }
+    if let Some(v) = &sig.variadic {
+        push(syn::Error::new(v.span(), "a #[builtin] cannot be variadic"));
+    }
+}
+
+fn emit(
+    vis: &Visibility,
+    sig: &Signature,
+    body: Option<ItemFn>,
+    native: &LitStr,
+    params: &[(syn::Ident, syn::Type)],
+) -> TokenStream {
+    let p = quote!(::opbox::__private::native);
+    let name = sig.ident.to_string();
+    let name = name.strip_prefix("r#").unwrap_or(&name).to_string();
+    let decl_ident = format_ident!("__opbox_builtin_{}", name);
+    let params = params.iter().map(|(ident, ty)| {
+        let pname = ident.to_string();
+        let field_type = quote_spanned!(ty.span()=> <#ty as #p::NativeField>::FIELD_TYPE);
+        quote!(#p::BuiltinParam { name: #pname, ty: #field_type })
+    });
+    let ret = match &sig.output {
+        ReturnType::Default => quote!(::core::option::Option::None),
+        ReturnType::Type(_, ty) if matches!(&**ty, syn::Type::Tuple(t) if t.elems.is_empty()) => {
+            quote!(::core::option::Option::None)
+        }
+        ReturnType::Type(_, ty) => {
+            let field_type = quote_spanned!(ty.span()=> <#ty as #p::NativeField>::FIELD_TYPE);
+            quote!(::core::option::Option::Some(#field_type))
+        }
+    };
+    quote! {
+        #body
+
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        #vis const #decl_ident: &'static #p::BuiltinDecl = &#p::BuiltinDecl {
+            name: #name,
+            native_name: #native,
+            params: &[#(#params),*],
+            ret: #ret,
+        };
+
+        ::opbox::__private::inventory::submit! {
+            #p::BuiltinRegistration {
+                decl: #decl_ident,
+                site: ::opbox::__private::Site { file: ::core::file!(), line: ::core::line!() },
+            }
+        }
+    }
+}
