@@ -156,19 +156,46 @@ fn emit(
     let name = sig.ident.to_string();
     let name = name.strip_prefix("r#").unwrap_or(&name).to_string();
     let decl_ident = format_ident!("__opbox_builtin_{}", name);
-    let params = params.iter().map(|(ident, ty)| {
-        let pname = ident.to_string();
-        let field_type = quote_spanned!(ty.span()=> <#ty as #p::NativeField>::FIELD_TYPE);
-        quote!(#p::BuiltinParam { name: #pname, ty: #field_type })
-    });
+    // One local trait per parameter (and the return), so that rustc's message for a type that
+    // cannot cross names the parameter; each forwards to NativeField.
+    let mut traits = Vec::new();
+    let mut field_type = |what: String, ty: &syn::Type| {
+        let tr = format_ident!("__OpboxBuiltinType{}", traits.len());
+        let message = LitStr::new(
+            &format!("{what} of #[builtin] `{name}` is a `{{Self}}`, which cannot cross to C++"),
+            Span::call_site(),
+        );
+        traits.push(quote! {
+            #[diagnostic::on_unimplemented(
+                message = #message,
+                label = "not native-compatible",
+                note = "a #[builtin] takes and returns scalars (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool), half::f16 or half::bf16 (also opbox::native::f16, bf16), #[derive(NativeType)] types, or fixed arrays [T; N] of those"
+            )]
+            trait #tr {
+                const FIELD_TYPE: #p::FieldType;
+            }
+            impl<T: #p::NativeField> #tr for T {
+                const FIELD_TYPE: #p::FieldType = <T as #p::NativeField>::FIELD_TYPE;
+            }
+        });
+        quote_spanned!(ty.span()=> <#ty as #tr>::FIELD_TYPE)
+    };
+    let params: Vec<_> = params
+        .iter()
+        .map(|(ident, ty)| {
+            let pname = ident.to_string();
+            let ft = field_type(format!("parameter `{pname}`"), ty);
+            quote!(#p::BuiltinParam { name: #pname, ty: #ft })
+        })
+        .collect();
     let ret = match &sig.output {
         ReturnType::Default => quote!(::core::option::Option::None),
         ReturnType::Type(_, ty) if matches!(&**ty, syn::Type::Tuple(t) if t.elems.is_empty()) => {
             quote!(::core::option::Option::None)
         }
         ReturnType::Type(_, ty) => {
-            let field_type = quote_spanned!(ty.span()=> <#ty as #p::NativeField>::FIELD_TYPE);
-            quote!(::core::option::Option::Some(#field_type))
+            let ft = field_type("the return type".to_string(), ty);
+            quote!(::core::option::Option::Some(#ft))
         }
     };
     quote! {
@@ -176,11 +203,14 @@ fn emit(
 
         #[doc(hidden)]
         #[allow(non_upper_case_globals)]
-        #vis const #decl_ident: &'static #p::BuiltinDecl = &#p::BuiltinDecl {
-            name: #name,
-            native_name: #native,
-            params: &[#(#params),*],
-            ret: #ret,
+        #vis const #decl_ident: &'static #p::BuiltinDecl = {
+            #(#traits)*
+            &#p::BuiltinDecl {
+                name: #name,
+                native_name: #native,
+                params: &[#(#params),*],
+                ret: #ret,
+            }
         };
 
         ::opbox::__private::inventory::submit! {

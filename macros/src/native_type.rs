@@ -172,9 +172,37 @@ fn try_expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     } else {
         fields.iter().filter(|(_, _, skip)| !skip).collect()
     };
-    let field_schemas = exposed.iter().map(|(fname, ty, _)| {
+    // One local trait per exposed field, so that rustc's message for a type that cannot be a
+    // field names the field; it forwards to NativeField.
+    let field_trait = |i: usize| format_ident!("__OpboxNativeField{}", i);
+    let field_traits = exposed.iter().enumerate().map(|(i, (fname, _, _))| {
+        let tr = field_trait(i);
+        let message = LitStr::new(
+            &format!(
+                "field `{}` of native type `{ident}` is a `{{Self}}`, which cannot cross to C++",
+                unraw(fname)
+            ),
+            Span::call_site(),
+        );
+        quote! {
+            #[diagnostic::on_unimplemented(
+                message = #message,
+                label = "this field's type is not native-compatible",
+                note = "a #[derive(NativeType)] field must be a scalar (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool), half::f16 or half::bf16 (also opbox::native::f16, bf16), another #[derive(NativeType)] type, or a fixed array [T; N] of those",
+                note = "to keep a field out of C++'s view, mark it #[native(skip)] (not allowed with initializer = \"aggregate\"), or make the whole type #[native(opaque)]"
+            )]
+            trait #tr {
+                const FIELD_TYPE: #p::FieldType;
+            }
+            impl<T: #p::NativeField> #tr for T {
+                const FIELD_TYPE: #p::FieldType = <T as #p::NativeField>::FIELD_TYPE;
+            }
+        }
+    });
+    let field_schemas = exposed.iter().enumerate().map(|(i, (fname, ty, _))| {
         let fname_str = unraw(fname);
-        let field_type = quote_spanned!(ty.span()=> <#ty as #p::NativeField>::FIELD_TYPE);
+        let tr = field_trait(i);
+        let field_type = quote_spanned!(ty.span()=> <#ty as #tr>::FIELD_TYPE);
         quote! {
             #p::NativeFieldSchema {
                 name: #fname_str,
@@ -190,6 +218,7 @@ fn try_expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     ));
     let field_asserts = exposed.iter().enumerate().map(|(i, (fname, ty, _))| {
         let f = unraw(fname);
+        let tr = field_trait(i);
         let size_msg = lit(format!("opbox: the NativeField type of `{ident_str}::{f}` declares another size than Rust gives it"));
         let align_msg = lit(format!("opbox: `{ident_str}::{f}` is not aligned for its type"));
         let order_msg = lit(format!("opbox: `{ident_str}::{f}` is not after the field declared before it; repr(C) keeps declaration order"));
@@ -205,7 +234,7 @@ fn try_expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         });
         quote! {
             ::core::assert!(
-                <#ty as #p::NativeField>::FIELD_TYPE.size() == ::core::mem::size_of::<#ty>(),
+                <#ty as #tr>::FIELD_TYPE.size() == ::core::mem::size_of::<#ty>(),
                 #size_msg
             );
             ::core::assert!(
@@ -228,6 +257,9 @@ fn try_expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     let code_static = format_ident!("OPBOX_TYPE_CODE");
 
     Ok(quote! {
+        const _: () = {
+        #(#field_traits)*
+
         // SAFETY: the schema is built from rustc's own layout of this #[repr(C)] struct
         // (size_of, align_of, offset_of!), and the const block below re-checks it.
         unsafe impl #p::NativeType for #ident {
@@ -272,6 +304,7 @@ fn try_expand(input: &DeriveInput) -> syn::Result<TokenStream> {
                 site: ::opbox::__private::Site { file: ::core::file!(), line: ::core::line!() },
             }
         }
+        };
     })
 }
 

@@ -52,7 +52,7 @@ pub unsafe trait NativeType: Copy + Send + Sync + 'static {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a field of a native type",
     label = "this field's type is not native-compatible",
-    note = "a #[derive(NativeType)] field must be a scalar (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool), half::f16 or half::bf16, another #[derive(NativeType)] type, or a fixed array [T; N] of those",
+    note = "a #[derive(NativeType)] field must be a scalar (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool), half::f16 or half::bf16 (also opbox::native::f16, bf16), another #[derive(NativeType)] type, or a fixed array [T; N] of those",
     note = "to keep a field out of C++'s view, mark it #[native(skip)] (not allowed with initializer = \"aggregate\"), or make the whole type #[native(opaque)]"
 )]
 pub trait NativeField: Copy + 'static {
