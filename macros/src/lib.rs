@@ -8,6 +8,8 @@ mod builtin;
 mod extern_kernel;
 mod library;
 mod naming;
+#[cfg(test)]
+mod native_tests;
 mod native_type;
 mod rust_forms;
 mod schema_error;
