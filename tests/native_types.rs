@@ -249,6 +249,13 @@ fn gxx_compile(types: &str) -> Result<Result<(), String>, String> {
     }
 }
 
+/// Prints a skip where it is seen: libtest captures `println!` of passing tests, but not writes
+/// to the stderr handle itself.
+fn skipped(reason: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "skipped: {reason}");
+}
+
 /// A fresh path in the temp dir, one per call.
 fn scratch_file(name: &str) -> std::path::PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -269,7 +276,7 @@ fn with_compilers(case: impl Fn(&str, Compiler)) {
             Err(reason) if required(require) => {
                 panic!("{require}=1 but {name} is not usable: {reason}")
             }
-            Err(reason) => println!("skipped with {name}: {name} is not usable ({reason})"),
+            Err(reason) => skipped(&format!("{name} is not usable ({reason})")),
             Ok(_) => case(name, compile),
         }
     }
@@ -340,7 +347,7 @@ fn int64_t_spelled_long_matches_an_i64_field() {
                 String::from_utf8_lossy(&out.stderr)
             )
         }
-        Err(e) => println!("skipped: g++ cannot be run ({e})"),
+        Err(e) => skipped(&format!("g++ cannot be run ({e})")),
     }
 }
 

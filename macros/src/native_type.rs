@@ -128,6 +128,9 @@ fn try_expand(input: &DeriveInput) -> syn::Result<TokenStream> {
                 if let (Some(skip), true) = (skip, opaque) {
                     errors.at(skip, "an opaque native type exposes no fields: #[native(skip)] has nothing to skip; remove it");
                 }
+                if skip.is_none() && !opaque {
+                    check_cpp_field_name(name, &mut errors);
+                }
                 fields.push((name.clone(), f.ty.clone(), skip.is_some()));
             }
         }
@@ -399,4 +402,101 @@ fn field_skip(field: &syn::Field, errors: &mut Errors) -> Option<Span> {
         }
     }
     skip
+}
+
+/// C++ keywords that are not Rust keywords: a Rust field may be named so, but C++ cannot name it.
+const CPP_KEYWORDS: &[&str] = &[
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "auto",
+    "bitand",
+    "bitor",
+    "bool",
+    "case",
+    "catch",
+    "char",
+    "char8_t",
+    "char16_t",
+    "char32_t",
+    "class",
+    "compl",
+    "concept",
+    "const_cast",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "decltype",
+    "default",
+    "delete",
+    "double",
+    "dynamic_cast",
+    "explicit",
+    "export",
+    "float",
+    "friend",
+    "goto",
+    "inline",
+    "int",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "requires",
+    "short",
+    "signed",
+    "sizeof",
+    "static_assert",
+    "static_cast",
+    "switch",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "xor",
+    "xor_eq",
+];
+
+/// An exposed field's name must also be a C++ member name (Warp: "fields keys must be valid C++
+/// identifiers").
+fn check_cpp_field_name(name: &syn::Ident, errors: &mut Errors) {
+    let n = unraw(name);
+    if !n.is_ascii() {
+        errors.at(
+            name.span(),
+            format!("field `{n}` must have an ASCII name to be seen from C++: rename it, or mark it #[native(skip)]"),
+        );
+    } else if CPP_KEYWORDS.contains(&n.as_str()) {
+        errors.at(
+            name.span(),
+            format!("field `{n}` is named by a C++ keyword, so its C++ twin cannot have it: rename it, or mark it #[native(skip)]"),
+        );
+    }
 }
