@@ -37,6 +37,12 @@ pub struct Padded {
 #[native(name = "::warp_test::ImageHandle", opaque)]
 pub struct ImageHandle(pub u64);
 
+/// An opaque device pointer: fields of an opaque type are bytes to C++, so any Copy type will do.
+#[derive(Clone, Copy, Debug, PartialEq, NativeType)]
+#[repr(C)]
+#[native(name = "warp_test::DevicePtr", opaque)]
+pub struct DevicePtr(pub *mut u8);
+
 /// Fields exposed without an initializer: one may be skipped.
 #[derive(Clone, Copy, Debug, PartialEq, NativeType)]
 #[repr(C, align(16))]
@@ -94,6 +100,12 @@ fn nested_opaque_skipped_and_array_fields() {
     assert_eq!(h.initializer, Initializer::Opaque);
     assert!(h.fields.is_empty());
     assert_eq!((h.size, h.align), (8, 8));
+
+    let p = DevicePtr::SCHEMA;
+    assert_eq!(
+        (p.size, p.initializer),
+        (size_of::<*mut u8>(), Initializer::Opaque)
+    );
 
     let img = Image::SCHEMA;
     assert_eq!(img.initializer, Initializer::None);

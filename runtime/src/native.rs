@@ -39,7 +39,7 @@ use crate::error::Error;
 /// # Safety
 /// `SCHEMA` must describe `Self` exactly: its size, alignment and every exposed field's offset
 /// and type. Kernels copy values as raw bytes on the strength of it.
-pub unsafe trait NativeType: Copy + Send + Sync + 'static {
+pub unsafe trait NativeType: Copy + 'static {
     const SCHEMA: &'static NativeSchema;
 
     /// `nt` + 16 hex digits of SHA-256 over the schema. Computed once per type, at first use:
