@@ -32,11 +32,19 @@
 //! Libraries and impl modules are items: put them at module level (a `mod cpu` inside a function
 //! body cannot name the library's marker module through `super::`).
 
-pub use opbox_macros::{builtin, NativeType};
+pub use opbox_macros::{builtin, ConstexprEnum, KernelArg, NativeType};
 pub use opbox_macros::{extern_kernel, stable_fragment, stable_impl, stable_library};
 // The trait, next to the derive of the same name (as serde does with Serialize).
 pub use opbox_runtime::native::NativeType;
 pub use opbox_runtime::*;
+
+/// The kernel caches' counters: `opbox::cache::stats()`.
+pub mod cache {
+    pub use opbox_runtime::cuda::jit::{stats, CacheStats};
+}
+
+/// The kernel argument trait, next to its derive (as `NativeType` is).
+pub use opbox_runtime::cuda::KernelArg;
 
 /// Everything a library author writes against.
 pub mod prelude {
@@ -71,9 +79,9 @@ pub mod __private {
     /// What `#[extern_kernel]` expansions name.
     pub mod cuda {
         pub use opbox_runtime::cuda::codegen::{
-            ConstValue, ConstexprStyle, ElemType, IncludeEdge, KernelDecl, Param, ParamKind,
-            ScalarType, SourceFile,
+            ConstValue, ConstexprStyle, ElemType, EnumParam, IncludeEdge, KernelDecl, NativeParam,
+            Param, ParamKind, ScalarType, SourceFile,
         };
-        pub use opbox_runtime::cuda::KernelArg;
+        pub use opbox_runtime::cuda::{KernelArg, LaunchArg};
     }
 }

@@ -131,7 +131,17 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// One declared parameter, checked.
 struct DeclParam {
     name: Ident,
-    kind: ParamKind,
+    kind: DeclKind,
+}
+
+/// What the macro knows of a parameter's kind.
+enum DeclKind {
+    /// A spelling the macro knows (slice views, scalars).
+    Known(ParamKind),
+    /// Any other type: its `KernelArg` impl says how it crosses (native and derived structs).
+    Arg(Type),
+    /// A `#[constexpr]` of any other type: its `ConstexprArg` impl (derived enums).
+    Constexpr(Type),
 }
 
 fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
@@ -230,7 +240,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     };
     if args.template {
         for p in &params {
-            if let ParamKind::Constexpr(t) = p.kind {
+            if let DeclKind::Known(ParamKind::Constexpr(t)) = p.kind {
                 if !t.can_be_template_arg() {
                     errors.push(syn::Error::new(
                         p.name.span(),
@@ -290,7 +300,7 @@ const ELEM_LIST: &str = "f32, f64, f16, bf16, i32, i64, u32, u64, u8, i8, bool";
 const SCALAR_LIST: &str = "i32, i64, u32, u64, f32, f64, bool";
 
 /// The param kind a declared type means, or the error at the part of the type that is wrong.
-fn classify(ty: &Type, constexpr: Option<Span>) -> syn::Result<ParamKind> {
+fn classify(ty: &Type, constexpr: Option<Span>) -> syn::Result<DeclKind> {
     let Type::Path(tp) = ty else {
         return Err(syn::Error::new(
             ty.span(),
@@ -346,16 +356,25 @@ fn classify(ty: &Type, constexpr: Option<Span>) -> syn::Result<ParamKind> {
                 format!("unsupported element type `{shown}` in {wrapper}<[{shown}]>: the element types are {ELEM_LIST} (f16 and bf16 are half's types)"),
             ));
         };
-        return Ok(match wrapper.as_str() {
+        return Ok(DeclKind::Known(match wrapper.as_str() {
             "In" => ParamKind::In(t),
             "Out" => ParamKind::Out(t),
             _ => ParamKind::InOut(t),
-        });
+        }));
     }
     let name = single_ident(ty);
     match name.as_deref().and_then(ScalarType::from_rust_name) {
-        Some(t) if constexpr.is_some() => Ok(ParamKind::Constexpr(t)),
-        Some(t) => Ok(ParamKind::Scalar(t)),
+        Some(t) if constexpr.is_some() => Ok(DeclKind::Known(ParamKind::Constexpr(t))),
+        Some(t) => Ok(DeclKind::Known(ParamKind::Scalar(t))),
+        // A path the macro does not know (a native or derived struct, a derived enum): its trait
+        // impl decides, and rustc names the missing impl at this type.
+        None if !is_primitive(name.as_deref()) && tp.qself.is_none() => {
+            Ok(if constexpr.is_some() {
+                DeclKind::Constexpr(ty.clone())
+            } else {
+                DeclKind::Arg(ty.clone())
+            })
+        }
         None => {
             let shown = quote!(#ty).to_string();
             let hint = if name.as_deref().and_then(ElemType::from_rust_name).is_some() {
@@ -369,6 +388,35 @@ fn classify(ty: &Type, constexpr: Option<Span>) -> syn::Result<ParamKind> {
             ))
         }
     }
+}
+
+/// Rust's primitive names (and `f16`/`bf16`): these get the macro's own message.
+fn is_primitive(name: Option<&str>) -> bool {
+    matches!(
+        name,
+        Some(
+            "i8" | "i16"
+                | "i32"
+                | "i64"
+                | "i128"
+                | "isize"
+                | "u8"
+                | "u16"
+                | "u32"
+                | "u64"
+                | "u128"
+                | "usize"
+                | "f16"
+                | "bf16"
+                | "f32"
+                | "f64"
+                | "bool"
+                | "char"
+                | "str"
+                | "String"
+                | "Tensor"
+        )
+    )
 }
 
 fn single_ident(ty: &Type) -> Option<String> {
@@ -477,12 +525,41 @@ fn kind_tokens(k: ParamKind) -> TokenStream {
             let t = scalar_tokens(t);
             quote!(::opbox::__private::cuda::ParamKind::Constexpr(#t))
         }
+        // Never built by the macro: these come from trait consts (decl_kind_tokens).
+        ParamKind::Native(_) | ParamKind::ConstexprEnum(_) => quote!(()),
+    }
+}
+
+fn decl_kind_tokens(k: &DeclKind) -> TokenStream {
+    match k {
+        DeclKind::Known(k) => kind_tokens(*k),
+        DeclKind::Arg(ty) => {
+            quote::quote_spanned!(ty.span()=> <#ty as ::opbox::cuda::KernelArg>::KIND)
+        }
+        DeclKind::Constexpr(ty) => {
+            quote::quote_spanned!(ty.span()=> <#ty as ::opbox::cuda::ConstexprArg>::KIND)
+        }
     }
 }
 
 /// The Rust type of a launch argument, and the value it becomes.
 fn rust_arg(p: &DeclParam) -> (TokenStream, TokenStream) {
     let name = &p.name;
+    let kind = match &p.kind {
+        DeclKind::Known(k) => *k,
+        DeclKind::Arg(ty) => {
+            return (
+                quote::quote_spanned!(ty.span()=> <#ty as ::opbox::cuda::KernelArg>::Value<'_>),
+                quote::quote_spanned!(ty.span()=> <#ty as ::opbox::cuda::KernelArg>::lower(&#name)),
+            )
+        }
+        DeclKind::Constexpr(ty) => {
+            return (
+                quote!(#ty),
+                quote::quote_spanned!(ty.span()=> <#ty as ::opbox::cuda::ConstexprArg>::const_value(#name)),
+            )
+        }
+    };
     let scalar = |t: ScalarType, wrap: &str| {
         let ty = format_ident!("{}", t.rust_name());
         let v = format_ident!("{}", format!("{t:?}"));
@@ -492,13 +569,15 @@ fn rust_arg(p: &DeclParam) -> (TokenStream, TokenStream) {
             quote!(::opbox::__private::cuda::#wrap::#v(#name)),
         )
     };
-    match p.kind {
+    match kind {
         ParamKind::In(_) | ParamKind::Out(_) | ParamKind::InOut(_) => (
             quote!(&::opbox::Tensor),
-            quote!(::opbox::cuda::KernelArg::Tensor(#name)),
+            quote!(::opbox::cuda::LaunchArg::Tensor(#name)),
         ),
-        ParamKind::Scalar(t) => scalar(t, "KernelArg"),
+        ParamKind::Scalar(t) => scalar(t, "LaunchArg"),
         ParamKind::Constexpr(t) => scalar(t, "ConstValue"),
+        // Only reached through DeclKind::Arg / DeclKind::Constexpr.
+        ParamKind::Native(_) | ParamKind::ConstexprEnum(_) => (quote!(()), quote!(())),
     }
 }
 
@@ -522,7 +601,7 @@ fn emit(
         .collect();
     let param_items = params.iter().map(|p| {
         let name = p.name.to_string();
-        let kind = kind_tokens(p.kind);
+        let kind = decl_kind_tokens(&p.kind);
         quote!(::opbox::__private::cuda::Param::new(#name, #kind))
     });
     let sources = files.iter().map(|f| {
@@ -556,7 +635,10 @@ fn emit(
         let name = &p.name;
         let (ty, value) = rust_arg(p);
         fn_params.push(quote!(#name: #ty));
-        if matches!(p.kind, ParamKind::Constexpr(_)) {
+        if matches!(
+            p.kind,
+            DeclKind::Known(ParamKind::Constexpr(_)) | DeclKind::Constexpr(_)
+        ) {
             const_args.push(value);
         } else {
             launch_args.push(value);
@@ -570,6 +652,11 @@ fn emit(
         #(#docs)*
         #[allow(non_snake_case)]
         #vis mod #ident {
+            // The declaration's own types (kernel argument structs, constexpr enums) are named
+            // as the user wrote them, from the enclosing module.
+            #[allow(unused_imports)]
+            use super::*;
+
             /// The declaration, as static data: signature, sources and options.
             pub static DECL: ::opbox::__private::cuda::KernelDecl = ::opbox::__private::cuda::KernelDecl {
                 rust_name: ::opbox::__private::Cow::Borrowed(#rust_name),

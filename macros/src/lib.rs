@@ -6,6 +6,7 @@ use proc_macro::TokenStream;
 
 mod builtin;
 mod extern_kernel;
+mod kernel_arg;
 mod library;
 mod naming;
 #[cfg(test)]
@@ -87,4 +88,19 @@ pub fn derive_native_type(item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn builtin(attr: TokenStream, item: TokenStream) -> TokenStream {
     builtin::expand(attr.into(), item.into()).into()
+}
+
+/// A plain `#[repr(C)]` struct passed to kernels by value: opbox emits a C++ struct that mirrors
+/// it (same name, or `#[kernel_arg(name = "ns::Name")]`; fields in order) before the kernel's
+/// sources, and checks its layout with the native types' `static_assert`s.
+#[proc_macro_derive(KernelArg, attributes(kernel_arg))]
+pub fn derive_kernel_arg(item: TokenStream) -> TokenStream {
+    kernel_arg::expand_kernel_arg(item.into()).into()
+}
+
+/// An enum for `#[constexpr]` parameters: each unit variant names a C++ type
+/// (`#[cpp = "my_ns::Relu"]`), which becomes the kernel's template argument.
+#[proc_macro_derive(ConstexprEnum, attributes(cpp))]
+pub fn derive_constexpr_enum(item: TokenStream) -> TokenStream {
+    kernel_arg::expand_constexpr_enum(item.into()).into()
 }

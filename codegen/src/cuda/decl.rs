@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use super::types::{ElemType, ScalarType};
+use crate::native::NativeSchema;
 
 /// How a parameter crosses to the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -23,12 +24,59 @@ pub enum ParamKind {
     /// A `#[constexpr]` scalar: fixed per specialization, a template argument or a define, never
     /// a launch argument.
     Constexpr(ScalarType),
+    /// A struct passed by value: a `#[derive(NativeType)]` type (its C++ twin is the user's) or a
+    /// `#[derive(KernelArg)]` struct (opbox emits its C++ twin). Its layout is checked with the
+    /// native types' `static_assert`s in every translation unit that takes it.
+    Native(NativeParam),
+    /// A `#[constexpr]` `#[derive(ConstexprEnum)]` enum: each variant names a C++ type, which
+    /// becomes a template argument (or the text of a define); never a launch argument.
+    ConstexprEnum(EnumParam),
+}
+
+/// A by-value struct parameter: its layout schema, and who defines it in C++.
+#[derive(Clone, Copy, Debug)]
+pub struct NativeParam {
+    pub schema: &'static NativeSchema,
+    /// `true` for a `#[derive(KernelArg)]` struct: the translation unit defines
+    /// `struct <native_name> { ... };` (fields in order) before the user's sources.
+    pub generated: bool,
+}
+
+impl PartialEq for NativeParam {
+    fn eq(&self, other: &NativeParam) -> bool {
+        self.generated == other.generated
+            && self.schema.native_name == other.schema.native_name
+            && self.schema.same_contract(other.schema)
+    }
+}
+
+impl Eq for NativeParam {}
+
+impl std::hash::Hash for NativeParam {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.schema.native_name.hash(state);
+        self.generated.hash(state);
+    }
+}
+
+/// A `#[constexpr]` enum parameter's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EnumParam {
+    /// The enum's Rust name (`Epilogue`).
+    pub rust_name: &'static str,
+    /// Every variant's C++ type, in declaration order (for messages and tools).
+    pub variants: &'static [&'static str],
 }
 
 impl ParamKind {
     /// Whether the value is pushed as a launch argument.
     pub const fn in_launch_abi(self) -> bool {
-        !matches!(self, ParamKind::Constexpr(_))
+        !self.is_constexpr()
+    }
+
+    /// Whether the param is fixed per specialization (`#[constexpr]`).
+    pub const fn is_constexpr(self) -> bool {
+        matches!(self, ParamKind::Constexpr(_) | ParamKind::ConstexprEnum(_))
     }
 
     /// The Rust type as written in the declaration.
@@ -38,6 +86,8 @@ impl ParamKind {
             ParamKind::Out(t) => format!("Out<[{t}]>"),
             ParamKind::InOut(t) => format!("InOut<[{t}]>"),
             ParamKind::Scalar(t) | ParamKind::Constexpr(t) => t.rust_name().to_string(),
+            ParamKind::Native(n) => short_rust_name(n.schema.rust_name).to_string(),
+            ParamKind::ConstexprEnum(e) => e.rust_name.to_string(),
         }
     }
 
@@ -47,16 +97,31 @@ impl ParamKind {
             ParamKind::In(t) => Some(format!("const {}*", t.c_name())),
             ParamKind::Out(t) | ParamKind::InOut(t) => Some(format!("{}*", t.c_name())),
             ParamKind::Scalar(t) => Some(t.c_name().to_string()),
-            ParamKind::Constexpr(_) => None,
+            ParamKind::Native(n) => Some(n.schema.native_name.to_string()),
+            ParamKind::Constexpr(_) | ParamKind::ConstexprEnum(_) => None,
         }
     }
 
-    fn elem(self) -> ElemType {
+    /// The C++ kind of a template parameter for this constexpr (`int`, `class`).
+    pub fn template_param_kind(self) -> String {
         match self {
-            ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => t,
-            ParamKind::Scalar(t) | ParamKind::Constexpr(t) => t.elem(),
+            ParamKind::ConstexprEnum(_) => "class".to_string(),
+            other => other.elem().map_or("?", ElemType::c_name).to_string(),
         }
     }
+
+    fn elem(self) -> Option<ElemType> {
+        match self {
+            ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => Some(t),
+            ParamKind::Scalar(t) | ParamKind::Constexpr(t) => Some(t.elem()),
+            ParamKind::Native(_) | ParamKind::ConstexprEnum(_) => None,
+        }
+    }
+}
+
+/// `Color` from `my_crate::color::Color`.
+fn short_rust_name(path: &str) -> &str {
+    path.rsplit("::").next().unwrap_or(path)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -134,7 +199,7 @@ impl KernelDecl {
             if i > 0 {
                 s.push_str(", ");
             }
-            if matches!(p.kind, ParamKind::Constexpr(_)) {
+            if p.kind.is_constexpr() {
                 s.push_str("#[constexpr] ");
             }
             let _ = write!(s, "{}: {}", p.name, p.kind.rust_type());
@@ -156,7 +221,7 @@ impl KernelDecl {
         if self.constexpr_style == ConstexprStyle::TemplateArgs {
             let tparams: Vec<String> = self
                 .constexpr_params()
-                .map(|p| format!("{} {}", p.kind.elem().c_name(), p.name))
+                .map(|p| format!("{} {}", p.kind.template_param_kind(), p.name))
                 .collect();
             if !tparams.is_empty() {
                 let _ = write!(s, "template <{}> ", tparams.join(", "));
@@ -174,14 +239,28 @@ impl KernelDecl {
     }
 
     pub fn constexpr_params(&self) -> impl Iterator<Item = &Param> {
-        self.params
-            .iter()
-            .filter(|p| matches!(p.kind, ParamKind::Constexpr(_)))
+        self.params.iter().filter(|p| p.kind.is_constexpr())
+    }
+
+    /// The by-value struct params' schemas, in order.
+    pub fn native_params(&self) -> impl Iterator<Item = NativeParam> + '_ {
+        self.params.iter().filter_map(|p| match p.kind {
+            ParamKind::Native(n) => Some(n),
+            _ => None,
+        })
     }
 
     /// Whether the emitted source needs the half or bfloat16 type.
     pub fn uses_elem(&self, t: ElemType) -> bool {
-        self.params.iter().any(|p| p.kind.elem() == t)
+        self.params.iter().any(|p| p.kind.elem() == Some(t))
+            || self.native_params().any(|n| {
+                let scalar = match t {
+                    ElemType::F16 => crate::native::NativeScalar::F16,
+                    ElemType::BF16 => crate::native::NativeScalar::BF16,
+                    _ => return false,
+                };
+                n.schema.uses_scalar(scalar)
+            })
     }
 
     /// The entry file's relative name, or `<none>` for a declaration without sources.

@@ -89,6 +89,8 @@ pub enum EmitError {
         file: String,
         line: u32,
     },
+    /// Two by-value struct params use one C++ name with two layouts.
+    NativeConflict { kernel: String, message: String },
 }
 
 impl fmt::Display for EmitError {
@@ -98,6 +100,9 @@ impl fmt::Display for EmitError {
                 f,
                 "kernel `{kernel}` has {expected} #[constexpr] parameters, but {got} values were given"
             ),
+            EmitError::NativeConflict { kernel, message } => {
+                write!(f, "kernel `{kernel}`: {message}")
+            }
             EmitError::ConstexprType { kernel, param, expected, got } => write!(
                 f,
                 "kernel `{kernel}` expects #[constexpr] {param} to be {expected}, but got {got}"

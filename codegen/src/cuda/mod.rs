@@ -15,7 +15,9 @@ mod prelude;
 mod scan;
 mod types;
 
-pub use decl::{ConstexprStyle, IncludeEdge, KernelDecl, Param, ParamKind, SourceFile};
+pub use decl::{
+    ConstexprStyle, EnumParam, IncludeEdge, KernelDecl, NativeParam, Param, ParamKind, SourceFile,
+};
 pub use directive::{directives, Directive, DirectiveKind};
 pub use emit::{emit, TranslationUnit};
 pub use error::{EmitError, ScanError};

@@ -167,11 +167,28 @@ pub enum ConstValue {
     F32(f32),
     F64(f64),
     Bool(bool),
+    /// A variant of a `#[derive(ConstexprEnum)]` enum: the C++ type it names, used as a template
+    /// argument (or as the text of a define).
+    Type {
+        /// The enum's Rust name (`Epilogue`), for messages and the check against the parameter.
+        enum_name: &'static str,
+        /// The C++ type (`opbox_epilogue::Relu`).
+        cpp: &'static str,
+    },
 }
 
 impl ConstValue {
-    pub const fn ty(self) -> ScalarType {
+    /// What the value is, as messages name it: `i32`, or the enum's name.
+    pub fn type_name(&self) -> &'static str {
         match self {
+            ConstValue::Type { enum_name, .. } => enum_name,
+            other => other.scalar_type().map_or("?", ScalarType::rust_name),
+        }
+    }
+
+    /// The scalar type, or `None` for an enum's C++ type.
+    pub const fn scalar_type(self) -> Option<ScalarType> {
+        Some(match self {
             ConstValue::I32(_) => ScalarType::I32,
             ConstValue::I64(_) => ScalarType::I64,
             ConstValue::U32(_) => ScalarType::U32,
@@ -179,7 +196,8 @@ impl ConstValue {
             ConstValue::F32(_) => ScalarType::F32,
             ConstValue::F64(_) => ScalarType::F64,
             ConstValue::Bool(_) => ScalarType::Bool,
-        }
+            ConstValue::Type { .. } => return None,
+        })
     }
 
     /// Equality by bits, so a specialization cache never confuses `0.0` with `-0.0` and always
@@ -202,6 +220,7 @@ impl ConstValue {
             ConstValue::F32(v) => format!("f32:{:#010x}", v.to_bits()),
             ConstValue::F64(v) => format!("f64:{:#018x}", v.to_bits()),
             ConstValue::Bool(v) => format!("bool:{v}"),
+            ConstValue::Type { enum_name, cpp } => format!("type:{enum_name}:{cpp}"),
         }
     }
 
@@ -220,6 +239,7 @@ impl ConstValue {
             ConstValue::F64(v) if v.is_finite() => float_text(format!("{v:?}")),
             ConstValue::F32(_) | ConstValue::F64(_) => return None,
             ConstValue::Bool(v) => format!("{v}"),
+            ConstValue::Type { cpp, .. } => cpp.to_string(),
         })
     }
 }
@@ -244,6 +264,7 @@ impl fmt::Display for ConstValue {
             ConstValue::F32(v) => write!(f, "{v:?}"),
             ConstValue::F64(v) => write!(f, "{v:?}"),
             ConstValue::Bool(v) => write!(f, "{v}"),
+            ConstValue::Type { enum_name, cpp } => write!(f, "{enum_name} ({cpp})"),
         }
     }
 }

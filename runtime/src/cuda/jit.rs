@@ -2,6 +2,7 @@
 //! disk cache. Loading onto a device is `loader`'s job.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use opbox_codegen::cuda::{cache_key, emit, CacheKey, ConstValue, KernelDecl, KeyInputs};
@@ -69,6 +70,45 @@ impl Target {
     }
 }
 
+static COMPILES: AtomicU64 = AtomicU64::new(0);
+static DISK_HITS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static MEMORY_ENTRIES: AtomicU64 = AtomicU64::new(0);
+
+/// What the kernel caches did in this process: `opbox::cache::stats()`.
+///
+/// One kernel specialization (a declaration and its `#[constexpr]` values) is compiled once: the
+/// first request runs NVRTC (`compiles`) or reads the disk cache (`disk_hits`); a launch on a
+/// device then keeps the loaded function in memory (`memory_entries`, one per kernel,
+/// specialization and device), and every later launch of it finds it there, with no hashing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// NVRTC compilations.
+    pub compiles: u64,
+    /// Requests served by the disk cache (full key or device alias).
+    pub disk_hits: u64,
+    /// Loaded functions held in memory.
+    pub memory_entries: u64,
+}
+
+impl std::fmt::Display for CacheStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} NVRTC compiles, {} disk-cache hits, {} kernels in memory",
+            self.compiles, self.disk_hits, self.memory_entries
+        )
+    }
+}
+
+/// The process's kernel-cache counters.
+pub fn stats() -> CacheStats {
+    CacheStats {
+        compiles: COMPILES.load(Ordering::Relaxed),
+        disk_hits: DISK_HITS.load(Ordering::Relaxed),
+        memory_entries: MEMORY_ENTRIES.load(Ordering::Relaxed),
+    }
+}
+
 /// How a compile request was served.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CacheOutcome {
@@ -129,11 +169,12 @@ pub fn compile_cached(
     if let Some(cache) = cache {
         match cache.load(&key) {
             Lookup::Hit(artifact) if artifact.kind == target.kind => {
+                DISK_HITS.fetch_add(1, Ordering::Relaxed);
                 return Ok(Compiled {
                     artifact,
                     key,
                     outcome: CacheOutcome::Hit,
-                })
+                });
             }
             Lookup::Hit(_) | Lookup::Miss => {}
             Lookup::Corrupt(why) => outcome = CacheOutcome::Rebuilt { why },
@@ -141,6 +182,7 @@ pub fn compile_cached(
     }
     let artifact =
         nvrtc::compile(&unit, &options, target.kind, kernel).map_err(|e| with_site(e, decl))?;
+    COMPILES.fetch_add(1, Ordering::Relaxed);
     if let Some(cache) = cache {
         // A cache that cannot be written costs the next process a compile, nothing more.
         let _ = cache.store(&key, &artifact);
@@ -174,6 +216,7 @@ pub fn compile_for_device(
         Some(cache) => {
             let key = device_alias_key(decl, constexprs, cc)?;
             if let Lookup::Hit(artifact) = cache.load(&key) {
+                DISK_HITS.fetch_add(1, Ordering::Relaxed);
                 return Ok(Compiled {
                     artifact,
                     key,

@@ -11,16 +11,17 @@
 //! last kernel launched on the device, since the driver does not say which one faulted.
 
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DeviceRepr, PushKernelArg};
-use opbox_codegen::cuda::{ConstValue, ElemType, KernelDecl, ParamKind};
+use opbox_codegen::cuda::{ConstValue, ElemType, KernelDecl, ParamKind, ScalarType};
 
 use super::context::{device, MAX_DEVICES};
 use super::loader::KernelHandle;
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Device, Tensor};
+use crate::tensor::{DType, Device};
 
 /// `In<[T]>` in an `#[extern_kernel]` declaration: a read-only device buffer (`const T*`).
 /// A marker for declarations only; the generated `launch` takes `&Tensor`.
@@ -89,40 +90,26 @@ impl LaunchConfig {
     }
 }
 
-/// One launch argument, in declaration order, `#[constexpr]` params excluded.
-#[derive(Clone, Copy, Debug)]
-pub enum KernelArg<'a> {
-    Tensor(&'a Tensor),
-    I32(i32),
-    I64(i64),
-    U32(u32),
-    U64(u64),
-    F32(f32),
-    F64(f64),
-    Bool(bool),
-}
+pub use super::arg::LaunchArg;
 
 /// Launch parameters beyond this count are refused (kernels rarely take more than a dozen).
 pub const MAX_LAUNCH_ARGS: usize = 32;
 
-/// One launch parameter's bytes, at the start of an 8-byte aligned slot: the driver copies as
-/// many bytes as the entry's parameter has from the address pushed.
-#[derive(Clone, Copy, Default)]
-#[repr(C, align(8))]
-struct Slot([u8; 8]);
+/// Bytes of launch parameters, all together (CUDA's classic limit).
+pub const MAX_PARAM_BYTES: usize = 4096;
 
-// SAFETY: a plain 8-byte, 8-aligned byte array; every kernel parameter opbox pushes from a slot
-// (a pointer, or a scalar of at most 8 bytes at offset 0) fits in it, and the driver reads only
-// the parameter's own size.
-unsafe impl DeviceRepr for Slot {}
+/// 16 bytes of launch parameter space, 16-aligned: each parameter starts at a chunk, and the
+/// driver copies as many bytes as the entry's parameter has from the address pushed.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Chunk([MaybeUninit<u8>; 16]);
 
-impl Slot {
-    fn of(bytes: &[u8]) -> Slot {
-        let mut s = Slot::default();
-        s.0[..bytes.len()].copy_from_slice(bytes);
-        s
-    }
-}
+// SAFETY: plain bytes, 16-aligned (the largest alignment of a kernel parameter opbox pushes:
+// pointers, scalars, and native structs whose alignment the check below bounds); the driver
+// reads only the parameter's own size from the pushed address.
+unsafe impl DeviceRepr for Chunk {}
+
+const CHUNK: usize = std::mem::size_of::<Chunk>();
 
 /// The last kernel launched per device, for [`synchronize`]'s message.
 static LAST_LAUNCHED: [AtomicPtr<KernelDecl>; MAX_DEVICES] =
@@ -143,25 +130,20 @@ pub fn dtype_of(t: ElemType) -> Option<DType> {
     })
 }
 
-fn device_word(d: Device) -> String {
-    match d {
-        Device::Cpu => "CPU".into(),
-        Device::Meta => "meta".into(),
-        Device::Cuda(i) => format!("CUDA (cuda:{i})"),
-    }
-}
-
 /// Checks `args` against `handle`'s declaration, then launches it with `cfg`, specialized by
 /// `constexprs` (one value per `#[constexpr]` param, in declaration order).
 pub fn launch(
     handle: &'static KernelHandle,
     cfg: &LaunchConfig,
-    args: &[KernelArg<'_>],
+    args: &[LaunchArg<'_>],
     constexprs: &[ConstValue],
 ) -> Result<()> {
     let decl = handle.decl();
     let kernel = || format!("kernel {}", decl.rust_name);
-    let mut slots = [Slot::default(); MAX_LAUNCH_ARGS];
+    let mut arena = [Chunk([MaybeUninit::uninit(); CHUNK]); MAX_PARAM_BYTES / CHUNK];
+    // (first chunk) of each pushed parameter.
+    let mut starts = [0u16; MAX_LAUNCH_ARGS];
+    let mut used = 0usize;
     let mut count = 0usize;
     // (index, name, device) of the first tensor: all others must be on its device.
     let mut first: Option<(usize, &str, Device)> = None;
@@ -183,15 +165,15 @@ pub fn launch(
             expected,
             got,
         };
-        slots[index] = match (param.kind, *arg) {
-            (ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t), KernelArg::Tensor(x)) => {
+        let bytes: &[u8];
+        let scalar_bytes: [u8; 8];
+        let mut native = None;
+        match (param.kind, *arg) {
+            (ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t), LaunchArg::Tensor(x)) => {
                 let want = dtype_of(t);
                 let on_cuda = matches!(x.device(), Device::Cuda(_));
                 if want != Some(x.dtype()) || !on_cuda {
-                    return Err(bad(
-                        format!("{t} CUDA tensor"),
-                        format!("{} {} tensor", x.dtype(), device_word(x.device())),
-                    ));
+                    return Err(bad(format!("{t} CUDA tensor"), arg.describe()));
                 }
                 if !x.is_contiguous() {
                     return Err(bad(
@@ -219,26 +201,58 @@ pub fn launch(
                     Some(_) => {}
                 }
                 let (ptr, _) = x.cuda_ptr()?;
-                Slot::of(&ptr.to_ne_bytes())
+                scalar_bytes = ptr.to_ne_bytes();
+                bytes = &scalar_bytes;
             }
             (ParamKind::Scalar(t), a) => {
-                let bytes = match a {
-                    KernelArg::I32(v) => Slot::of(&v.to_ne_bytes()),
-                    KernelArg::I64(v) => Slot::of(&v.to_ne_bytes()),
-                    KernelArg::U32(v) => Slot::of(&v.to_ne_bytes()),
-                    KernelArg::U64(v) => Slot::of(&v.to_ne_bytes()),
-                    KernelArg::F32(v) => Slot::of(&v.to_ne_bytes()),
-                    KernelArg::F64(v) => Slot::of(&v.to_ne_bytes()),
-                    KernelArg::Bool(v) => Slot::of(&[u8::from(v)]),
-                    KernelArg::Tensor(_) => return Err(bad(t.to_string(), "Tensor".into())),
+                let (raw, len): ([u8; 8], usize) = match a {
+                    LaunchArg::I32(v) if t == ScalarType::I32 => (widen(&v.to_ne_bytes()), 4),
+                    LaunchArg::I64(v) if t == ScalarType::I64 => (v.to_ne_bytes(), 8),
+                    LaunchArg::U32(v) if t == ScalarType::U32 => (widen(&v.to_ne_bytes()), 4),
+                    LaunchArg::U64(v) if t == ScalarType::U64 => (v.to_ne_bytes(), 8),
+                    LaunchArg::F32(v) if t == ScalarType::F32 => (widen(&v.to_ne_bytes()), 4),
+                    LaunchArg::F64(v) if t == ScalarType::F64 => (v.to_ne_bytes(), 8),
+                    LaunchArg::Bool(v) if t == ScalarType::Bool => (widen(&[u8::from(v)]), 1),
+                    other => return Err(bad(t.to_string(), other.describe())),
                 };
-                if arg_type(a) != t.rust_name() {
-                    return Err(bad(t.to_string(), arg_type(a).into()));
-                }
-                bytes
+                scalar_bytes = raw;
+                bytes = &scalar_bytes[..len];
             }
-            (kind, a) => return Err(bad(kind.rust_type(), arg_type(a).into())),
-        };
+            (ParamKind::Native(p), LaunchArg::Native(n))
+                if n.schema.native_name == p.schema.native_name
+                    && n.schema.same_contract(p.schema)
+                    && n.len() == p.schema.size =>
+            {
+                if p.schema.align > CHUNK {
+                    return Err(bad(
+                        format!("a struct aligned to at most {CHUNK} bytes"),
+                        format!("{} aligned to {}", p.schema.rust_name, p.schema.align),
+                    ));
+                }
+                native = Some(n);
+                bytes = &[];
+            }
+            (kind, a) => return Err(bad(kind.rust_type(), a.describe())),
+        }
+        let len = native.map_or(bytes.len(), |n| n.len());
+        let chunks = len.div_ceil(CHUNK).max(1);
+        if used + chunks > arena.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} has more than {MAX_PARAM_BYTES} bytes of launch parameters",
+                kernel()
+            )));
+        }
+        let region = chunk_bytes(&mut arena[used..used + chunks]);
+        match native {
+            Some(n) => n.copy_to(region),
+            None => {
+                for (d, b) in region.iter_mut().zip(bytes) {
+                    *d = MaybeUninit::new(*b);
+                }
+            }
+        }
+        starts[index] = used as u16;
+        used += chunks;
         count = index + 1;
     }
     if params.next().is_some() {
@@ -260,8 +274,8 @@ pub fn launch(
         &specialized.function
     };
     let mut builder = stream.launch_builder(function);
-    for slot in &slots[..count] {
-        builder.arg(slot);
+    for &start in &starts[..count] {
+        builder.arg(&arena[start as usize]);
     }
     if let Some(last) = LAST_LAUNCHED.get(ordinal) {
         last.store((decl as *const KernelDecl).cast_mut(), Ordering::Relaxed);
@@ -284,19 +298,6 @@ pub fn launch(
     Ok(())
 }
 
-fn arg_type(a: KernelArg<'_>) -> &'static str {
-    match a {
-        KernelArg::Tensor(_) => "Tensor",
-        KernelArg::I32(_) => "i32",
-        KernelArg::I64(_) => "i64",
-        KernelArg::U32(_) => "u32",
-        KernelArg::U64(_) => "u64",
-        KernelArg::F32(_) => "f32",
-        KernelArg::F64(_) => "f64",
-        KernelArg::Bool(_) => "bool",
-    }
-}
-
 fn arg_count(decl: &KernelDecl, got: usize) -> Error {
     let expected = decl
         .params
@@ -312,15 +313,15 @@ fn arg_count(decl: &KernelDecl, got: usize) -> Error {
 }
 
 /// An `Out`/`InOut` that shares storage with an `In` would race with the kernel's reads.
-fn check_aliases(decl: &KernelDecl, args: &[KernelArg<'_>]) -> Result<()> {
+fn check_aliases(decl: &KernelDecl, args: &[LaunchArg<'_>]) -> Result<()> {
     let launch_params = || decl.params.iter().filter(|p| p.kind.in_launch_abi());
     // Few params: a quadratic scan beats any set, and allocates nothing.
     for (i, (p, a)) in launch_params().zip(args).enumerate() {
-        let (ParamKind::Out(_) | ParamKind::InOut(_), KernelArg::Tensor(w)) = (p.kind, a) else {
+        let (ParamKind::Out(_) | ParamKind::InOut(_), LaunchArg::Tensor(w)) = (p.kind, a) else {
             continue;
         };
         for (j, (q, b)) in launch_params().zip(args).enumerate() {
-            let (ParamKind::In(_), KernelArg::Tensor(r)) = (q.kind, b) else {
+            let (ParamKind::In(_), LaunchArg::Tensor(r)) = (q.kind, b) else {
                 continue;
             };
             if w.same_storage(r) {
@@ -332,6 +333,21 @@ fn check_aliases(decl: &KernelDecl, args: &[KernelArg<'_>]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn widen(b: &[u8]) -> [u8; 8] {
+    let mut out = [0u8; 8];
+    out[..b.len()].copy_from_slice(b);
+    out
+}
+
+/// The bytes of a run of chunks.
+fn chunk_bytes(chunks: &mut [Chunk]) -> &mut [MaybeUninit<u8>] {
+    let len = std::mem::size_of_val(chunks);
+    // SAFETY: `Chunk` is `repr(C)` over `[MaybeUninit<u8>; 16]` with size 16 (no padding), so a
+    // slice of chunks is `len` contiguous `MaybeUninit<u8>`, borrowed mutably for the result's
+    // lifetime.
+    unsafe { std::slice::from_raw_parts_mut(chunks.as_mut_ptr().cast(), len) }
 }
 
 /// Waits for all work on device `ordinal` and returns any fault it raised, such as an illegal

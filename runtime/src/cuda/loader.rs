@@ -14,8 +14,9 @@ use opbox_codegen::cuda::{ConstValue, KernelDecl};
 
 use super::artifact::{Artifact, ImageKind};
 use super::context::{device, CudaDevice, MAX_DEVICES};
-use super::jit::{compile_for_device, default_cache};
+use super::jit::{compile_for_device, default_cache, MEMORY_ENTRIES};
 use crate::error::{Error, Result};
+use std::sync::atomic::Ordering;
 
 /// A loaded kernel: the function to launch and where it came from.
 #[derive(Clone, Debug)]
@@ -68,6 +69,7 @@ impl KernelHandle {
             return Ok(k);
         }
         let loaded = load(self.decl, &[], device(ordinal)?)?;
+        MEMORY_ENTRIES.fetch_add(1, Ordering::Relaxed);
         Ok(slot.get_or_init(|| loaded))
     }
 
@@ -86,6 +88,7 @@ impl KernelHandle {
             return Ok(k);
         }
         let kernel = Arc::new(load(self.decl, values, device(ordinal)?)?);
+        MEMORY_ENTRIES.fetch_add(1, Ordering::Relaxed);
         let mut list = self.specialized.write().unwrap_or_else(|p| p.into_inner());
         list.push(Specialization {
             ordinal,

@@ -11,6 +11,7 @@
 //! - [`loader`]: the in-process cache of loaded functions, one [`KernelHandle`] per declaration.
 //! - [`launch`]: the checked launch behind `#[extern_kernel]`'s `launch(cfg, args…)`.
 
+pub mod arg;
 pub mod artifact;
 pub mod context;
 pub mod disk_cache;
@@ -26,11 +27,16 @@ pub use cudarc;
 /// The CUDA code model (declarations, emitter, cache key), for macro expansions and tools.
 pub use opbox_codegen::cuda as codegen;
 
+pub use arg::{
+    kernel_arg_adapters, lower_any, lower_value, register_kernel_arg_adapter, ConstexprArg,
+    ConstexprEnum, DerivedKernelArg, Element, KernelArg, KernelArgAdapter, KernelArgStruct,
+    LaunchArg, NativeBytes, OwnedArg,
+};
 pub use artifact::{Artifact, ImageKind};
 pub use context::{device, device_count, CudaDevice};
 pub use disk_cache::DiskCache;
 pub use jit::{
     compile_cached, compile_for_arch, compile_for_device, CacheOutcome, Compiled, Target,
 };
-pub use launch::{launch, synchronize, In, InOut, KernelArg, LaunchConfig, Out};
+pub use launch::{launch, synchronize, In, InOut, LaunchConfig, Out};
 pub use loader::{KernelHandle, LoadedKernel};
