@@ -7,6 +7,7 @@ fn smoke(m: &mut Library) {
     m.def("add.Tensor(Tensor a, Tensor b) -> Tensor");
     m.def("minmax(Tensor x) -> (Tensor, Tensor)");
     m.def("scale_(Tensor(a!) x, float s) -> ()");
+    m.def("shape_of(Tensor x) -> (int[], Tensor[], str[])");
 }
 
 #[stable_impl(smoke, CPU)]
@@ -38,6 +39,14 @@ mod cpu {
             Tensor::from_vec(vec![hi], &[1])?,
         ))
     }
+    pub fn shape_of(x: &Tensor) -> (Vec<i64>, Vec<Tensor>, Vec<String>) {
+        let dims = x.shape().iter().map(|&d| d as i64).collect();
+        (
+            dims,
+            vec![x.clone(), x.clone()],
+            vec![format!("{:?}", x.dtype())],
+        )
+    }
     pub fn scale_(x: &Tensor, s: f64) -> Result<()> {
         x.with_slice_mut::<f32, _>(|d| d.iter_mut().for_each(|v| *v *= s as f32))
     }
@@ -62,6 +71,11 @@ fn smoke_calls() {
     );
     let () = opbox::op("smoke::scale_").unwrap().call((&x, 2.0)).unwrap();
     assert_eq!(x.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
+    let (dims, tensors, names): (Vec<i64>, Vec<Tensor>, Vec<String>) =
+        opbox::op("smoke::shape_of").unwrap().call((&x,)).unwrap();
+    assert_eq!(dims, vec![3]);
+    assert!(tensors.len() == 2 && tensors.iter().all(|t| t.ptr_eq(&x)));
+    assert_eq!(names, vec!["F32".to_string()]);
     let err = opbox::op("smoke::axbpy").unwrap_err();
     assert_eq!(
         err.to_string(),

@@ -2,7 +2,7 @@
 
 use opbox_codegen::schema::Schema;
 
-use crate::value::{List, StableValue, Stack};
+use crate::value::{StableValue, Stack};
 use crate::{DType, Device, Error, Result, Scalar, Tensor};
 
 /// The arguments of a typed call: a tuple of values that box (`(&x, &y, 2.0)`), or `()`.
@@ -117,29 +117,12 @@ impl<T: FromOutput> FromOutput for Vec<T> {
         let Some(list) = value.as_list() else {
             return Err(value);
         };
-        let items: Option<Vec<T>> = match list.clone() {
-            List::Bool(v) => v
-                .into_iter()
-                .map(|x| T::from_output(StableValue::bool(x)).ok())
-                .collect(),
-            List::Int(v) => v
-                .into_iter()
-                .map(|x| T::from_output(StableValue::int(x)).ok())
-                .collect(),
-            List::Float(v) => v
-                .into_iter()
-                .map(|x| T::from_output(StableValue::float(x)).ok())
-                .collect(),
-            List::Str(v) => v
-                .into_iter()
-                .map(|x| T::from_output(StableValue::str(x)).ok())
-                .collect(),
-            List::Tensor(v) => v
-                .into_iter()
-                .map(|x| T::from_output(StableValue::tensor(x)).ok())
-                .collect(),
-            List::Values(v) => v.into_iter().map(|x| T::from_output(x).ok()).collect(),
-        };
+        let items: Option<Vec<T>> = list
+            .clone()
+            .into_values()
+            .into_iter()
+            .map(|item| T::from_output(item).ok())
+            .collect();
         items.ok_or(value)
     }
 }

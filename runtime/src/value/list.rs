@@ -51,6 +51,18 @@ impl List {
         }
     }
 
+    /// The elements as boxed values, whatever the storage.
+    pub fn into_values(self) -> Vec<StableValue> {
+        match self {
+            List::Bool(v) => v.into_iter().map(StableValue::bool).collect(),
+            List::Int(v) => v.into_iter().map(StableValue::int).collect(),
+            List::Float(v) => v.into_iter().map(StableValue::float).collect(),
+            List::Str(v) => v.into_iter().map(StableValue::str).collect(),
+            List::Tensor(v) => v.into_iter().map(StableValue::tensor).collect(),
+            List::Values(v) => v,
+        }
+    }
+
     /// Every tensor in the list, for dispatch-key extraction.
     pub fn tensors(&self) -> impl Iterator<Item = &Tensor> {
         let (typed, boxed): (&[Tensor], &[StableValue]) = match self {
