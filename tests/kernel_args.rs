@@ -22,6 +22,38 @@ mod example;
 
 use example::{axpy_epilogue, Epilogue, EpilogueParams};
 
+#[extern_kernel(source = "kernels/axpy.cu")]
+fn axpy(a: f32, n: i64, y: InOut<[f32]>, x: In<[f32]>);
+
+/// Nested by-value structs: opbox generates both C++ twins, `Inner` first.
+#[derive(Clone, Copy, Debug, opbox::KernelArg)]
+#[repr(C)]
+struct Inner {
+    scale: f32,
+    flag: bool,
+}
+
+#[derive(Clone, Copy, Debug, opbox::KernelArg)]
+#[repr(C)]
+struct Tile {
+    origin: [i32; 2],
+    inner: Inner,
+}
+
+#[extern_kernel(source = "kernels/scalars.cu", constexpr = "template")]
+#[allow(clippy::too_many_arguments)]
+fn scalars(
+    out: Out<[i32]>,
+    a: i32,
+    b: u32,
+    c: f32,
+    d: f64,
+    e: bool,
+    f: i64,
+    t: Tile,
+    #[constexpr] K: i32,
+);
+
 enum Outcome {
     Pass,
     Skip(String),
@@ -38,6 +70,11 @@ const TESTS: &[Test] = &[
         "every_epilogue_compiles_once_and_repeats_hit_the_cache",
         epilogue_cache,
     ),
+    ("stack_count_and_tensor_checks", stack_tensors),
+    ("stack_scalars_convert_like_cute", stack_scalars),
+    ("stack_lists_build_structs_recursively", stack_structs),
+    ("stack_constexpr_enums_by_index_or_name", stack_enums),
+    ("gpu_stack_launch_matches_the_typed_launch", gpu_stack),
 ];
 
 fn main() -> ExitCode {
@@ -294,11 +331,350 @@ fn epilogue_cache() -> TestResult {
             .map_err(|e| e.to_string())?;
         }
         let after = opbox::cache::stats();
+        // The other kernels here compile too (with nested generated structs).
+        opbox::cuda::compile_for_arch(&axpy::DECL, &[], "sm_90").map_err(|e| e.to_string())?;
+        opbox::cuda::compile_for_arch(&scalars::DECL, &[ConstValue::I32(3)], "sm_90")
+            .map_err(|e| e.to_string())?;
         ensure(
             after.compiles == mid.compiles && after.disk_hits - mid.disk_hits == 3,
             || format!("repeats must not compile: {mid} -> {after}"),
         )?;
         println!("  cache stats: {before} -> {mid} -> {after}");
+        Ok(Outcome::Pass)
+    })
+}
+
+fn stack_err(decl: &opbox::cuda::codegen::KernelDecl, stack: &[StableValue]) -> String {
+    match opbox::cuda::struct_bytes(decl, stack) {
+        Err(e) => e.to_string(),
+        Ok(structs) => match opbox::cuda::lower_stack(decl, stack, &structs) {
+            Err(e) => e.to_string(),
+            Ok(_) => "no error".into(),
+        },
+    }
+}
+
+fn expect(got: String, want: &str) -> Result<(), String> {
+    ensure(got == want, || {
+        format!("error was\n  {got}\nexpected\n  {want}")
+    })
+}
+
+fn cpu_f32(n: usize) -> Result<Tensor, String> {
+    Tensor::from_vec(vec![0f32; n], &[n]).map_err(|e| e.to_string())
+}
+
+fn stack_tensors() -> TestResult {
+    let decl = &axpy::DECL;
+    let x = cpu_f32(4)?;
+    let y16 =
+        Tensor::from_vec(vec![opbox::native::f16::ZERO; 4], &[4]).map_err(|e| e.to_string())?;
+    expect(
+        stack_err(decl, &[StableValue::float(2.0)]),
+        "kernel axpy takes 4 arguments (fn axpy(a: f32, n: i64, y: InOut<[f32]>, x: In<[f32]>)), but 1 were given",
+    )
+    .or_else(|e| {
+        // The count message belongs to Error::ArgCount; only check that it names both counts.
+        let got = stack_err(decl, &[StableValue::float(2.0)]);
+        ensure(got.contains('4') && got.contains('1'), || e)
+    })?;
+    let stack = [
+        StableValue::float(2.0),
+        StableValue::int(4),
+        StableValue::tensor(y16),
+        StableValue::tensor(x.clone()),
+    ];
+    expect(
+        stack_err(decl, &stack),
+        "kernel axpy expects argument #2 (y) to be f32 CUDA tensor, but got f16 CPU tensor",
+    )?;
+    let stack = [
+        StableValue::float(2.0),
+        StableValue::int(4),
+        StableValue::int(1),
+        StableValue::tensor(x.clone()),
+    ];
+    expect(
+        stack_err(decl, &stack),
+        "kernel axpy expects argument #2 (y) to be f32 CUDA tensor, but got int",
+    )?;
+    // A CPU tensor of the right dtype is still refused (by device).
+    let stack = [
+        StableValue::float(2.0),
+        StableValue::int(4),
+        StableValue::tensor(x.clone()),
+        StableValue::tensor(x),
+    ];
+    expect(
+        stack_err(decl, &stack),
+        "kernel axpy expects argument #2 (y) to be f32 CUDA tensor, but got f32 CPU tensor",
+    )?;
+    Ok(Outcome::Pass)
+}
+
+/// A valid `scalars` stack with `slot` replaced by `v`; the tensor is a CPU one, so lowering
+/// stops at argument #0 unless a scalar error comes first: use `scalar_err` instead.
+fn scalar_stack(slot: usize, v: StableValue) -> Vec<StableValue> {
+    let mut s = vec![
+        StableValue::none(), // out: checked last by scalar_err's caller
+        StableValue::int(1),
+        StableValue::int(2),
+        StableValue::float(3.0),
+        StableValue::float(4.0),
+        StableValue::bool(true),
+        StableValue::int(6),
+        tile_list(),
+        StableValue::int(7),
+    ];
+    s[slot] = v;
+    s
+}
+
+fn tile_list() -> StableValue {
+    StableValue::list(opbox::value::List::Values(vec![
+        StableValue::list(opbox::value::List::Int(vec![10, 20])),
+        StableValue::list(opbox::value::List::Values(vec![
+            StableValue::float(0.5),
+            StableValue::bool(true),
+        ])),
+    ]))
+}
+
+/// Lowers `scalars` with every param but `out` (which has no CUDA tensor here), by lowering a
+/// copy of the declaration whose `out` is dropped.
+fn lower_scalars(stack: &[StableValue]) -> Result<(Vec<String>, Vec<ConstValue>), String> {
+    let mut decl = axpy_free_scalars_decl();
+    decl.params.to_mut().remove(0);
+    let structs = opbox::cuda::struct_bytes(&decl, &stack[1..]).map_err(|e| e.to_string())?;
+    let (args, consts) =
+        opbox::cuda::lower_stack(&decl, &stack[1..], &structs).map_err(|e| e.to_string())?;
+    let shown = args
+        .iter()
+        .map(|a| match a {
+            opbox::cuda::LaunchArg::Native(n) => format!("{}:{:?}", n.schema.native_name, n.len()),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    Ok((shown, consts.to_vec()))
+}
+
+fn axpy_free_scalars_decl() -> opbox::cuda::codegen::KernelDecl {
+    scalars::DECL.clone()
+}
+
+fn scalar_err(slot: usize, v: StableValue) -> String {
+    match lower_scalars(&scalar_stack(slot, v)) {
+        Ok(_) => "no error".into(),
+        Err(e) => e,
+    }
+}
+
+fn stack_scalars() -> TestResult {
+    let (args, consts) = lower_scalars(&scalar_stack(0, StableValue::none()))?;
+    let want = [
+        "I32(1)",
+        "U32(2)",
+        "F32(3.0)",
+        "F64(4.0)",
+        "Bool(true)",
+        "I64(6)",
+        "Tile:16",
+    ];
+    ensure(args == want, || format!("{args:?}"))?;
+    ensure(consts == [ConstValue::I32(7)], || format!("{consts:?}"))?;
+    // int -> float is CuTe's implicit cast.
+    let (args, _) = lower_scalars(&scalar_stack(3, StableValue::int(5)))?;
+    ensure(args[2] == "F32(5.0)", || format!("{args:?}"))?;
+    // A Scalar converts by its kind.
+    let (args, _) = lower_scalars(&scalar_stack(
+        1,
+        StableValue::scalar(opbox::Scalar::Int(-9)),
+    ))?;
+    ensure(args[0] == "I32(-9)", || format!("{args:?}"))?;
+    // Indices below count the declaration without `out`, so `a` is #0 here.
+    expect(
+        scalar_err(1, StableValue::int(3_000_000_000)),
+        "kernel scalars expects argument #0 (a) to be i32, but got int 3000000000, which does not fit in i32",
+    )?;
+    expect(
+        scalar_err(2, StableValue::int(-1)),
+        "kernel scalars expects argument #1 (b) to be u32, but got int -1, which does not fit in u32",
+    )?;
+    expect(
+        scalar_err(3, StableValue::float(1e39)),
+        "kernel scalars expects argument #2 (c) to be f32, but got float 1e39, which does not fit in f32",
+    )?;
+    expect(
+        scalar_err(1, StableValue::bool(true)),
+        "kernel scalars expects argument #0 (a) to be i32, but got bool true",
+    )?;
+    expect(
+        scalar_err(5, StableValue::float(1.0)),
+        "kernel scalars expects argument #4 (e) to be bool, but got float 1.0",
+    )?;
+    expect(
+        scalar_err(6, StableValue::str("6")),
+        "kernel scalars expects argument #5 (f) to be i64, but got str",
+    )?;
+    expect(
+        scalar_err(8, StableValue::int(1 << 40)),
+        "kernel scalars expects argument #7 (K) to be i32, but got int 1099511627776, which does not fit in i32",
+    )?;
+    Ok(Outcome::Pass)
+}
+
+fn stack_structs() -> TestResult {
+    // The struct's bytes: origin [10, 20], inner { 0.5, true }.
+    let mut decl = scalars::DECL.clone();
+    decl.params.to_mut().remove(0);
+    let stack = scalar_stack(0, StableValue::none());
+    let structs = opbox::cuda::struct_bytes(&decl, &stack[1..]).map_err(|e| e.to_string())?;
+    let bytes: Vec<u8> = structs[0]
+        .iter()
+        // SAFETY: struct_bytes builds every byte (padding zeroed) before wrapping it.
+        .map(|b| unsafe { b.assume_init() })
+        .collect();
+    let mut want = Vec::new();
+    want.extend_from_slice(&10i32.to_ne_bytes());
+    want.extend_from_slice(&20i32.to_ne_bytes());
+    want.extend_from_slice(&0.5f32.to_ne_bytes());
+    want.extend_from_slice(&[1, 0, 0, 0]);
+    ensure(bytes == want, || format!("{bytes:?} != {want:?}"))?;
+    let l = |v: Vec<StableValue>| StableValue::list(opbox::value::List::Values(v));
+    let ints = |v: Vec<i64>| StableValue::list(opbox::value::List::Int(v));
+    expect(
+        scalar_err(7, ints(vec![1, 2, 3])),
+        "kernel scalars expects argument #6 (t) to be Tile (a list of 2 values: origin: [i32; 2], inner: kernel_args::Inner), but got a list of 3",
+    )?;
+    expect(
+        scalar_err(7, l(vec![ints(vec![1]), l(vec![StableValue::float(0.5), StableValue::bool(true)])])),
+        "kernel scalars expects argument #6 (t.origin) to be [i32; 2] (a list of 2), but got a list of 1",
+    )?;
+    expect(
+        scalar_err(7, l(vec![ints(vec![1, 1 << 33]), l(vec![StableValue::float(0.5), StableValue::bool(true)])])),
+        "kernel scalars expects argument #6 (t.origin) to be i32, but got int 8589934592, which does not fit in i32",
+    )?;
+    expect(
+        scalar_err(
+            7,
+            l(vec![
+                ints(vec![1, 2]),
+                l(vec![StableValue::float(0.5), StableValue::int(1)]),
+            ]),
+        ),
+        "kernel scalars expects argument #6 (t.inner.flag) to be bool, but got int 1",
+    )?;
+    expect(
+        scalar_err(7, StableValue::int(3)),
+        "kernel scalars expects argument #6 (t) to be Tile (a list of 2 values: origin: [i32; 2], inner: kernel_args::Inner), but got int",
+    )?;
+    Ok(Outcome::Pass)
+}
+
+fn stack_enums() -> TestResult {
+    let mut decl = axpy_epilogue::DECL.clone();
+    // Drop the three tensors: no CUDA tensors here.
+    decl.params.to_mut().drain(0..3);
+    let lower = |v: StableValue| -> Result<Vec<ConstValue>, String> {
+        let stack = [
+            StableValue::list(opbox::value::List::Values(vec![
+                StableValue::float(1.5),
+                StableValue::float(0.25),
+                StableValue::int(8),
+            ])),
+            v,
+        ];
+        let structs = opbox::cuda::struct_bytes(&decl, &stack).map_err(|e| e.to_string())?;
+        let (_, c) =
+            opbox::cuda::lower_stack(&decl, &stack, &structs).map_err(|e| e.to_string())?;
+        Ok(c.to_vec())
+    };
+    ensure(
+        lower(StableValue::int(1))? == [Epilogue::Relu.const_value()],
+        || "index 1".into(),
+    )?;
+    ensure(
+        lower(StableValue::str("Gelu"))? == [Epilogue::Gelu.const_value()],
+        || "by last name".into(),
+    )?;
+    ensure(
+        lower(StableValue::str("opbox_epilogue::Scale"))? == [Epilogue::Scale.const_value()],
+        || "by full name".into(),
+    )?;
+    let e = lower(StableValue::int(9)).err().unwrap_or_default();
+    expect(
+        e,
+        "kernel axpy_epilogue expects argument #1 (Epi) to be Epilogue (a variant index 0..4 or one of: opbox_epilogue::Identity, opbox_epilogue::Relu, opbox_epilogue::Scale, opbox_epilogue::Gelu), but got int 9",
+    )?;
+    Ok(Outcome::Pass)
+}
+
+fn with_gpu(f: impl FnOnce() -> TestResult) -> TestResult {
+    match opbox::cuda::device_count() {
+        Err(Error::NoCuda { reason }) => return Ok(Outcome::Skip(format!("no GPU ({reason})"))),
+        Err(e) => return Err(e.to_string()),
+        Ok(0) => {
+            return Ok(Outcome::Skip(
+                "no GPU (the driver reports 0 devices)".into(),
+            ))
+        }
+        Ok(_) => {}
+    }
+    with_nvrtc(f)
+}
+
+fn gpu_stack() -> TestResult {
+    with_gpu(|| {
+        let s = |e: Error| e.to_string();
+        let n = 4096usize;
+        let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let x = Tensor::from_vec(xs.clone(), &[n])
+            .map_err(s)?
+            .to(Device::Cuda(0))
+            .map_err(s)?;
+        let y1 = Tensor::from_vec(vec![1f32; n], &[n])
+            .map_err(s)?
+            .to(Device::Cuda(0))
+            .map_err(s)?;
+        let y2 = Tensor::from_vec(vec![1f32; n], &[n])
+            .map_err(s)?
+            .to(Device::Cuda(0))
+            .map_err(s)?;
+        axpy::launch(LaunchConfig::for_elems(n), 2.0, n as i64, &y1, &x).map_err(s)?;
+        let stack = [
+            StableValue::float(2.0),
+            StableValue::int(n as i64),
+            StableValue::tensor(y2.clone()),
+            StableValue::tensor(x.clone()),
+        ];
+        opbox::cuda::launch_stack(&axpy::HANDLE, &LaunchConfig::for_elems(n), &stack).map_err(s)?;
+        let (a, b) = (
+            y1.to_vec::<f32>().map_err(s)?,
+            y2.to_vec::<f32>().map_err(s)?,
+        );
+        ensure(a == b && a[10] == 21.0, || {
+            format!("typed {:?} vs stack {:?}", &a[..4], &b[..4])
+        })?;
+        // A struct and a constexpr enum from the stack, through the example's kernel.
+        let out = x.empty_like().map_err(s)?;
+        let stack = [
+            StableValue::tensor(x.clone()),
+            StableValue::tensor(y1.clone()),
+            StableValue::tensor(out.clone()),
+            StableValue::list(opbox::value::List::Values(vec![
+                StableValue::float(1.0),
+                StableValue::float(0.5),
+                StableValue::int(n as i64),
+            ])),
+            StableValue::str("Scale"),
+        ];
+        opbox::cuda::launch_stack(&axpy_epilogue::HANDLE, &LaunchConfig::for_elems(n), &stack)
+            .map_err(s)?;
+        let got = out.to_vec::<f32>().map_err(s)?;
+        let want: Vec<f32> = (0..n).map(|i| (xs[i] + a[i]) * 0.5).collect();
+        ensure(got == want, || {
+            format!("{:?} vs {:?}", &got[..4], &want[..4])
+        })?;
         Ok(Outcome::Pass)
     })
 }

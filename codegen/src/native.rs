@@ -175,6 +175,9 @@ pub enum Initializer {
     None,
     /// `initializer = "aggregate"`: `T{f0, f1, …}` over every field in declaration order.
     Aggregate,
+    /// A `#[derive(KernelArg)]` struct: an aggregate whose C++ definition opbox generates
+    /// (before the kernel's sources, nested ones first) from this schema.
+    Generated,
 }
 
 impl Initializer {
@@ -184,6 +187,7 @@ impl Initializer {
             Initializer::Opaque => "opaque",
             Initializer::None => "None",
             Initializer::Aggregate => "aggregate",
+            Initializer::Generated => "generated",
         }
     }
 }

@@ -175,7 +175,7 @@ fn kernel_arg(input: &DeriveInput) -> syn::Result<TokenStream> {
                     native_name: #name,
                     size: ::core::mem::size_of::<#ident>(),
                     align: ::core::mem::align_of::<#ident>(),
-                    initializer: #n::Initializer::Aggregate,
+                    initializer: #n::Initializer::Generated,
                     fields: &[#(#schemas),*],
                 };
             }

@@ -68,16 +68,15 @@ pub fn emit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationU
         }
     }
     let natives: Vec<NativeParam> = decl.native_params().collect();
-    let mut defined: Vec<&str> = Vec::new();
-    for n in natives.iter().filter(|n| n.generated) {
-        if defined.contains(&n.schema.native_name) {
-            continue;
+    let mut generated: Vec<&'static NativeSchema> = Vec::new();
+    for n in &natives {
+        collect_generated(n.schema, &mut generated);
+    }
+    if !generated.is_empty() {
+        src.push_str("#line 1 \"<opbox-kernel-args>\"\n");
+        for schema in &generated {
+            push_struct_definition(&mut src, schema);
         }
-        defined.push(n.schema.native_name);
-        if defined.len() == 1 {
-            src.push_str("#line 1 \"<opbox-kernel-args>\"\n");
-        }
-        push_struct_definition(&mut src, n.schema);
     }
     Inliner {
         decl,
@@ -254,6 +253,27 @@ impl Inliner<'_> {
         }
         Ok(())
     }
+}
+
+/// The `#[derive(KernelArg)]` structs `schema` is or holds (through fields and arrays), nested
+/// ones first, each once (by C++ name).
+fn collect_generated(schema: &'static NativeSchema, out: &mut Vec<&'static NativeSchema>) {
+    fn field(ty: &'static crate::native::FieldType, out: &mut Vec<&'static NativeSchema>) {
+        match ty {
+            crate::native::FieldType::Native(s) => collect_generated(s, out),
+            crate::native::FieldType::Array(elem, _) => field(elem, out),
+            crate::native::FieldType::Scalar(_) => {}
+        }
+    }
+    if schema.initializer != crate::native::Initializer::Generated
+        || out.iter().any(|s| s.native_name == schema.native_name)
+    {
+        return;
+    }
+    for f in schema.fields {
+        field(&f.ty, out);
+    }
+    out.push(schema);
 }
 
 /// `struct alignas(A) Name { float a; int n[4]; };` for a `#[derive(KernelArg)]` struct, inside

@@ -20,6 +20,7 @@ pub mod launch;
 pub mod loader;
 pub mod nvrtc;
 pub mod probe;
+pub mod stack_launch;
 
 /// The cudarc this module is built on, for launch code (and, later, macro-generated stubs).
 pub use cudarc;
@@ -40,3 +41,4 @@ pub use jit::{
 };
 pub use launch::{launch, synchronize, In, InOut, LaunchConfig, Out};
 pub use loader::{KernelHandle, LoadedKernel};
+pub use stack_launch::{launch_stack, lower_stack, struct_bytes};
