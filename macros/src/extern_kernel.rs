@@ -628,9 +628,15 @@ fn emit(
     } else {
         quote!(::opbox::__private::cuda::ConstexprStyle::Defines)
     };
+    let c_signature_doc = format!(
+        " Launches the CUDA entry `{entry}` of `{}`; checks every tensor's dtype and device first.",
+        files.first().map_or("", |f| f.name.as_str())
+    );
     let mut fn_params = Vec::new();
     let mut launch_args = Vec::new();
     let mut const_args = Vec::new();
+    let mut runtime_params = Vec::new();
+    let mut const_params = Vec::new();
     for p in params {
         let name = &p.name;
         let (ty, value) = rust_arg(p);
@@ -640,14 +646,49 @@ fn emit(
             DeclKind::Known(ParamKind::Constexpr(_)) | DeclKind::Constexpr(_)
         ) {
             const_args.push(value);
+            const_params.push(quote!(#name: #ty));
         } else {
             launch_args.push(value);
+            runtime_params.push(quote!(#name: #ty));
         }
     }
-    let c_signature_doc = format!(
-        " Launches the CUDA entry `{entry}` of `{}`; checks every tensor's dtype and device first.",
-        files.first().map_or("", |f| f.name.as_str())
-    );
+    let n_const = const_args.len();
+    // With #[constexpr] params: `specialize(constexprs…)` fixes them once and gives a launcher
+    // that takes the runtime params only (CuTe's compiled function, which excludes its
+    // Constexpr args): passing a constexpr to it is a rustc arity error.
+    let specialized = (n_const > 0).then(|| {
+        let doc = format!(
+            " `{rust_name}` with its #[constexpr] params fixed: `launch` takes the runtime params only."
+        );
+        quote! {
+            #[doc = #doc]
+            #[derive(Clone, Copy, Debug)]
+            pub struct Specialized {
+                values: [::opbox::__private::cuda::ConstValue; #n_const],
+            }
+
+            /// Fixes the #[constexpr] params (one specialization, compiled at its first launch and
+            /// cached in memory and on disk); the result launches with the runtime params only.
+            #[inline]
+            pub fn specialize(#(#const_params),*) -> Specialized {
+                Specialized { values: [#(#const_args),*] }
+            }
+
+            impl Specialized {
+                /// The constexpr values, in declaration order.
+                pub fn values(&self) -> &[::opbox::__private::cuda::ConstValue] {
+                    &self.values
+                }
+
+                #[doc = #c_signature_doc]
+                #[allow(clippy::too_many_arguments)]
+                #[inline]
+                pub fn launch(&self, cfg: ::opbox::cuda::LaunchConfig, #(#runtime_params),*) -> ::opbox::Result<()> {
+                    ::opbox::cuda::launch(&HANDLE, &cfg, &[#(#launch_args),*], &self.values)
+                }
+            }
+        }
+    });
     quote! {
         #(#docs)*
         #[allow(non_snake_case)]
@@ -671,6 +712,8 @@ fn emit(
 
             /// The loaded kernel per device (and per #[constexpr] value set), loaded on first use.
             pub static HANDLE: ::opbox::cuda::KernelHandle = ::opbox::cuda::KernelHandle::new(&DECL);
+
+            #specialized
 
             #[doc = #c_signature_doc]
             #[allow(clippy::too_many_arguments)]

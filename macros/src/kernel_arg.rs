@@ -132,7 +132,7 @@ fn kernel_arg(input: &DeriveInput) -> syn::Result<TokenStream> {
             #[diagnostic::on_unimplemented(
                 message = #message,
                 label = "not a by-value kernel argument type",
-                note = "a #[derive(KernelArg)] field is a scalar (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool), half::f16 or half::bf16, a #[derive(NativeType)] type, or a fixed array [T; N] of those",
+                note = "a #[derive(KernelArg)] field is a scalar (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool), half::f16 or half::bf16, a #[derive(NativeType)] type, another #[derive(KernelArg)] struct, or a fixed array [T; N] of those (a tuple is not: use an array or a struct)",
                 note = "device buffers (tensors) are separate kernel parameters: In<[T]>, Out<[T]>, InOut<[T]>"
             )]
             trait #tr {
