@@ -6,7 +6,10 @@
 //! - the first launch in a fresh process over a warm disk cache, context creation excluded (this
 //!   binary re-runs itself as a child with `--first-launch-child`);
 //! - an in-process repeat lookup of a loaded kernel;
-//! - axpy over 256 M f32, in TB/s (3 × 4 B × n / time).
+//! - axpy over 256 M f32, in TB/s (3 × 4 B × n / time);
+//! - (d) the same empty kernel with 2 `#[constexpr]` params (an int and a bool, as defines): the
+//!   launch with its specialization lookup, and the lookup alone;
+//! - (e) the stack-typed launch (`launch_stack` from a StableValue stack) against (b).
 //!
 //! Without a GPU it prints "skipped: no GPU" and exits 0.
 //! `cargo bench --bench launch`; scripts/gpu-check runs it on the GPU machine.
@@ -21,6 +24,11 @@ use opbox::prelude::*;
 
 #[extern_kernel(source = "../examples/kernels/empty.cu")]
 fn empty(x: In<[f32]>);
+
+/// `empty` again, with 2 constexpr params that become unused defines: the same kernel, so (d)
+/// against (b) is the cost of the specialization lookup.
+#[extern_kernel(source = "../examples/kernels/empty.cu", entry = "empty")]
+fn empty_k2(x: In<[f32]>, #[constexpr] OPBOX_BENCH_A: i32, #[constexpr] OPBOX_BENCH_B: bool);
 
 #[extern_kernel(source = "../examples/kernels/axpby.cu", entry = "axpby")]
 fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64);
@@ -146,6 +154,37 @@ fn bench() -> opbox::Result<()> {
     }
     let lookup_ns = t.elapsed().as_secs_f64() * 1e9 / f64::from(reps);
 
+    // (d): 2 constexprs; two specializations loaded, the second one looked up.
+    empty_k2::launch(LaunchConfig::single(), &x, 1, false)?;
+    empty_k2::launch(LaunchConfig::single(), &x, 3, true)?;
+    synchronize(0)?;
+    let d = per_launch_us(rounds, per_round, || {
+        empty_k2::launch(
+            LaunchConfig::single(),
+            black_box(&x),
+            black_box(3),
+            black_box(true),
+        )
+    })?;
+    let spec_values = [
+        opbox::cuda::codegen::ConstValue::I32(3),
+        opbox::cuda::codegen::ConstValue::Bool(true),
+    ];
+    let t = Instant::now();
+    for _ in 0..reps {
+        black_box(empty_k2::HANDLE.get_specialized(black_box(0), black_box(&spec_values))?);
+    }
+    let spec_ns = t.elapsed().as_secs_f64() * 1e9 / f64::from(reps);
+
+    // (e): the stack-typed launch of `empty`, and (b) again in the same run, interleaved.
+    let stack = [StableValue::tensor(x.clone())];
+    let e = per_launch_us(rounds, per_round, || {
+        opbox::cuda::launch_stack(&empty::HANDLE, &LaunchConfig::single(), black_box(&stack))
+    })?;
+    let b2 = per_launch_us(rounds, per_round, || {
+        empty::launch(LaunchConfig::single(), black_box(&x))
+    })?;
+
     let exe = std::env::current_exe().map_err(|e| Error::msg(e.to_string()))?;
     let mut first = Vec::new();
     for _ in 0..3 {
@@ -222,6 +261,20 @@ fn bench() -> opbox::Result<()> {
         "| in-process repeat lookup | {lookup_ns:.1} ns | ≤ 100 ns | {:.2} of goal {} |",
         lookup_ns / 100.0,
         verdict(lookup_ns <= 100.0)
+    );
+    println!(
+        "| (d) stub launch, 2 constexpr params (same empty kernel) | {d:.3} µs | | (d)/(b) = {:.3} |",
+        d / b
+    );
+    println!(
+        "| specialization lookup, 2 constexpr params | {spec_ns:.1} ns | ≤ 100 ns | {:.2} of goal {} |",
+        spec_ns / 100.0,
+        verdict(spec_ns <= 100.0)
+    );
+    println!(
+        "| (e) stack-typed launch vs (b) in the same run ({b2:.3} µs) | {e:.3} µs | (e)/(b) ≤ 1.15 | (e)/(b) = {:.3} {} |",
+        e / b2,
+        verdict(e / b2 <= 1.15)
     );
     println!(
         "| axpy, 256 M f32 | {tbps:.3} TB/s ({:.3} ms) | ≥ 3.2 TB/s | {:.3} of goal, {:.3} of raw 3.43 {} |",

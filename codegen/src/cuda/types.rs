@@ -206,6 +206,17 @@ impl ConstValue {
         match (self, other) {
             (ConstValue::F32(a), ConstValue::F32(b)) => a.to_bits() == b.to_bits(),
             (ConstValue::F64(a), ConstValue::F64(b)) => a.to_bits() == b.to_bits(),
+            // The derive's strings are 'static literals: equal pointers settle most compares.
+            (
+                ConstValue::Type {
+                    enum_name: e1,
+                    cpp: c1,
+                },
+                ConstValue::Type {
+                    enum_name: e2,
+                    cpp: c2,
+                },
+            ) => (std::ptr::eq(*c1, *c2) || c1 == c2) && (std::ptr::eq(*e1, *e2) || e1 == e2),
             _ => self == other,
         }
     }

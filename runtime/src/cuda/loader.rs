@@ -26,17 +26,68 @@ pub struct LoadedKernel {
     pub kind: ImageKind,
 }
 
-struct Specialization {
+struct Specialization<T> {
     ordinal: usize,
     values: Vec<ConstValue>,
-    kernel: Arc<LoadedKernel>,
+    kernel: Arc<T>,
+}
+
+/// The specializations of one kernel: `(device, constexpr values) → T`, read-locked and scanned
+/// (a kernel has few), values compared bit for bit. Generic so that its lookup can be measured
+/// without a GPU (benches/kernel_args.rs).
+pub struct SpecTable<T> {
+    list: RwLock<Vec<Specialization<T>>>,
+}
+
+impl<T> Default for SpecTable<T> {
+    fn default() -> Self {
+        SpecTable::new()
+    }
+}
+
+impl<T> SpecTable<T> {
+    pub const fn new() -> SpecTable<T> {
+        SpecTable {
+            list: RwLock::new(Vec::new()),
+        }
+    }
+
+    /// The entry for `(ordinal, values)`: a read lock, a short scan and an `Arc` clone.
+    #[inline]
+    pub fn find(&self, ordinal: usize, values: &[ConstValue]) -> Option<Arc<T>> {
+        let list = self.list.read().unwrap_or_else(|p| p.into_inner());
+        list.iter()
+            .find(|s| {
+                s.ordinal == ordinal
+                    && s.values.len() == values.len()
+                    && s.values.iter().zip(values).all(|(a, b)| a.same_bits(b))
+            })
+            .map(|s| Arc::clone(&s.kernel))
+    }
+
+    pub fn insert(&self, ordinal: usize, values: &[ConstValue], kernel: Arc<T>) {
+        let mut list = self.list.write().unwrap_or_else(|p| p.into_inner());
+        list.push(Specialization {
+            ordinal,
+            values: values.to_vec(),
+            kernel,
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Per-declaration cache of loaded kernels; `const`-constructible for use in a `static`.
 pub struct KernelHandle {
     decl: &'static KernelDecl,
     plain: [OnceLock<LoadedKernel>; MAX_DEVICES],
-    specialized: RwLock<Vec<Specialization>>,
+    specialized: SpecTable<LoadedKernel>,
     /// Serializes first loads of this kernel, so concurrent first launches compile once.
     loading: Mutex<()>,
 }
@@ -46,7 +97,7 @@ impl KernelHandle {
         KernelHandle {
             decl,
             plain: [const { OnceLock::new() }; MAX_DEVICES],
-            specialized: RwLock::new(Vec::new()),
+            specialized: SpecTable::new(),
             loading: Mutex::new(()),
         }
     }
@@ -89,24 +140,12 @@ impl KernelHandle {
         }
         let kernel = Arc::new(load(self.decl, values, device(ordinal)?)?);
         MEMORY_ENTRIES.fetch_add(1, Ordering::Relaxed);
-        let mut list = self.specialized.write().unwrap_or_else(|p| p.into_inner());
-        list.push(Specialization {
-            ordinal,
-            values: values.to_vec(),
-            kernel: kernel.clone(),
-        });
+        self.specialized.insert(ordinal, values, kernel.clone());
         Ok(kernel)
     }
 
     fn find(&self, ordinal: usize, values: &[ConstValue]) -> Option<Arc<LoadedKernel>> {
-        let list = self.specialized.read().unwrap_or_else(|p| p.into_inner());
-        list.iter()
-            .find(|s| {
-                s.ordinal == ordinal
-                    && s.values.len() == values.len()
-                    && s.values.iter().zip(values).all(|(a, b)| a.same_bits(b))
-            })
-            .map(|s| Arc::clone(&s.kernel))
+        self.specialized.find(ordinal, values)
     }
 
     fn error(&self, message: String) -> Error {

@@ -40,5 +40,5 @@ pub use jit::{
     compile_cached, compile_for_arch, compile_for_device, CacheOutcome, Compiled, Target,
 };
 pub use launch::{launch, synchronize, In, InOut, LaunchConfig, Out};
-pub use loader::{KernelHandle, LoadedKernel};
+pub use loader::{KernelHandle, LoadedKernel, SpecTable};
 pub use stack_launch::{launch_stack, lower_stack, struct_bytes};
