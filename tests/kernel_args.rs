@@ -40,6 +40,22 @@ struct Tile {
     inner: Inner,
 }
 
+/// A native type (its C++ twin is the user's), passed by value.
+#[derive(Clone, Copy, Debug, opbox::NativeType)]
+#[repr(C)]
+#[native(name = "my_addon::Color", initializer = "aggregate")]
+pub struct Color {
+    r: f32,
+    g: f32,
+    b: f32,
+}
+
+#[extern_kernel(source = "kernels/tint.cu")]
+fn tint(out: Out<[f32]>, c: Color, s: f32);
+
+#[extern_kernel(source = "kernels/tint_swapped.cu", entry = "tint")]
+fn tint_swapped(out: Out<[f32]>, c: Color, s: f32);
+
 #[extern_kernel(source = "kernels/scalars.cu", constexpr = "template")]
 #[allow(clippy::too_many_arguments)]
 fn scalars(
@@ -74,6 +90,7 @@ const TESTS: &[Test] = &[
     ("stack_scalars_convert_like_cute", stack_scalars),
     ("stack_lists_build_structs_recursively", stack_structs),
     ("stack_constexpr_enums_by_index_or_name", stack_enums),
+    ("native_type_params_are_checked_by_nvrtc", native_params),
     ("gpu_stack_launch_matches_the_typed_launch", gpu_stack),
 ];
 
@@ -676,5 +693,27 @@ fn gpu_stack() -> TestResult {
             format!("{:?} vs {:?}", &got[..4], &want[..4])
         })?;
         Ok(Outcome::Pass)
+    })
+}
+
+fn native_params() -> TestResult {
+    with_nvrtc(|| {
+        ensure(
+            tint::DECL.c_signature()
+                == "__global__ void tint(float* out, my_addon::Color c, float s)",
+            || tint::DECL.c_signature(),
+        )?;
+        opbox::cuda::compile_for_arch(&tint::DECL, &[], "sm_90").map_err(|e| e.to_string())?;
+        match opbox::cuda::compile_for_arch(&tint_swapped::DECL, &[], "sm_90") {
+            Ok(_) => Err("a C++ Color with swapped fields compiled".into()),
+            Err(e) => {
+                let m = e.to_string();
+                ensure(
+                    m.contains("my_addon::Color::r") && m.contains("incompatible offset"),
+                    || format!("unexpected error: {m}"),
+                )?;
+                Ok(Outcome::Pass)
+            }
+        }
     })
 }
