@@ -147,9 +147,14 @@ pub fn launch(
     let mut count = 0usize;
     // (index, name, device) of the first tensor: all others must be on its device.
     let mut first: Option<(usize, &str, Device)> = None;
-    let mut params = decl.params.iter().filter(|p| p.kind.in_launch_abi());
+    // Messages count every declared parameter (constexprs too), as the stack path does.
+    let mut params = decl
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.kind.in_launch_abi());
     for (index, arg) in args.iter().enumerate() {
-        let Some(param) = params.next() else {
+        let Some((decl_index, param)) = params.next() else {
             return Err(arg_count(decl, args.len()));
         };
         if index >= MAX_LAUNCH_ARGS {
@@ -160,7 +165,7 @@ pub fn launch(
         }
         let bad = |expected: String, got: String| Error::ArgType {
             op: kernel(),
-            index,
+            index: decl_index,
             name: param.name.to_string(),
             expected,
             got,
@@ -186,14 +191,14 @@ pub fn launch(
                     ));
                 }
                 match first {
-                    None => first = Some((index, &param.name, x.device())),
+                    None => first = Some((decl_index, &param.name, x.device())),
                     Some((fi, fname, fdev)) if fdev != x.device() => {
                         return Err(Error::MixedDevices {
                             op: kernel(),
                             first_index: fi,
                             first_name: fname.to_string(),
                             first_device: fdev,
-                            index,
+                            index: decl_index,
                             name: param.name.to_string(),
                             device: x.device(),
                         })
@@ -314,13 +319,19 @@ fn arg_count(decl: &KernelDecl, got: usize) -> Error {
 
 /// An `Out`/`InOut` that shares storage with an `In` would race with the kernel's reads.
 fn check_aliases(decl: &KernelDecl, args: &[LaunchArg<'_>]) -> Result<()> {
-    let launch_params = || decl.params.iter().filter(|p| p.kind.in_launch_abi());
+    // `#N` is the declaration's index, as in every other message.
+    let launch_params = || {
+        decl.params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.kind.in_launch_abi())
+    };
     // Few params: a quadratic scan beats any set, and allocates nothing.
-    for (i, (p, a)) in launch_params().zip(args).enumerate() {
+    for ((i, p), a) in launch_params().zip(args) {
         let (ParamKind::Out(_) | ParamKind::InOut(_), LaunchArg::Tensor(w)) = (p.kind, a) else {
             continue;
         };
-        for (j, (q, b)) in launch_params().zip(args).enumerate() {
+        for ((j, q), b) in launch_params().zip(args) {
             let (ParamKind::In(_), LaunchArg::Tensor(r)) = (q.kind, b) else {
                 continue;
             };
