@@ -250,35 +250,42 @@ fn enum_value(at: &At<'_>, e: EnumParam, v: &StableValue) -> Result<ConstValue> 
     }
 }
 
-/// The values of a list, each as a borrowed or made StableValue.
-fn list_items(list: &List) -> Vec<StableValue> {
-    match list {
-        List::Int(v) => v.iter().map(|&i| StableValue::int(i)).collect(),
-        List::Float(v) => v.iter().map(|&f| StableValue::float(f)).collect(),
-        List::Bool(v) => v.iter().map(|&b| StableValue::bool(b)).collect(),
-        List::Values(v) => v.iter().map(copy_plain).collect(),
-        List::Str(_) | List::Tensor(_) => Vec::new(),
+/// Item `i` of a list: borrowed from a boxed list, made (no allocation) for a typed one.
+enum Item<'a> {
+    Made(StableValue),
+    Borrowed(&'a StableValue),
+}
+
+impl std::ops::Deref for Item<'_> {
+    type Target = StableValue;
+    fn deref(&self) -> &StableValue {
+        match self {
+            Item::Made(v) => v,
+            Item::Borrowed(v) => v,
+        }
     }
 }
 
-/// A copy of a plain value (numbers and nested lists; anything else becomes None, which the
-/// conversion then rejects by name).
-fn copy_plain(v: &StableValue) -> StableValue {
-    match v.tag() {
-        Some(Tag::Int) => v.as_int().map_or_else(StableValue::none, StableValue::int),
-        Some(Tag::Float) => v
-            .as_float()
-            .map_or_else(StableValue::none, StableValue::float),
-        Some(Tag::Bool) => v
-            .as_bool()
-            .map_or_else(StableValue::none, StableValue::bool),
-        Some(Tag::Scalar) => v
-            .as_scalar()
-            .map_or_else(StableValue::none, StableValue::scalar),
-        Some(Tag::List) => v
-            .as_list()
-            .map_or_else(StableValue::none, |l| StableValue::list(l.clone())),
-        _ => StableValue::none(),
+fn list_item(list: &List, i: usize) -> Item<'_> {
+    match list {
+        List::Int(v) => Item::Made(
+            v.get(i)
+                .map_or_else(StableValue::none, |&x| StableValue::int(x)),
+        ),
+        List::Float(v) => Item::Made(
+            v.get(i)
+                .map_or_else(StableValue::none, |&x| StableValue::float(x)),
+        ),
+        List::Bool(v) => Item::Made(
+            v.get(i)
+                .map_or_else(StableValue::none, |&x| StableValue::bool(x)),
+        ),
+        List::Values(v) => v
+            .get(i)
+            .map_or(Item::Made(StableValue::none()), Item::Borrowed),
+        // Strings and tensors are not numbers: the conversion names what it got.
+        List::Str(_) => Item::Made(StableValue::str("")),
+        List::Tensor(_) => Item::Made(StableValue::none()),
     }
 }
 
@@ -313,15 +320,15 @@ fn write_struct(at: &At<'_>, schema: &NativeSchema, v: &StableValue, out: &mut [
     let Some(list) = v.as_list() else {
         return Err(at.bad(expected(), v.describe()));
     };
-    let items = list_items(list);
-    if items.len() != schema.fields.len() || items.len() != list.len() {
+    if list.len() != schema.fields.len() {
         return Err(at.bad(expected(), format!("a list of {}", list.len())));
     }
-    for (f, item) in schema.fields.iter().zip(&items) {
+    for (i, f) in schema.fields.iter().enumerate() {
+        let item = list_item(list, i);
         let dst = out
             .get_mut(f.offset..f.offset + f.ty.size())
             .ok_or_else(|| at.bad(expected(), "a schema whose field lies outside the struct"))?;
-        write_field(at, &f.ty, item, dst).map_err(|e| in_field(e, f.name))?;
+        write_field(at, &f.ty, &item, dst).map_err(|e| in_field(e, f.name))?;
     }
     Ok(())
 }
@@ -359,13 +366,17 @@ fn write_field(at: &At<'_>, ty: &FieldType, v: &StableValue, dst: &mut [u8]) -> 
             let Some(list) = v.as_list() else {
                 return Err(at.bad(expected(), v.describe()));
             };
-            let items = list_items(list);
-            if items.len() != *n || list.len() != *n {
+            if list.len() != *n {
                 return Err(at.bad(expected(), format!("a list of {}", list.len())));
             }
             let size = elem.size();
-            for (i, item) in items.iter().enumerate() {
-                write_field(at, elem, item, &mut dst[i * size..(i + 1) * size])?;
+            for i in 0..*n {
+                write_field(
+                    at,
+                    elem,
+                    &list_item(list, i),
+                    &mut dst[i * size..(i + 1) * size],
+                )?;
             }
             Ok(())
         }
@@ -390,13 +401,15 @@ fn write_scalar(at: &At<'_>, s: NativeScalar, num: Scalar, dst: &mut [u8]) -> Re
         )
     };
     let wrong = || at.bad(s.rust_name(), scalar_word(num));
+    let mut buf = [0u8; 8];
+    let mut put = |b: &[u8]| {
+        buf[..b.len()].copy_from_slice(b);
+        b.len()
+    };
     macro_rules! int {
         ($t:ty) => {
             match num {
-                Scalar::Int(i) => <$t>::try_from(i)
-                    .map_err(|_| overflow())?
-                    .to_ne_bytes()
-                    .to_vec(),
+                Scalar::Int(i) => put(&<$t>::try_from(i).map_err(|_| overflow())?.to_ne_bytes()),
                 _ => return Err(wrong()),
             }
         };
@@ -408,9 +421,9 @@ fn write_scalar(at: &At<'_>, s: NativeScalar, num: Scalar, dst: &mut [u8]) -> Re
             Scalar::Bool(_) => Err(wrong()),
         }
     };
-    let bytes: Vec<u8> = match s {
+    let len: usize = match s {
         NativeScalar::Bool => match num {
-            Scalar::Bool(b) => vec![u8::from(b)],
+            Scalar::Bool(b) => put(&[u8::from(b)]),
             _ => return Err(wrong()),
         },
         NativeScalar::I8 => int!(i8),
@@ -427,16 +440,16 @@ fn write_scalar(at: &At<'_>, s: NativeScalar, num: Scalar, dst: &mut [u8]) -> Re
             if f.is_finite() && !x.is_finite() {
                 return Err(overflow());
             }
-            x.to_ne_bytes().to_vec()
+            put(&x.to_ne_bytes())
         }
-        NativeScalar::F64 => float(num)?.to_ne_bytes().to_vec(),
+        NativeScalar::F64 => put(&float(num)?.to_ne_bytes()),
         NativeScalar::F16 => {
             let f = float(num)?;
             let x = half::f16::from_f64(f);
             if f.is_finite() && !x.is_finite() {
                 return Err(overflow());
             }
-            x.to_ne_bytes().to_vec()
+            put(&x.to_ne_bytes())
         }
         NativeScalar::BF16 => {
             let f = float(num)?;
@@ -444,9 +457,9 @@ fn write_scalar(at: &At<'_>, s: NativeScalar, num: Scalar, dst: &mut [u8]) -> Re
             if f.is_finite() && !x.is_finite() {
                 return Err(overflow());
             }
-            x.to_ne_bytes().to_vec()
+            put(&x.to_ne_bytes())
         }
     };
-    dst.copy_from_slice(&bytes);
+    dst.copy_from_slice(&buf[..len]);
     Ok(())
 }
