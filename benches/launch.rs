@@ -80,27 +80,44 @@ fn first_launch_child() -> opbox::Result<()> {
     Ok(())
 }
 
-/// Median per-launch µs over `rounds` rounds of `per_round` launches each, synchronized.
-fn per_launch_us(
+/// One way of launching, measured by [`interleaved`].
+type Launcher<'a> = Box<dyn FnMut() -> opbox::Result<()> + 'a>;
+
+/// Median per-launch µs of each launcher over `rounds` rounds of `per_round` launches each,
+/// synchronized. The launchers take turns within every round (in a rotating order), so clock
+/// and queue drift between phases cannot masquerade as a difference between them.
+fn interleaved(
     rounds: usize,
     per_round: usize,
-    mut launch: impl FnMut() -> opbox::Result<()>,
-) -> opbox::Result<f64> {
-    for _ in 0..per_round {
-        launch()?;
-    }
-    synchronize(0)?;
-    let mut samples = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let t = Instant::now();
+    launchers: &mut [Launcher<'_>],
+) -> opbox::Result<Vec<f64>> {
+    for launch in launchers.iter_mut() {
         for _ in 0..per_round {
             launch()?;
         }
-        synchronize(0)?;
-        samples.push(t.elapsed().as_secs_f64() * 1e6 / per_round as f64);
     }
-    samples.sort_by(f64::total_cmp);
-    Ok(samples[samples.len() / 2])
+    synchronize(0)?;
+    let n = launchers.len();
+    let mut samples = vec![Vec::with_capacity(rounds); n];
+    for round in 0..rounds {
+        for k in 0..n {
+            let which = (round + k) % n;
+            let launch = &mut launchers[which];
+            let t = Instant::now();
+            for _ in 0..per_round {
+                launch()?;
+            }
+            synchronize(0)?;
+            samples[which].push(t.elapsed().as_secs_f64() * 1e6 / per_round as f64);
+        }
+    }
+    Ok(samples
+        .into_iter()
+        .map(|mut s| {
+            s.sort_by(f64::total_cmp);
+            s[s.len() / 2]
+        })
+        .collect())
 }
 
 fn bench() -> opbox::Result<()> {
@@ -133,19 +150,25 @@ fn bench() -> opbox::Result<()> {
         block_dim: (1, 1, 1),
         shared_mem_bytes: 0,
     };
-    let a = per_launch_us(rounds, per_round, || {
-        let mut b = dev.stream.launch_builder(function);
-        b.arg(&ptr);
-        // SAFETY: `empty(const float*)` takes one device pointer; `ptr` is x's live allocation.
-        unsafe { b.launch(raw_cfg) }
-            .map(|_| ())
-            .map_err(|e| Error::msg(e.to_string()))
-    })?;
-    let b = per_launch_us(rounds, per_round, || {
-        empty::launch(LaunchConfig::single(), black_box(&x))
-    })?;
     let op = opbox::op("launchbench::noop")?;
-    let c = per_launch_us(rounds, per_round, || op.call::<_, ()>((black_box(&x),)))?;
+    let abc = interleaved(
+        rounds,
+        per_round,
+        &mut [
+            Box::new(|| {
+                let mut b = dev.stream.launch_builder(function);
+                b.arg(&ptr);
+                // SAFETY: `empty(const float*)` takes one device pointer; `ptr` is x's live
+                // allocation.
+                unsafe { b.launch(raw_cfg) }
+                    .map(|_| ())
+                    .map_err(|e| Error::msg(e.to_string()))
+            }),
+            Box::new(|| empty::launch(LaunchConfig::single(), black_box(&x))),
+            Box::new(|| op.call::<_, ()>((black_box(&x),))),
+        ],
+    )?;
+    let (a, b, c) = (abc[0], abc[1], abc[2]);
 
     let reps = 10_000_000u32;
     let t = Instant::now();
@@ -158,14 +181,18 @@ fn bench() -> opbox::Result<()> {
     empty_k2::launch(LaunchConfig::single(), &x, 1, false)?;
     empty_k2::launch(LaunchConfig::single(), &x, 3, true)?;
     synchronize(0)?;
-    let d = per_launch_us(rounds, per_round, || {
-        empty_k2::launch(
-            LaunchConfig::single(),
-            black_box(&x),
-            black_box(3),
-            black_box(true),
-        )
-    })?;
+    let d = interleaved(
+        rounds,
+        per_round,
+        &mut [Box::new(|| {
+            empty_k2::launch(
+                LaunchConfig::single(),
+                black_box(&x),
+                black_box(3),
+                black_box(true),
+            )
+        })],
+    )?[0];
     let spec_values = [
         opbox::cuda::codegen::ConstValue::I32(3),
         opbox::cuda::codegen::ConstValue::Bool(true),
@@ -178,12 +205,21 @@ fn bench() -> opbox::Result<()> {
 
     // (e): the stack-typed launch of `empty`, and (b) again in the same run, interleaved.
     let stack = [StableValue::tensor(x.clone())];
-    let e = per_launch_us(rounds, per_round, || {
-        opbox::cuda::launch_stack(&empty::HANDLE, &LaunchConfig::single(), black_box(&stack))
-    })?;
-    let b2 = per_launch_us(rounds, per_round, || {
-        empty::launch(LaunchConfig::single(), black_box(&x))
-    })?;
+    let eb = interleaved(
+        rounds,
+        per_round,
+        &mut [
+            Box::new(|| {
+                opbox::cuda::launch_stack(
+                    &empty::HANDLE,
+                    &LaunchConfig::single(),
+                    black_box(&stack),
+                )
+            }),
+            Box::new(|| empty::launch(LaunchConfig::single(), black_box(&x))),
+        ],
+    )?;
+    let (e, b2) = (eb[0], eb[1]);
 
     let exe = std::env::current_exe().map_err(|e| Error::msg(e.to_string()))?;
     let mut first = Vec::new();
