@@ -142,6 +142,9 @@ enum DeclKind {
     Arg(Type),
     /// A `#[constexpr]` of any other type: its `ConstexprArg` impl (derived enums).
     Constexpr(Type),
+    /// `In<[T]>` / `Out<[T]>` / `InOut<[T]>` of another type: a `#[derive(NativeType)]` element
+    /// (`"In"`, `"Out"` or `"InOut"`, and the element type).
+    NativeSlice(String, Type),
 }
 
 fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
@@ -350,6 +353,11 @@ fn classify(ty: &Type, constexpr: Option<Span>) -> syn::Result<DeclKind> {
         let elem = &*slice.elem;
         let name = single_ident(elem);
         let Some(t) = name.as_deref().and_then(ElemType::from_rust_name) else {
+            if matches!(elem, Type::Path(p) if p.qself.is_none()) && !is_primitive(name.as_deref())
+            {
+                // A native element: its NativeType impl decides, and rustc names a missing one.
+                return Ok(DeclKind::NativeSlice(wrapper.clone(), elem.clone()));
+            }
             let shown = quote!(#elem).to_string();
             return Err(syn::Error::new(
                 elem.span(),
@@ -526,7 +534,11 @@ fn kind_tokens(k: ParamKind) -> TokenStream {
             quote!(::opbox::__private::cuda::ParamKind::Constexpr(#t))
         }
         // Never built by the macro: these come from trait consts (decl_kind_tokens).
-        ParamKind::Native(_) | ParamKind::ConstexprEnum(_) => quote!(()),
+        ParamKind::Native(_)
+        | ParamKind::ConstexprEnum(_)
+        | ParamKind::NativeIn(_)
+        | ParamKind::NativeOut(_)
+        | ParamKind::NativeInOut(_) => quote!(()),
     }
 }
 
@@ -538,6 +550,15 @@ fn decl_kind_tokens(k: &DeclKind) -> TokenStream {
         }
         DeclKind::Constexpr(ty) => {
             quote::quote_spanned!(ty.span()=> <#ty as ::opbox::cuda::ConstexprArg>::KIND)
+        }
+        DeclKind::NativeSlice(wrapper, ty) => {
+            let v = format_ident!("Native{wrapper}");
+            quote::quote_spanned!(ty.span()=> ::opbox::__private::cuda::ParamKind::#v(
+                ::opbox::__private::cuda::NativeParam {
+                    schema: <#ty as ::opbox::NativeType>::SCHEMA,
+                    generated: false,
+                }
+            ))
         }
     }
 }
@@ -551,6 +572,12 @@ fn rust_arg(p: &DeclParam) -> (TokenStream, TokenStream) {
             return (
                 quote::quote_spanned!(ty.span()=> <#ty as ::opbox::cuda::KernelArg>::Value<'_>),
                 quote::quote_spanned!(ty.span()=> <#ty as ::opbox::cuda::KernelArg>::lower(&#name)),
+            )
+        }
+        DeclKind::NativeSlice(..) => {
+            return (
+                quote!(&::opbox::Tensor),
+                quote!(::opbox::cuda::LaunchArg::Tensor(#name)),
             )
         }
         DeclKind::Constexpr(ty) => {
@@ -576,8 +603,12 @@ fn rust_arg(p: &DeclParam) -> (TokenStream, TokenStream) {
         ),
         ParamKind::Scalar(t) => scalar(t, "LaunchArg"),
         ParamKind::Constexpr(t) => scalar(t, "ConstValue"),
-        // Only reached through DeclKind::Arg / DeclKind::Constexpr.
-        ParamKind::Native(_) | ParamKind::ConstexprEnum(_) => (quote!(()), quote!(())),
+        // Only reached through DeclKind::Arg / DeclKind::Constexpr / DeclKind::NativeSlice.
+        ParamKind::Native(_)
+        | ParamKind::ConstexprEnum(_)
+        | ParamKind::NativeIn(_)
+        | ParamKind::NativeOut(_)
+        | ParamKind::NativeInOut(_) => (quote!(()), quote!(())),
     }
 }
 

@@ -31,6 +31,14 @@ pub enum ParamKind {
     /// A `#[constexpr]` `#[derive(ConstexprEnum)]` enum: each variant names a C++ type, which
     /// becomes a template argument (or the text of a define); never a launch argument.
     ConstexprEnum(EnumParam),
+    /// `In<[Color]>` of a `#[derive(NativeType)]` element: `const ns::Color*`; the tensor holds
+    /// the elements' raw bytes (`Tensor::from_native_vec`). The element's layout is checked with
+    /// the native types' `static_assert`s, as for a by-value param.
+    NativeIn(NativeParam),
+    /// `Out<[Pixel]>` of a native element: `ns::Pixel*`.
+    NativeOut(NativeParam),
+    /// `InOut<[Pixel]>` of a native element: `ns::Pixel*`.
+    NativeInOut(NativeParam),
 }
 
 /// A by-value struct parameter: its layout schema, and who defines it in C++.
@@ -88,6 +96,11 @@ impl ParamKind {
             ParamKind::Scalar(t) | ParamKind::Constexpr(t) => t.rust_name().to_string(),
             ParamKind::Native(n) => short_rust_name(n.schema.rust_name).to_string(),
             ParamKind::ConstexprEnum(e) => e.rust_name.to_string(),
+            ParamKind::NativeIn(n) => format!("In<[{}]>", short_rust_name(n.schema.rust_name)),
+            ParamKind::NativeOut(n) => format!("Out<[{}]>", short_rust_name(n.schema.rust_name)),
+            ParamKind::NativeInOut(n) => {
+                format!("InOut<[{}]>", short_rust_name(n.schema.rust_name))
+            }
         }
     }
 
@@ -98,6 +111,10 @@ impl ParamKind {
             ParamKind::Out(t) | ParamKind::InOut(t) => Some(format!("{}*", t.c_name())),
             ParamKind::Scalar(t) => Some(t.c_name().to_string()),
             ParamKind::Native(n) => Some(n.schema.native_name.to_string()),
+            ParamKind::NativeIn(n) => Some(format!("const {}*", n.schema.native_name)),
+            ParamKind::NativeOut(n) | ParamKind::NativeInOut(n) => {
+                Some(format!("{}*", n.schema.native_name))
+            }
             ParamKind::Constexpr(_) | ParamKind::ConstexprEnum(_) => None,
         }
     }
@@ -114,7 +131,30 @@ impl ParamKind {
         match self {
             ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => Some(t),
             ParamKind::Scalar(t) | ParamKind::Constexpr(t) => Some(t.elem()),
-            ParamKind::Native(_) | ParamKind::ConstexprEnum(_) => None,
+            ParamKind::Native(_)
+            | ParamKind::ConstexprEnum(_)
+            | ParamKind::NativeIn(_)
+            | ParamKind::NativeOut(_)
+            | ParamKind::NativeInOut(_) => None,
+        }
+    }
+
+    /// The native type this param references: by value or as a slice element.
+    pub const fn native(self) -> Option<NativeParam> {
+        match self {
+            ParamKind::Native(n)
+            | ParamKind::NativeIn(n)
+            | ParamKind::NativeOut(n)
+            | ParamKind::NativeInOut(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The element schema of a native slice param (`In<[Color]>`, `Out<[Pixel]>`, ...).
+    pub const fn native_slice(self) -> Option<NativeParam> {
+        match self {
+            ParamKind::NativeIn(n) | ParamKind::NativeOut(n) | ParamKind::NativeInOut(n) => Some(n),
+            _ => None,
         }
     }
 }
@@ -242,12 +282,9 @@ impl KernelDecl {
         self.params.iter().filter(|p| p.kind.is_constexpr())
     }
 
-    /// The by-value struct params' schemas, in order.
+    /// The native types the params reference (by value or as slice elements), in order.
     pub fn native_params(&self) -> impl Iterator<Item = NativeParam> + '_ {
-        self.params.iter().filter_map(|p| match p.kind {
-            ParamKind::Native(n) => Some(n),
-            _ => None,
-        })
+        self.params.iter().filter_map(|p| p.kind.native())
     }
 
     /// Whether the emitted source needs the half or bfloat16 type.

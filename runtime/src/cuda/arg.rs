@@ -58,7 +58,15 @@ impl LaunchArg<'_> {
     /// What the value is, as messages name it.
     pub fn describe(&self) -> String {
         match self {
-            LaunchArg::Tensor(t) => format!("{} {} tensor", t.dtype(), device_word(t.device())),
+            LaunchArg::Tensor(t) => match t.native_schema() {
+                Some(n) => format!(
+                    "{} tensor of {} ({}) values",
+                    device_word(t.device()),
+                    short_name(n.rust_name),
+                    n.native_name
+                ),
+                None => format!("{} {} tensor", t.dtype(), device_word(t.device())),
+            },
             LaunchArg::I32(_) => "i32".into(),
             LaunchArg::I64(_) => "i64".into(),
             LaunchArg::U32(_) => "u32".into(),

@@ -130,6 +130,39 @@ pub fn dtype_of(t: ElemType) -> Option<DType> {
     })
 }
 
+/// Whether tensor `x` holds the elements `kind` (a slice param) declares. A native element's
+/// tensor must carry that element's schema ([`crate::Tensor::from_native_vec`]), with the bytes
+/// of one element as its last dimension.
+pub(crate) fn elem_matches(kind: ParamKind, x: &crate::Tensor) -> bool {
+    if let Some(n) = kind.native_slice() {
+        let s = n.schema;
+        return x.dtype() == DType::U8
+            && x.shape().last() == Some(&s.size)
+            && x.native_schema()
+                .is_some_and(|t| t.native_name == s.native_name && t.same_contract(s));
+    }
+    match kind {
+        ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => {
+            dtype_of(t) == Some(x.dtype())
+        }
+        _ => false,
+    }
+}
+
+/// A slice param's element as messages name it: `f32`, or `Color (my_ns::Color, nt…)`.
+pub(crate) fn elem_name(kind: ParamKind) -> String {
+    if let Some(n) = kind.native_slice() {
+        let s = n.schema;
+        let name = s.rust_name.rsplit("::").next().unwrap_or(s.rust_name);
+        let code = opbox_codegen::native::type_code(s);
+        return format!("{name} ({}, {code})", s.native_name);
+    }
+    match kind {
+        ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => t.to_string(),
+        _ => kind.rust_type(),
+    }
+}
+
 /// Checks `args` against `handle`'s declaration, then launches it with `cfg`, specialized by
 /// `constexprs` (one value per `#[constexpr]` param, in declaration order).
 pub fn launch(
@@ -174,15 +207,23 @@ pub fn launch(
         let scalar_bytes: [u8; 8];
         let mut native = None;
         match (param.kind, *arg) {
-            (ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t), LaunchArg::Tensor(x)) => {
-                let want = dtype_of(t);
+            (
+                ParamKind::In(_)
+                | ParamKind::Out(_)
+                | ParamKind::InOut(_)
+                | ParamKind::NativeIn(_)
+                | ParamKind::NativeOut(_)
+                | ParamKind::NativeInOut(_),
+                LaunchArg::Tensor(x),
+            ) => {
                 let on_cuda = matches!(x.device(), Device::Cuda(_));
-                if want != Some(x.dtype()) || !on_cuda {
+                if !elem_matches(param.kind, x) || !on_cuda {
+                    let t = elem_name(param.kind);
                     return Err(bad(format!("{t} CUDA tensor"), arg.describe()));
                 }
                 if !x.is_contiguous() {
                     return Err(bad(
-                        format!("contiguous {t} CUDA tensor"),
+                        format!("contiguous {} CUDA tensor", elem_name(param.kind)),
                         format!(
                             "a non-contiguous view (shape {:?}, strides {:?}); call .contiguous() first",
                             x.shape(),
@@ -328,11 +369,19 @@ fn check_aliases(decl: &KernelDecl, args: &[LaunchArg<'_>]) -> Result<()> {
     };
     // Few params: a quadratic scan beats any set, and allocates nothing.
     for ((i, p), a) in launch_params().zip(args) {
-        let (ParamKind::Out(_) | ParamKind::InOut(_), LaunchArg::Tensor(w)) = (p.kind, a) else {
+        let (
+            ParamKind::Out(_)
+            | ParamKind::InOut(_)
+            | ParamKind::NativeOut(_)
+            | ParamKind::NativeInOut(_),
+            LaunchArg::Tensor(w),
+        ) = (p.kind, a)
+        else {
             continue;
         };
         for ((j, q), b) in launch_params().zip(args) {
-            let (ParamKind::In(_), LaunchArg::Tensor(r)) = (q.kind, b) else {
+            let (ParamKind::In(_) | ParamKind::NativeIn(_), LaunchArg::Tensor(r)) = (q.kind, b)
+            else {
                 continue;
             };
             if w.same_storage(r) {

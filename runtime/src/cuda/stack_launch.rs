@@ -23,8 +23,8 @@ use opbox_codegen::cuda::{ConstValue, EnumParam, KernelDecl, ParamKind, ScalarTy
 use opbox_codegen::native::{FieldType, NativeScalar, NativeSchema};
 use smallvec::SmallVec;
 
-use super::arg::{device_word, LaunchArg, NativeBytes};
-use super::launch::{dtype_of, launch, LaunchConfig};
+use super::arg::{LaunchArg, NativeBytes};
+use super::launch::{elem_matches, elem_name, launch, LaunchConfig};
 use super::loader::KernelHandle;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
@@ -108,16 +108,18 @@ pub fn lower_stack<'s>(
     for (index, (p, v)) in decl.params.iter().zip(stack).enumerate() {
         let at = At { decl, index };
         match p.kind {
-            ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => {
-                let expected = format!("{t} CUDA tensor");
+            ParamKind::In(_)
+            | ParamKind::Out(_)
+            | ParamKind::InOut(_)
+            | ParamKind::NativeIn(_)
+            | ParamKind::NativeOut(_)
+            | ParamKind::NativeInOut(_) => {
+                let expected = || format!("{} CUDA tensor", elem_name(p.kind));
                 let Some(x) = v.as_tensor() else {
-                    return Err(at.bad(expected, v.describe()));
+                    return Err(at.bad(expected(), v.describe()));
                 };
-                if dtype_of(t) != Some(x.dtype()) || !matches!(x.device(), Device::Cuda(_)) {
-                    return Err(at.bad(
-                        expected,
-                        format!("{} {} tensor", x.dtype(), device_word(x.device())),
-                    ));
+                if !elem_matches(p.kind, x) || !matches!(x.device(), Device::Cuda(_)) {
+                    return Err(at.bad(expected(), LaunchArg::Tensor(x).describe()));
                 }
                 args.push(LaunchArg::Tensor(x));
             }

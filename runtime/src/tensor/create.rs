@@ -70,7 +70,7 @@ impl Tensor {
 
     /// A new contiguous tensor with this tensor's shape, dtype and device; elements unspecified.
     pub fn empty_like(&self) -> Result<Tensor> {
-        Tensor::empty(self.shape(), self.dtype(), self.device())
+        Ok(Tensor::empty(self.shape(), self.dtype(), self.device())?.tagged(self.native_schema()))
     }
 
     /// A new contiguous tensor of zeros with this tensor's shape, dtype and device.

@@ -39,6 +39,7 @@ mod element;
 mod fmt;
 mod layout;
 mod live;
+mod native;
 mod storage;
 mod transfer;
 mod view_ops;
@@ -81,6 +82,9 @@ struct TensorImpl {
     dtype: DType,
     /// The storage's device, kept here so reading it needs no second pointer hop.
     device: Device,
+    /// For a tensor of native values ([`Tensor::from_native_vec`]): the element's schema. The
+    /// tensor is then `u8` bytes whose last dimension is the element's size.
+    native: Option<&'static opbox_codegen::native::NativeSchema>,
     _live: LiveToken,
 }
 
@@ -120,12 +124,23 @@ impl Drop for Tensor {
 impl Tensor {
     /// Wraps a new tensor object in a handle. Every tensor is born here.
     fn from_impl(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Tensor {
+        Tensor::from_impl_native(storage, layout, dtype, None)
+    }
+
+    /// [`Tensor::from_impl`] with a native element tag (see [`Tensor::native_schema`]).
+    fn from_impl_native(
+        storage: Arc<Storage>,
+        layout: Layout,
+        dtype: DType,
+        native: Option<&'static opbox_codegen::native::NativeSchema>,
+    ) -> Tensor {
         let device = storage.device();
         let raw = Arc::into_raw(Arc::new(TensorImpl {
             storage,
             layout,
             dtype,
             device,
+            native,
             _live: LiveToken::new(),
         }));
         // SAFETY: `Arc::into_raw` never returns null.
@@ -143,7 +158,12 @@ impl Tensor {
     /// A new view of this tensor's storage with `layout`, which the caller has checked stays
     /// inside the storage.
     fn view_with(&self, layout: Layout) -> Tensor {
-        Tensor::from_impl(self.inner().storage.clone(), layout, self.dtype())
+        Tensor::from_impl_native(
+            self.inner().storage.clone(),
+            layout,
+            self.dtype(),
+            self.inner().native,
+        )
     }
 
     // ---- raw handles (the boxed ABI) ----

@@ -30,7 +30,7 @@ impl Tensor {
             return self.download_contiguous("to");
         }
         // To cuda: from cpu or another cuda device; copy_from picks the path.
-        let out = Tensor::empty(self.shape(), self.dtype(), device)?;
+        let out = Tensor::empty(self.shape(), self.dtype(), device)?.tagged(self.native_schema());
         out.copy_from(self)?;
         Ok(out)
     }
@@ -45,7 +45,13 @@ impl Tensor {
         let storage = Storage::cpu_from_bytes(&bytes)?;
         let mut layout = self.layout().clone();
         layout.offset -= lo;
-        Tensor::from_impl(Arc::new(storage), layout, self.dtype()).contiguous()
+        Tensor::from_impl_native(
+            Arc::new(storage),
+            layout,
+            self.dtype(),
+            self.native_schema(),
+        )
+        .contiguous()
     }
 
     /// `copy_from` where either side is on a CUDA device (same shape and dtype, checked).

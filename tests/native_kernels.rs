@@ -1,0 +1,446 @@
+//! Native values in kernels: `#[derive(NativeType)]` types by value, as slice elements
+//! (`In<[Color]>`, `Out<[Pixel]>` over tensors of native values), nested, padded (u8 then u32)
+//! and opaque; the C++ ABI checks of every native type a kernel references, recursively.
+//!
+//! A custom harness (harness = false), like tests/kernel_args: each test passes, fails or skips
+//! with a printed reason; OPBOX_REQUIRE_NVRTC=1 / OPBOX_REQUIRE_GPU=1 turn skips into failures.
+
+use std::process::ExitCode;
+
+use opbox::prelude::*;
+
+#[derive(Clone, Copy, Debug, PartialEq, opbox::NativeType)]
+#[repr(C)]
+#[native(name = "my_addon::Color", initializer = "aggregate")]
+pub struct Color {
+    r: f32,
+    g: f32,
+    b: f32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, opbox::NativeType)]
+#[repr(C)]
+#[native(name = "my_addon::Pixel", initializer = "aggregate")]
+pub struct Pixel {
+    color: Color,
+    index: i32,
+}
+
+/// u8 then u32: three padding bytes, which never leave Rust.
+#[derive(Clone, Copy, Debug, PartialEq, opbox::NativeType)]
+#[repr(C)]
+#[native(name = "my_addon::Padded", initializer = "aggregate")]
+pub struct Padded {
+    tag: u8,
+    value: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, opbox::NativeType)]
+#[repr(C)]
+#[native(name = "my_addon::Handle", opaque)]
+pub struct Handle(u64);
+
+#[extern_kernel(source = "kernels/native_values.cu")]
+fn see_color(out: Out<[f32]>, c: Color);
+
+#[extern_kernel(source = "kernels/native_values.cu")]
+fn make_pixels(colors: In<[Color]>, pixels: Out<[Pixel]>, s: f32, n: i64);
+
+#[extern_kernel(source = "kernels/native_values.cu")]
+fn bump_padded(xs: InOut<[Padded]>, n: i64);
+
+#[extern_kernel(source = "kernels/native_values.cu")]
+fn copy_handles(input: In<[Handle]>, out: Out<[Handle]>, h: Handle, n: i64);
+
+#[extern_kernel(source = "kernels/native_values.cu")]
+fn index_pixels(pixels: InOut<[Pixel]>, n: i64);
+
+#[extern_kernel(source = "kernels/native_values_bad.cu", entry = "index_pixels")]
+fn index_pixels_bad(pixels: InOut<[Pixel]>, n: i64);
+
+enum Outcome {
+    Pass,
+    Skip(String),
+}
+
+type TestResult = Result<Outcome, String>;
+type Test = (&'static str, fn() -> TestResult);
+
+const TESTS: &[Test] = &[
+    ("native_slices_declare_native_pointers", decls),
+    ("native_tensors_round_trip_on_the_host", host_round_trip),
+    ("native_slices_check_the_tensor_element", launch_checks),
+    ("native_checks_reach_slice_elements_in_nvrtc", nvrtc_checks),
+    ("gpu_native_value_by_value", gpu_by_value),
+    ("gpu_native_slices_nested", gpu_nested),
+    ("gpu_padded_round_trip", gpu_padded),
+    ("gpu_opaque_values_pass_through", gpu_opaque),
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--list") {
+        for (name, _) in TESTS {
+            println!("{name}: test");
+        }
+        return ExitCode::SUCCESS;
+    }
+    let filter = args.iter().find(|a| !a.starts_with('-'));
+    let (mut passed, mut failed, mut skipped, mut filtered) = (0, 0, 0, 0);
+    for (name, run) in TESTS {
+        if filter.is_some_and(|f| !name.contains(f.as_str())) {
+            filtered += 1;
+            continue;
+        }
+        match run().and_then(require) {
+            Ok(Outcome::Pass) => {
+                println!("test {name} ... ok");
+                passed += 1;
+            }
+            Ok(Outcome::Skip(why)) => {
+                println!("test {name} ... skipped: {why}");
+                skipped += 1;
+            }
+            Err(e) => {
+                println!("test {name} ... FAILED\n{e}");
+                failed += 1;
+            }
+        }
+    }
+    let verdict = if failed == 0 { "ok" } else { "FAILED" };
+    println!(
+        "\ntest result: {verdict}. {passed} passed; {failed} failed; {skipped} ignored; 0 measured; {filtered} filtered out\n"
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// A skip is a failure where the environment promises the dependency.
+fn require(o: Outcome) -> TestResult {
+    let required = |var: &str| std::env::var(var).is_ok_and(|v| v == "1");
+    match o {
+        Outcome::Skip(why) if why.starts_with("NVRTC") && required("OPBOX_REQUIRE_NVRTC") => {
+            Err(format!("OPBOX_REQUIRE_NVRTC=1 but {why}"))
+        }
+        Outcome::Skip(why) if why.starts_with("no GPU") && required("OPBOX_REQUIRE_GPU") => {
+            Err(format!("OPBOX_REQUIRE_GPU=1 but {why}"))
+        }
+        o => Ok(o),
+    }
+}
+
+fn ensure(cond: bool, message: impl FnOnce() -> String) -> Result<(), String> {
+    if cond {
+        Ok(())
+    } else {
+        Err(message())
+    }
+}
+
+fn s(e: Error) -> String {
+    e.to_string()
+}
+
+fn with_nvrtc(f: impl FnOnce() -> TestResult) -> TestResult {
+    match opbox::cuda::nvrtc::version() {
+        Err(Error::NoCuda { reason }) => Ok(Outcome::Skip(format!("NVRTC not usable ({reason})"))),
+        Err(e) => Err(e.to_string()),
+        Ok(_) => f(),
+    }
+}
+
+fn with_gpu(f: impl FnOnce() -> TestResult) -> TestResult {
+    match opbox::cuda::device_count() {
+        Err(Error::NoCuda { reason }) => return Ok(Outcome::Skip(format!("no GPU ({reason})"))),
+        Err(e) => return Err(e.to_string()),
+        Ok(0) => {
+            return Ok(Outcome::Skip(
+                "no GPU (the driver reports 0 devices)".into(),
+            ))
+        }
+        Ok(_) => {}
+    }
+    with_nvrtc(f)
+}
+
+fn colors(n: usize) -> Vec<Color> {
+    (0..n)
+        .map(|i| Color {
+            r: i as f32,
+            g: 2.0 * i as f32,
+            b: -(i as f32) - 0.25,
+        })
+        .collect()
+}
+
+fn decls() -> TestResult {
+    let c = make_pixels::DECL.c_signature();
+    ensure(
+        c == "__global__ void make_pixels(const my_addon::Color* colors, my_addon::Pixel* pixels, float s, long long n)",
+        || c.clone(),
+    )?;
+    let r = make_pixels::DECL.rust_signature();
+    ensure(
+        r == "fn make_pixels(colors: In<[Color]>, pixels: Out<[Pixel]>, s: f32, n: i64)",
+        || r.clone(),
+    )?;
+    let c = bump_padded::DECL.c_signature();
+    ensure(
+        c == "__global__ void bump_padded(my_addon::Padded* xs, long long n)",
+        || c.clone(),
+    )?;
+    Ok(Outcome::Pass)
+}
+
+fn host_round_trip() -> TestResult {
+    let padded: Vec<Padded> = (0..37u32)
+        .map(|i| Padded {
+            tag: (i * 7) as u8,
+            value: 0x0101_0101 * i,
+        })
+        .collect();
+    let t = Tensor::from_native_vec(padded.clone(), &[37]).map_err(s)?;
+    ensure(t.shape() == [37, 8], || format!("shape {:?}", t.shape()))?;
+    ensure(t.dtype() == DType::U8, || format!("dtype {}", t.dtype()))?;
+    ensure(t.native_shape() == Some(&[37][..]), || {
+        format!("{:?}", t.native_shape())
+    })?;
+    ensure(
+        t.native_schema().map(|n| n.native_name) == Some("my_addon::Padded"),
+        || "no native schema".into(),
+    )?;
+    // Padding bytes are zero: they never came from the Rust value.
+    let bytes = t.to_vec::<u8>().map_err(s)?;
+    ensure(bytes.chunks(8).all(|c| c[1..4] == [0, 0, 0]), || {
+        "padding bytes are not zero".into()
+    })?;
+    let back = t.to_native_vec::<Padded>().map_err(s)?;
+    ensure(back == padded, || "Padded did not round-trip".into())?;
+    // A view and a contiguous copy keep the tag.
+    let view = t.narrow(0, 3, 4).map_err(s)?;
+    ensure(
+        view.to_native_vec::<Padded>().map_err(s)? == padded[3..7],
+        || "a narrowed view lost its elements".into(),
+    )?;
+    let grid = Tensor::from_native_vec(colors(6), &[2, 3]).map_err(s)?;
+    ensure(grid.shape() == [2, 3, 12], || format!("{:?}", grid.shape()))?;
+    ensure(
+        grid.to_native_vec::<Color>().map_err(s)? == colors(6),
+        || "Color did not round-trip".into(),
+    )?;
+    match t.to_native_vec::<Color>() {
+        Ok(_) => return Err("Padded bytes read back as Color".into()),
+        Err(e) => ensure(
+            e.to_string().contains("my_addon::Color") && e.to_string().contains("my_addon::Padded"),
+            || e.to_string(),
+        )?,
+    }
+    ensure(Tensor::from_native_vec(colors(5), &[2, 3]).is_err(), || {
+        "5 values filled a [2, 3] tensor".into()
+    })?;
+    let plain = Tensor::from_vec(vec![0u8; 12], &[1, 12]).map_err(s)?;
+    ensure(plain.to_native_vec::<Color>().is_err(), || {
+        "a plain u8 tensor read back as Color".into()
+    })?;
+    Ok(Outcome::Pass)
+}
+
+/// Launch checks run before any device work, so they need no GPU.
+fn launch_checks() -> TestResult {
+    let cfg = LaunchConfig::for_elems(4);
+    let pixels = Tensor::from_native_vec(
+        vec![
+            Pixel {
+                color: colors(1)[0],
+                index: 0
+            };
+            4
+        ],
+        &[4],
+    )
+    .map_err(s)?;
+    // Pixels where Colors are declared.
+    match make_pixels::launch(cfg.clone(), &pixels, &pixels, 1.0, 4) {
+        Ok(()) => return Err("Pixels passed as Colors".into()),
+        Err(e) => {
+            let m = e.to_string();
+            ensure(
+                m.contains("Color (my_addon::Color, nt") && m.contains("Pixel (my_addon::Pixel)"),
+                || format!("unexpected error: {m}"),
+            )?;
+        }
+    }
+    // A plain f32 tensor where Pixels are declared.
+    let floats = Tensor::from_vec(vec![0f32; 16], &[4, 4]).map_err(s)?;
+    match index_pixels::launch(cfg.clone(), &floats, 4) {
+        Ok(()) => return Err("an f32 tensor passed as Pixels".into()),
+        Err(e) => {
+            let m = e.to_string();
+            ensure(
+                m.contains("Pixel (my_addon::Pixel, nt") && m.contains("f32"),
+                || format!("unexpected error: {m}"),
+            )?;
+        }
+    }
+    // The right element on the CPU: still refused, naming the device.
+    match index_pixels::launch(cfg, &pixels, 4) {
+        Ok(()) => Err("a CPU tensor was launched".into()),
+        Err(e) => {
+            let m = e.to_string();
+            ensure(m.contains("CPU"), || format!("unexpected error: {m}"))?;
+            Ok(Outcome::Pass)
+        }
+    }
+}
+
+fn nvrtc_checks() -> TestResult {
+    with_nvrtc(|| {
+        for decl in [
+            &see_color::DECL,
+            &make_pixels::DECL,
+            &bump_padded::DECL,
+            &copy_handles::DECL,
+            &index_pixels::DECL,
+        ] {
+            opbox::cuda::compile_for_arch(decl, &[], "sm_90")
+                .map_err(|e| format!("{}: {e}", decl.rust_name))?;
+        }
+        match opbox::cuda::compile_for_arch(&index_pixels_bad::DECL, &[], "sm_90") {
+            Ok(_) => Err("a Pixel holding a Color with swapped fields compiled".into()),
+            Err(e) => {
+                let m = e.to_string();
+                ensure(
+                    m.contains("my_addon::Color::r")
+                        && m.contains("Rust field 'native_kernels::Color::r': f32")
+                        && m.contains("incompatible offset"),
+                    || format!("unexpected error: {m}"),
+                )?;
+                Ok(Outcome::Pass)
+            }
+        }
+    })
+}
+
+fn gpu_by_value() -> TestResult {
+    with_gpu(|| {
+        let out = Tensor::zeros(&[3], DType::F32, Device::Cuda(0)).map_err(s)?;
+        let c = Color {
+            r: 1.5,
+            g: -2.0,
+            b: 0.25,
+        };
+        see_color::launch(LaunchConfig::for_elems(1), &out, c).map_err(s)?;
+        let got = out.to_vec::<f32>().map_err(s)?;
+        ensure(got == [1.5, -2.0, 0.25], || {
+            format!("the kernel saw {got:?}")
+        })?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn gpu_nested() -> TestResult {
+    with_gpu(|| {
+        let n = 1000usize;
+        let cs = colors(n);
+        let input = Tensor::from_native_vec(cs.clone(), &[n])
+            .map_err(s)?
+            .to(Device::Cuda(0))
+            .map_err(s)?;
+        let blank = Pixel {
+            color: Color {
+                r: 0.0,
+                g: 0.0,
+                b: 0.0,
+            },
+            index: -1,
+        };
+        let pixels = Tensor::from_native_vec(vec![blank; n], &[n])
+            .map_err(s)?
+            .to(Device::Cuda(0))
+            .map_err(s)?;
+        ensure(pixels.native_schema().is_some(), || {
+            "the device copy lost its element type".into()
+        })?;
+        make_pixels::launch(LaunchConfig::for_elems(n), &input, &pixels, 0.5, n as i64)
+            .map_err(s)?;
+        let got = pixels.to_native_vec::<Pixel>().map_err(s)?;
+        let want: Vec<Pixel> = cs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Pixel {
+                color: Color {
+                    r: c.r * 0.5,
+                    g: c.g * 0.5,
+                    b: c.b * 0.5,
+                },
+                index: i as i32,
+            })
+            .collect();
+        ensure(got == want, || {
+            format!("first pixels {:?} vs {:?}", &got[..2], &want[..2])
+        })?;
+        // The input came back untouched.
+        ensure(input.to_native_vec::<Color>().map_err(s)? == cs, || {
+            "the input changed".into()
+        })?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn gpu_padded() -> TestResult {
+    with_gpu(|| {
+        let n = 777usize;
+        let xs: Vec<Padded> = (0..n)
+            .map(|i| Padded {
+                tag: (i % 200) as u8,
+                value: 1000 * i as u32,
+            })
+            .collect();
+        let t = Tensor::from_native_vec(xs.clone(), &[n])
+            .map_err(s)?
+            .to(Device::Cuda(0))
+            .map_err(s)?;
+        bump_padded::launch(LaunchConfig::for_elems(n), &t, n as i64).map_err(s)?;
+        let got = t.to_native_vec::<Padded>().map_err(s)?;
+        let want: Vec<Padded> = xs
+            .iter()
+            .map(|p| Padded {
+                tag: p.tag + 1,
+                value: p.value + u32::from(p.tag),
+            })
+            .collect();
+        ensure(got == want, || {
+            format!("first values {:?} vs {:?}", &got[..3], &want[..3])
+        })?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn gpu_opaque() -> TestResult {
+    with_gpu(|| {
+        let n = 300usize;
+        let hs: Vec<Handle> = (0..n as u64)
+            .map(|i| Handle(0xDEAD_BEEF_0000_0000 | (i * 0x1_0001)))
+            .collect();
+        let input = Tensor::from_native_vec(hs.clone(), &[n])
+            .map_err(s)?
+            .to(Device::Cuda(0))
+            .map_err(s)?;
+        let out = Tensor::from_native_vec(vec![Handle(0); n + 1], &[n + 1])
+            .map_err(s)?
+            .to(Device::Cuda(0))
+            .map_err(s)?;
+        let h = Handle(u64::MAX - 1);
+        copy_handles::launch(LaunchConfig::for_elems(n), &input, &out, h, n as i64).map_err(s)?;
+        let got = out.to_native_vec::<Handle>().map_err(s)?;
+        let mut want = hs;
+        want.push(h);
+        ensure(got == want, || {
+            format!("handles {:?} vs {:?}", &got[n - 1..], &want[n - 1..])
+        })?;
+        Ok(Outcome::Pass)
+    })
+}
