@@ -1,13 +1,16 @@
 //! Native values in kernels: `#[derive(NativeType)]` types by value, as slice elements
 //! (`In<[Color]>`, `Out<[Pixel]>` over tensors of native values), nested, padded (u8 then u32)
-//! and opaque; the C++ ABI checks of every native type a kernel references, recursively.
+//! and opaque; the C++ ABI checks of every native type a kernel references, recursively; and
+//! a group's `BuildOptions` (`#[extern_kernel(..., build = OPTIONS)]`).
 //!
 //! A custom harness (harness = false), like tests/kernel_args: each test passes, fails or skips
 //! with a printed reason; OPBOX_REQUIRE_NVRTC=1 / OPBOX_REQUIRE_GPU=1 turn skips into failures.
 
 use std::process::ExitCode;
+use std::sync::LazyLock;
 
 use opbox::prelude::*;
+use opbox::BuildOptions;
 
 #[derive(Clone, Copy, Debug, PartialEq, opbox::NativeType)]
 #[repr(C)]
@@ -58,6 +61,53 @@ fn index_pixels(pixels: InOut<[Pixel]>, n: i64);
 #[extern_kernel(source = "kernels/native_values_bad.cu", entry = "index_pixels")]
 fn index_pixels_bad(pixels: InOut<[Pixel]>, n: i64);
 
+/// The group's preamble: it reads opbox's header (a macro and `int64_t`), and its casts must
+/// reach NVRTC as written.
+const PREAMBLE: &str = "#if !defined(OPBOX_HAVE_STDINT)
+#error \"opbox's header must come before the preamble\"
+#endif
+namespace my_build {
+__device__ inline float scale(float x) {
+    const float* p = reinterpret_cast<const float*>(&x);
+    return static_cast<float>((double)*p * 2.0) + (float)(int64_t)0;
+}
+}  // namespace my_build
+";
+
+/// A dependency whose content feeds the key (rewritten by the key test).
+const DEPENDENCY: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/opbox_native_kernels_dep.h");
+
+static BUILD: LazyLock<BuildOptions> = LazyLock::new(|| {
+    BuildOptions::new()
+        .include_dir(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/kernels/build_inc"
+        ))
+        .preamble(PREAMBLE)
+        .dependency(DEPENDENCY)
+});
+
+/// Paths checked at build time: every offender is listed.
+static BAD_BUILD: LazyLock<BuildOptions> = LazyLock::new(|| {
+    BuildOptions::new()
+        .include_dir("relative/include")
+        .dependency("/nonexistent/opbox/dep.h")
+});
+
+#[extern_kernel(source = "kernels/build_scale.cu", build = BUILD)]
+fn scaled(out: Out<[f32]>, x: f32);
+
+#[extern_kernel(source = "kernels/build_scale.cu", entry = "scaled", build = BAD_BUILD)]
+fn scaled_bad(out: Out<[f32]>, x: f32);
+
+/// The dependency exists with its first content.
+fn ensure_dependency() -> Result<(), String> {
+    if !std::path::Path::new(DEPENDENCY).is_file() {
+        std::fs::write(DEPENDENCY, "// v1\n").map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 enum Outcome {
     Pass,
     Skip(String),
@@ -71,10 +121,20 @@ const TESTS: &[Test] = &[
     ("native_tensors_round_trip_on_the_host", host_round_trip),
     ("native_slices_check_the_tensor_element", launch_checks),
     ("native_checks_reach_slice_elements_in_nvrtc", nvrtc_checks),
+    (
+        "build_preamble_sits_between_opbox_and_the_source",
+        build_unit,
+    ),
+    ("build_paths_are_checked_at_build_time", build_bad_paths),
+    (
+        "build_options_compile_and_dependencies_feed_the_key",
+        build_key,
+    ),
     ("gpu_native_value_by_value", gpu_by_value),
     ("gpu_native_slices_nested", gpu_nested),
     ("gpu_padded_round_trip", gpu_padded),
     ("gpu_opaque_values_pass_through", gpu_opaque),
+    ("gpu_build_options_preamble_and_include_dir", gpu_build),
 ];
 
 fn main() -> ExitCode {
@@ -440,6 +500,78 @@ fn gpu_opaque() -> TestResult {
         want.push(h);
         ensure(got == want, || {
             format!("handles {:?} vs {:?}", &got[n - 1..], &want[n - 1..])
+        })?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn build_unit() -> TestResult {
+    ensure_dependency()?;
+    let unit = opbox::cuda::translation_unit(&scaled::DECL, &[]).map_err(s)?;
+    let src = &unit.source;
+    let prelude = src.find("<opbox-prelude>").ok_or("no prelude")?;
+    let stdint = src
+        .find("#define OPBOX_HAVE_STDINT")
+        .ok_or("no OPBOX_HAVE_STDINT")?;
+    let preamble = src
+        .find(PREAMBLE)
+        .ok_or_else(|| format!("the preamble is not in the unit verbatim:\n{src}"))?;
+    let source = src.find("#line 1 \"build_scale.cu\"").ok_or("no source")?;
+    ensure(
+        prelude < stdint && stdint < preamble && preamble < source,
+        || format!("order prelude {prelude}, macro {stdint}, preamble {preamble}, source {source}"),
+    )?;
+    // The declaration without the options: no preamble.
+    let mut plain = scaled::DECL.clone();
+    plain.build = None;
+    let bare = opbox::cuda::translation_unit(&plain, &[]).map_err(s)?;
+    ensure(!bare.source.contains("my_build::scale(float"), || {
+        "the preamble leaked into a declaration without build options".into()
+    })?;
+    Ok(Outcome::Pass)
+}
+
+fn build_bad_paths() -> TestResult {
+    match opbox::cuda::translation_unit(&scaled_bad::DECL, &[]) {
+        Ok(_) => Err("bad build paths were accepted".into()),
+        Err(e) => {
+            let m = e.to_string();
+            ensure(
+                m.contains("kernel scaled_bad (build = BAD_BUILD)")
+                    && m.contains("'relative/include' (not absolute)")
+                    && m.contains("'/nonexistent/opbox/dep.h' (not a file)"),
+                || format!("unexpected error: {m}"),
+            )?;
+            Ok(Outcome::Pass)
+        }
+    }
+}
+
+fn build_key() -> TestResult {
+    with_nvrtc(|| {
+        let target = opbox::cuda::Target::parse("sm_90").map_err(s)?;
+        let key = |content: &str| -> Result<String, String> {
+            std::fs::write(DEPENDENCY, content).map_err(|e| e.to_string())?;
+            let c = opbox::cuda::compile_cached(&scaled::DECL, &[], target, None).map_err(s)?;
+            Ok(c.key.hex())
+        };
+        let a = key("// v1\n")?;
+        let b = key("// v2\n")?;
+        let again = key("// v1\n")?;
+        ensure(a != b, || "one changed byte kept the key".into())?;
+        ensure(a == again, || "the same content changed the key".into())?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn gpu_build() -> TestResult {
+    with_gpu(|| {
+        ensure_dependency()?;
+        let out = Tensor::zeros(&[1], DType::F32, Device::Cuda(0)).map_err(s)?;
+        scaled::launch(LaunchConfig::for_elems(1), &out, 3.0).map_err(s)?;
+        let got = out.to_vec::<f32>().map_err(s)?;
+        ensure(got == [7.0], || {
+            format!("scale then offset of 3 gave {got:?}")
         })?;
         Ok(Outcome::Pass)
     })

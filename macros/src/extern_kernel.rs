@@ -28,9 +28,11 @@ struct Args {
     entry: Option<LitStr>,
     options: Vec<LitStr>,
     template: bool,
+    /// `build = path::to::OPTIONS`: a static that derefs to `opbox::BuildOptions`.
+    build: Option<syn::Path>,
 }
 
-const USAGE: &str = "expected `#[extern_kernel(source = \"kernels/x.cu\", include_dirs = [\"kernels/include\"], entry = \"x\")]`; only `source` is required (also: `options = [\"--use_fast_math\"]`, `constexpr = \"define\" | \"template\"`)";
+const USAGE: &str = "expected `#[extern_kernel(source = \"kernels/x.cu\", include_dirs = [\"kernels/include\"], entry = \"x\")]`; only `source` is required (also: `options = [\"--use_fast_math\"]`, `constexpr = \"define\" | \"template\"`, `build = path::to::OPTIONS`, a static deref'ing to opbox::BuildOptions)";
 
 impl Parse for Args {
     fn parse(input: ParseStream) -> syn::Result<Args> {
@@ -40,6 +42,7 @@ impl Parse for Args {
         let mut entry = None;
         let mut options = Vec::new();
         let mut template = false;
+        let mut build = None;
         for pair in pairs {
             let key = pair
                 .path
@@ -51,6 +54,15 @@ impl Parse for Args {
                 "entry" => entry = Some(lit_str(&pair.value)?),
                 "include_dirs" => include_dirs = lit_str_list(&pair.value)?,
                 "options" => options = lit_str_list(&pair.value)?,
+                "build" => match &pair.value {
+                    Expr::Path(p) if p.qself.is_none() => build = Some(p.path.clone()),
+                    other => {
+                        return Err(syn::Error::new(
+                            other.span(),
+                            "`build` names a static holding the group's options: `build = path::to::OPTIONS`, e.g. a `static OPTIONS: LazyLock<opbox::BuildOptions>`",
+                        ))
+                    }
+                },
                 "constexpr" => {
                     let style = lit_str(&pair.value)?;
                     template = match style.value().as_str() {
@@ -79,6 +91,7 @@ impl Parse for Args {
             entry,
             options,
             template,
+            build,
         })
     }
 }
@@ -720,6 +733,23 @@ fn emit(
             }
         }
     });
+    let build = match &args.build {
+        None => quote!(::core::option::Option::None),
+        Some(path) => {
+            let shown = quote!(#path).to_string().replace(' ', "");
+            quote! {
+                ::core::option::Option::Some(::opbox::__private::cuda::BuildRef {
+                    path: #shown,
+                    get: {
+                        fn __opbox_build_options() -> &'static ::opbox::BuildOptions {
+                            &#path
+                        }
+                        __opbox_build_options
+                    },
+                })
+            }
+        }
+    };
     quote! {
         #(#docs)*
         #[allow(non_snake_case)]
@@ -739,6 +769,7 @@ fn emit(
                 options: ::opbox::__private::Cow::Borrowed(&[#(#options),*]),
                 preamble: ::opbox::__private::Cow::Borrowed(""),
                 declared_at: ::opbox::__private::Cow::Borrowed(::core::concat!(::core::file!(), ":", ::core::line!())),
+                build: #build,
             };
 
             /// The loaded kernel per device (and per #[constexpr] value set), loaded on first use.

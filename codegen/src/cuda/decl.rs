@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use super::types::{ElemType, ScalarType};
+use crate::build_options::BuildOptions;
 use crate::native::NativeSchema;
 
 /// How a parameter crosses to the kernel.
@@ -228,6 +229,38 @@ pub struct KernelDecl {
     pub preamble: Cow<'static, str>,
     /// Where the Rust declaration is, for messages: `src/lib.rs:12`.
     pub declared_at: Cow<'static, str>,
+    /// The group's build options (`#[extern_kernel(..., build = path::to::OPTIONS)]`), resolved
+    /// by the runtime when the kernel is compiled.
+    pub build: Option<BuildRef>,
+}
+
+/// A `build = path::to::OPTIONS` reference: the static as written, and a function returning it.
+/// Equal (and hashed) by the path as written.
+#[derive(Clone, Copy)]
+pub struct BuildRef {
+    /// `path::to::OPTIONS`, for messages.
+    pub path: &'static str,
+    pub get: fn() -> &'static BuildOptions,
+}
+
+impl PartialEq for BuildRef {
+    fn eq(&self, other: &BuildRef) -> bool {
+        self.path == other.path
+    }
+}
+
+impl Eq for BuildRef {}
+
+impl std::hash::Hash for BuildRef {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.path.hash(state);
+    }
+}
+
+impl std::fmt::Debug for BuildRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BuildRef({})", self.path)
+    }
 }
 
 impl KernelDecl {
@@ -336,6 +369,7 @@ pub(crate) mod tests {
             options: Cow::Borrowed(&[]),
             preamble: Cow::Borrowed(""),
             declared_at: Cow::Borrowed("src/lib.rs:7"),
+            build: None,
         }
     }
 

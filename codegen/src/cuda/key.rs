@@ -28,6 +28,9 @@ pub struct KeyInputs<'a> {
     pub decl: &'a KernelDecl,
     pub constexprs: &'a [ConstValue],
     pub unit: &'a TranslationUnit,
+    /// The build options' part ([`crate::build_options::ResolvedBuildOptions::key_component`]):
+    /// preamble and dependency contents. Their include dirs stay out (absolute paths).
+    pub build: Option<[u8; 32]>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,6 +96,9 @@ pub fn cache_key(k: &KeyInputs<'_>) -> CacheKey {
         for e in f.includes.iter() {
             r.put("include", format!("{}->{}", e.line, e.file).as_bytes());
         }
+    }
+    if let Some(b) = &k.build {
+        r.put("build_options", b);
     }
     r.put("unit", k.unit.source.as_bytes());
     r.put("name_expression", k.unit.name_expression.as_bytes());

@@ -16,7 +16,8 @@ mod scan;
 mod types;
 
 pub use decl::{
-    ConstexprStyle, EnumParam, IncludeEdge, KernelDecl, NativeParam, Param, ParamKind, SourceFile,
+    BuildRef, ConstexprStyle, EnumParam, IncludeEdge, KernelDecl, NativeParam, Param, ParamKind,
+    SourceFile,
 };
 pub use directive::{directives, Directive, DirectiveKind};
 pub use emit::{emit, TranslationUnit};

@@ -1,11 +1,14 @@
 //! The JIT, GPU-free half: declaration + constexpr values + arch → compiled artifact, through the
 //! disk cache. Loading onto a device is `loader`'s job.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use opbox_codegen::cuda::{cache_key, emit, CacheKey, ConstValue, KernelDecl, KeyInputs};
+use opbox_codegen::cuda::{
+    cache_key, emit, CacheKey, ConstValue, KernelDecl, KeyInputs, TranslationUnit,
+};
 
 use super::artifact::{Artifact, ImageKind};
 use super::disk_cache::{DiskCache, Lookup};
@@ -153,6 +156,8 @@ pub fn compile_cached(
     target: Target,
     cache: Option<&DiskCache>,
 ) -> Result<Compiled> {
+    let built = apply_build(decl)?;
+    let decl: &KernelDecl = &built.decl;
     let kernel = decl.rust_name.as_ref();
     let unit = emit(decl, constexprs).map_err(|e| Error::InvalidArgument(e.to_string()))?;
     let options = options_for(decl, target);
@@ -164,6 +169,7 @@ pub fn compile_cached(
         decl,
         constexprs,
         unit: &unit,
+        build: built.key,
     });
     let mut outcome = CacheOutcome::Compiled;
     if let Some(cache) = cache {
@@ -180,8 +186,10 @@ pub fn compile_cached(
             Lookup::Corrupt(why) => outcome = CacheOutcome::Rebuilt { why },
         }
     }
-    let artifact =
-        nvrtc::compile(&unit, &options, target.kind, kernel).map_err(|e| with_site(e, decl))?;
+    let mut nvrtc_options = options;
+    nvrtc_options.extend(built.include_options);
+    let artifact = nvrtc::compile(&unit, &nvrtc_options, target.kind, kernel)
+        .map_err(|e| with_site(e, decl))?;
     COMPILES.fetch_add(1, Ordering::Relaxed);
     if let Some(cache) = cache {
         // A cache that cannot be written costs the next process a compile, nothing more.
@@ -242,6 +250,8 @@ fn device_alias_key(
     constexprs: &[ConstValue],
     cc: (u32, u32),
 ) -> Result<CacheKey> {
+    let built = apply_build(decl)?;
+    let decl: &KernelDecl = &built.decl;
     let unit = emit(decl, constexprs).map_err(|e| Error::InvalidArgument(e.to_string()))?;
     let arch = cc.0 * 10 + cc.1;
     let options = options_for(
@@ -261,7 +271,54 @@ fn device_alias_key(
         decl,
         constexprs,
         unit: &unit,
+        build: built.key,
     }))
+}
+
+/// A declaration with its build options (`build = path::to::OPTIONS`) applied: their preamble in
+/// front of the declaration's own, their include dirs as NVRTC options (kept out of the key:
+/// absolute paths), and their key component (preamble and dependency contents).
+struct Built<'d> {
+    decl: Cow<'d, KernelDecl>,
+    include_options: Vec<String>,
+    key: Option<[u8; 32]>,
+}
+
+/// Resolves `decl`'s build options (checking every path, reading every dependency).
+fn apply_build(decl: &KernelDecl) -> Result<Built<'_>> {
+    let Some(build) = decl.build else {
+        return Ok(Built {
+            decl: Cow::Borrowed(decl),
+            include_options: Vec::new(),
+            key: None,
+        });
+    };
+    let resolved = (build.get)().resolve().map_err(|e| {
+        Error::BuildInputs(format!(
+            "kernel {} (build = {}): {e}",
+            decl.rust_name, build.path
+        ))
+    })?;
+    let mut owned = decl.clone();
+    if !resolved.preamble.is_empty() {
+        owned.preamble = Cow::Owned(format!("{}{}", resolved.preamble, decl.preamble));
+    }
+    Ok(Built {
+        decl: Cow::Owned(owned),
+        include_options: resolved
+            .include_dirs
+            .iter()
+            .map(|d| format!("--include-path={}", d.display()))
+            .collect(),
+        key: Some(resolved.key_component()),
+    })
+}
+
+/// The translation unit NVRTC gets for `decl` specialized by `constexprs`, its build options
+/// applied (for tools and tests; needs neither NVRTC nor a GPU).
+pub fn translation_unit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationUnit> {
+    let built = apply_build(decl)?;
+    emit(&built.decl, constexprs).map_err(|e| Error::InvalidArgument(e.to_string()))
 }
 
 /// NVRTC options for `decl` on `target`: the arch, C++17, the CUDA headers when a toolkit is

@@ -37,7 +37,8 @@ pub use artifact::{Artifact, ImageKind};
 pub use context::{device, device_count, CudaDevice};
 pub use disk_cache::DiskCache;
 pub use jit::{
-    compile_cached, compile_for_arch, compile_for_device, CacheOutcome, Compiled, Target,
+    compile_cached, compile_for_arch, compile_for_device, translation_unit, CacheOutcome, Compiled,
+    Target,
 };
 pub use launch::{launch, synchronize, In, InOut, LaunchConfig, Out};
 pub use loader::{KernelHandle, LoadedKernel, SpecTable};

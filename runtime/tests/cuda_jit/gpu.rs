@@ -126,6 +126,7 @@ static SCALE: KernelDecl = KernelDecl {
     options: std::borrow::Cow::Borrowed(&[]),
     preamble: std::borrow::Cow::Borrowed(""),
     declared_at: std::borrow::Cow::Borrowed("runtime/tests/cuda_jit/gpu.rs"),
+    build: None,
 };
 
 static SCALE_HANDLE: KernelHandle = KernelHandle::new(&SCALE);

@@ -103,6 +103,7 @@ pub static AXPBY: KernelDecl = KernelDecl {
     options: Cow::Borrowed(&[]),
     preamble: Cow::Borrowed(""),
     declared_at: Cow::Borrowed("runtime/tests/cuda_jit/support.rs:80"),
+    build: None,
 };
 
 /// `AXPBY`'s declaration with another source text.

@@ -51,6 +51,7 @@ fn key_of(root: &Path, arch: &str, constexprs: &[ConstValue]) -> CacheKey {
         decl: &decl,
         constexprs,
         unit: &unit,
+        build: None,
     })
 }
 
@@ -107,6 +108,7 @@ fn records_cannot_run_together() {
             decl: &decl,
             constexprs: &[],
             unit: &unit,
+            build: None,
         })
     };
     assert_ne!(
