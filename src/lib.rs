@@ -79,8 +79,8 @@ pub mod __private {
     /// What `#[extern_kernel]` expansions name.
     pub mod cuda {
         pub use opbox_runtime::cuda::codegen::{
-            BuildRef, ConstValue, ConstexprStyle, ElemType, EnumParam, IncludeEdge, KernelDecl,
-            NativeParam, Param, ParamKind, ScalarType, SourceFile,
+            BuildRef, ConstValue, ConstexprStyle, ElemType, EntryAbi, EnumParam, IncludeEdge,
+            KernelDecl, NativeParam, Param, ParamKind, ScalarType, SourceFile,
         };
         pub use opbox_runtime::cuda::{KernelArg, LaunchArg};
     }

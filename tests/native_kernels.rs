@@ -1,7 +1,8 @@
 //! Native values in kernels: `#[derive(NativeType)]` types by value, as slice elements
 //! (`In<[Color]>`, `Out<[Pixel]>` over tensors of native values), nested, padded (u8 then u32)
 //! and opaque; the C++ ABI checks of every native type a kernel references, recursively; and
-//! a group's `BuildOptions` (`#[extern_kernel(..., build = OPTIONS)]`).
+//! a group's `BuildOptions` (`#[extern_kernel(..., build = OPTIONS)]`); and
+//! `abi = "constant_params"` entries.
 //!
 //! A custom harness (harness = false), like tests/kernel_args: each test passes, fails or skips
 //! with a printed reason; OPBOX_REQUIRE_NVRTC=1 / OPBOX_REQUIRE_GPU=1 turn skips into failures.
@@ -87,6 +88,23 @@ static BUILD: LazyLock<BuildOptions> = LazyLock::new(|| {
         .dependency(DEPENDENCY)
 });
 
+/// The one struct of the constant_params kernels: both kernels of this module take it (one
+/// params type per module).
+#[derive(Clone, Copy, Debug, PartialEq, opbox::NativeType)]
+#[repr(C)]
+#[native(name = "my_addon::RenderParams", initializer = "aggregate")]
+pub struct RenderParams {
+    out: u64,
+    scale: f32,
+    n: i32,
+}
+
+#[extern_kernel(source = "kernels/constant_params.cu", abi = "constant_params")]
+fn render(p: RenderParams);
+
+#[extern_kernel(source = "kernels/constant_params.cu", abi = "constant_params")]
+fn render_add(p: RenderParams);
+
 /// Paths checked at build time: every offender is listed.
 static BAD_BUILD: LazyLock<BuildOptions> = LazyLock::new(|| {
     BuildOptions::new()
@@ -130,11 +148,16 @@ const TESTS: &[Test] = &[
         "build_options_compile_and_dependencies_feed_the_key",
         build_key,
     ),
+    ("constant_params_entry_and_symbol", constant_params_unit),
     ("gpu_native_value_by_value", gpu_by_value),
     ("gpu_native_slices_nested", gpu_nested),
     ("gpu_padded_round_trip", gpu_padded),
     ("gpu_opaque_values_pass_through", gpu_opaque),
     ("gpu_build_options_preamble_and_include_dir", gpu_build),
+    (
+        "gpu_constant_params_written_before_each_launch",
+        gpu_constant_params,
+    ),
 ];
 
 fn main() -> ExitCode {
@@ -572,6 +595,54 @@ fn gpu_build() -> TestResult {
         let got = out.to_vec::<f32>().map_err(s)?;
         ensure(got == [7.0], || {
             format!("scale then offset of 3 gave {got:?}")
+        })?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn constant_params_unit() -> TestResult {
+    let c = render::DECL.c_signature();
+    ensure(c == "extern \"C\" __global__ void render()", || c.clone())?;
+    let unit = opbox::cuda::translation_unit(&render::DECL, &[]).map_err(s)?;
+    let decl = "extern \"C\" { __constant__ __align__(8) unsigned char params[16]; }";
+    let at = unit
+        .source
+        .find(decl)
+        .ok_or_else(|| format!("no params symbol in the unit:\n{}", unit.source))?;
+    let source = unit
+        .source
+        .find("#line 1 \"constant_params.cu\"")
+        .ok_or("no source")?;
+    ensure(at < source, || "params is declared after the source".into())?;
+    with_nvrtc(|| {
+        for decl in [&render::DECL, &render_add::DECL] {
+            opbox::cuda::compile_for_arch(decl, &[], "sm_90")
+                .map_err(|e| format!("{}: {e}", decl.rust_name))?;
+        }
+        Ok(Outcome::Pass)
+    })
+}
+
+fn gpu_constant_params() -> TestResult {
+    with_gpu(|| {
+        let n = 1000usize;
+        let out = Tensor::zeros(&[n], DType::F32, Device::Cuda(0)).map_err(s)?;
+        let (ptr, bytes) = out.cuda_ptr().map_err(s)?;
+        ensure(bytes >= n * 4, || format!("{bytes} bytes"))?;
+        let cfg = LaunchConfig::for_elems(n);
+        let p = |scale: f32| RenderParams {
+            out: ptr,
+            scale,
+            n: n as i32,
+        };
+        render::launch(cfg.clone(), p(0.5)).map_err(s)?;
+        // Rewritten before the next launch: each launch sees its own value.
+        render_add::launch(cfg.clone(), p(2.0)).map_err(s)?;
+        render_add::launch(cfg, p(0.25)).map_err(s)?;
+        let got = out.to_vec::<f32>().map_err(s)?;
+        let want: Vec<f32> = (0..n).map(|i| 0.5 * i as f32 + 2.0 + 0.25).collect();
+        ensure(got == want, || {
+            format!("first values {:?} vs {:?}", &got[..4], &want[..4])
         })?;
         Ok(Outcome::Pass)
     })

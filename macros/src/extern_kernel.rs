@@ -30,9 +30,11 @@ struct Args {
     template: bool,
     /// `build = path::to::OPTIONS`: a static that derefs to `opbox::BuildOptions`.
     build: Option<syn::Path>,
+    /// `abi = "constant_params"`.
+    constant_params: bool,
 }
 
-const USAGE: &str = "expected `#[extern_kernel(source = \"kernels/x.cu\", include_dirs = [\"kernels/include\"], entry = \"x\")]`; only `source` is required (also: `options = [\"--use_fast_math\"]`, `constexpr = \"define\" | \"template\"`, `build = path::to::OPTIONS`, a static deref'ing to opbox::BuildOptions)";
+const USAGE: &str = "expected `#[extern_kernel(source = \"kernels/x.cu\", include_dirs = [\"kernels/include\"], entry = \"x\")]`; only `source` is required (also: `options = [\"--use_fast_math\"]`, `constexpr = \"define\" | \"template\"`, `build = path::to::OPTIONS`, a static deref'ing to opbox::BuildOptions, `abi = \"constant_params\"`)";
 
 impl Parse for Args {
     fn parse(input: ParseStream) -> syn::Result<Args> {
@@ -43,6 +45,7 @@ impl Parse for Args {
         let mut options = Vec::new();
         let mut template = false;
         let mut build = None;
+        let mut constant_params = false;
         for pair in pairs {
             let key = pair
                 .path
@@ -54,6 +57,19 @@ impl Parse for Args {
                 "entry" => entry = Some(lit_str(&pair.value)?),
                 "include_dirs" => include_dirs = lit_str_list(&pair.value)?,
                 "options" => options = lit_str_list(&pair.value)?,
+                "abi" => {
+                    let abi = lit_str(&pair.value)?;
+                    constant_params = match abi.value().as_str() {
+                        "params" => false,
+                        "constant_params" => true,
+                        _ => {
+                            return Err(syn::Error::new(
+                                abi.span(),
+                                "`abi` is \"params\" (the default: the entry takes the parameters) or \"constant_params\" (an extern \"C\" entry with no parameters reads its one struct from the __constant__ symbol `params`)",
+                            ))
+                        }
+                    }
+                }
                 "build" => match &pair.value {
                     Expr::Path(p) if p.qself.is_none() => build = Some(p.path.clone()),
                     other => {
@@ -92,6 +108,7 @@ impl Parse for Args {
             options,
             template,
             build,
+            constant_params,
         })
     }
 }
@@ -267,6 +284,25 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         }
     }
 
+    if args.constant_params {
+        let ok = matches!(
+            params.as_slice(),
+            [DeclParam {
+                kind: DeclKind::Arg(_),
+                ..
+            }]
+        ) && sig.inputs.len() == 1;
+        if !ok {
+            errors.push(syn::Error::new(
+                sig.inputs.span(),
+                format!(
+                    "abi = \"constant_params\": the kernel must take exactly one struct parameter (a #[derive(NativeType)] or #[derive(KernelArg)] type, read from the __constant__ symbol `params`); this one takes {}",
+                    describe_params(&params, sig.inputs.len())
+                ),
+            ));
+        }
+    }
+
     let site = DeclaringFile::of_call_site();
     let include_dirs: Vec<String> = args.include_dirs.iter().map(LitStr::value).collect();
     let include_refs: Vec<&str> = include_dirs.iter().map(String::as_str).collect();
@@ -288,6 +324,21 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         return Err(syn::Error::new(args.source.span(), USAGE));
     };
     Ok(emit(&func, &args, &params, &closure.files))
+}
+
+/// `2 parameters`, `a slice parameter`, `no parameters`: for the constant_params message.
+fn describe_params(params: &[DeclParam], declared: usize) -> String {
+    match (params, declared) {
+        (_, 0) => "no parameters".into(),
+        ([p], 1) => match &p.kind {
+            DeclKind::Known(ParamKind::Constexpr(_)) | DeclKind::Constexpr(_) => {
+                "a #[constexpr] parameter".into()
+            }
+            DeclKind::Known(ParamKind::Scalar(t)) => format!("a scalar ({t})"),
+            _ => "a buffer parameter".into(),
+        },
+        (_, n) => format!("{n} parameters"),
+    }
 }
 
 fn signature_text(sig: &syn::Signature) -> String {
@@ -511,6 +562,57 @@ fn scan_error(e: &ScanError, args: &Args, site: &DeclaringFile) -> syn::Error {
             )
         }
         other => syn::Error::new(args.source.span(), other.to_string()),
+    }
+}
+
+/// One params type per module: each constant_params kernel re-exports its params type into the
+/// enclosing module as `OneConstantParamsTypePerModule`, through a glob. Globs naming one item agree; two
+/// different types make the name ambiguous where it is used, a compile error that shows both
+/// kernels' modules (`__opbox_constant_params_<kernel>`). Paths with generics are not checked.
+fn constant_params_check(kernel: &Ident, params: &[DeclParam]) -> TokenStream {
+    let [DeclParam {
+        kind: DeclKind::Arg(Type::Path(tp)),
+        ..
+    }] = params
+    else {
+        return TokenStream::new();
+    };
+    if tp.qself.is_some()
+        || tp
+            .path
+            .segments
+            .iter()
+            .any(|s| !matches!(s.arguments, syn::PathArguments::None))
+    {
+        return TokenStream::new();
+    }
+    let path = &tp.path;
+    let first = path.segments.first().map(|s| s.ident.to_string());
+    // From inside the generated child module: relative paths gain a `super::`.
+    let used = match first.as_deref() {
+        _ if path.leading_colon.is_some() => quote!(#path),
+        Some("crate") => quote!(#path),
+        Some("self") => {
+            let rest = path.segments.iter().skip(1);
+            quote!(super #(:: #rest)*)
+        }
+        _ => quote!(super::#path),
+    };
+    let m = format_ident!("__opbox_constant_params_{}", kernel);
+    // Spanned at the type, so the ambiguity error points at both kernels' params types.
+    let name = Ident::new("OneConstantParamsTypePerModule", tp.span());
+    let check = quote::quote_spanned! {tp.span()=>
+        const _: ::core::marker::PhantomData<#name> = ::core::marker::PhantomData;
+    };
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_snake_case)]
+        mod #m {
+            pub(super) use #used as #name;
+        }
+        #[allow(unused_imports)]
+        use #m::*;
+        #check
     }
 }
 
@@ -750,7 +852,19 @@ fn emit(
             }
         }
     };
+    let abi = if args.constant_params {
+        quote!(::opbox::__private::cuda::EntryAbi::ConstantParams)
+    } else {
+        quote!(::opbox::__private::cuda::EntryAbi::Params)
+    };
+    let module_check = if args.constant_params {
+        constant_params_check(ident, params)
+    } else {
+        TokenStream::new()
+    };
     quote! {
+        #module_check
+
         #(#docs)*
         #[allow(non_snake_case)]
         #vis mod #ident {
@@ -770,6 +884,7 @@ fn emit(
                 preamble: ::opbox::__private::Cow::Borrowed(""),
                 declared_at: ::opbox::__private::Cow::Borrowed(::core::concat!(::core::file!(), ":", ::core::line!())),
                 build: #build,
+                abi: #abi,
             };
 
             /// The loaded kernel per device (and per #[constexpr] value set), loaded on first use.

@@ -232,6 +232,21 @@ pub struct KernelDecl {
     /// The group's build options (`#[extern_kernel(..., build = path::to::OPTIONS)]`), resolved
     /// by the runtime when the kernel is compiled.
     pub build: Option<BuildRef>,
+    /// How the entry receives its arguments.
+    pub abi: EntryAbi,
+}
+
+/// How a kernel's entry receives its arguments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EntryAbi {
+    /// As `__global__` parameters (the default).
+    #[default]
+    Params,
+    /// `abi = "constant_params"`: an `extern "C" __global__` entry with no parameters reads its
+    /// one struct parameter from `extern "C" __constant__ unsigned char params[sizeof(P)]`,
+    /// which the translation unit declares before the user's sources and the host writes
+    /// before each launch (Warp's `external_constant_params`, for external runtimes).
+    ConstantParams,
 }
 
 /// A `build = path::to::OPTIONS` reference: the static as written, and a function returning it.
@@ -281,8 +296,11 @@ impl KernelDecl {
         s
     }
 
-    /// The launch parameters' C++ types, in order.
+    /// The entry's C++ parameter types, in order (none for `abi = "constant_params"`).
     pub fn c_param_types(&self) -> Vec<String> {
+        if self.abi == EntryAbi::ConstantParams {
+            return Vec::new();
+        }
         self.params.iter().filter_map(|p| p.kind.c_type()).collect()
     }
 
@@ -300,12 +318,18 @@ impl KernelDecl {
                 let _ = write!(s, "template <{}> ", tparams.join(", "));
             }
         }
+        if self.abi == EntryAbi::ConstantParams {
+            s.push_str("extern \"C\" ");
+        }
         let _ = write!(s, "__global__ void {}(", self.entry);
-        let params: Vec<String> = self
-            .params
-            .iter()
-            .filter_map(|p| p.kind.c_type().map(|t| format!("{t} {}", p.name)))
-            .collect();
+        let params: Vec<String> = if self.abi == EntryAbi::ConstantParams {
+            Vec::new()
+        } else {
+            self.params
+                .iter()
+                .filter_map(|p| p.kind.c_type().map(|t| format!("{t} {}", p.name)))
+                .collect()
+        };
         s.push_str(&params.join(", "));
         s.push(')');
         s
@@ -370,6 +394,7 @@ pub(crate) mod tests {
             preamble: Cow::Borrowed(""),
             declared_at: Cow::Borrowed("src/lib.rs:7"),
             build: None,
+            abi: EntryAbi::Params,
         }
     }
 

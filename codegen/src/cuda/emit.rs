@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use super::cstr::escape;
-use super::decl::{ConstexprStyle, KernelDecl, NativeParam, ParamKind, SourceFile};
+use super::decl::{ConstexprStyle, EntryAbi, KernelDecl, NativeParam, ParamKind, SourceFile};
 use super::directive::{directives, lines, DirectiveKind};
 use super::error::EmitError;
 use super::native_checks::{native_checks, CheckTarget};
@@ -76,6 +76,26 @@ pub fn emit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationU
         src.push_str("#line 1 \"<opbox-kernel-args>\"\n");
         for schema in &generated {
             push_struct_definition(&mut src, schema);
+        }
+    }
+    if decl.abi == EntryAbi::ConstantParams {
+        src.push_str("#line 1 \"<opbox-constant-params>\"\n");
+        match natives.as_slice() {
+            [n] if decl.params.len() == 1 => {
+                let _ = writeln!(
+                    src,
+                    "// {}'s bytes, written by the host before each launch",
+                    n.schema.rust_name
+                );
+                let _ = writeln!(
+                    src,
+                    "extern \"C\" {{ __constant__ __align__({}) unsigned char params[{}]; }}",
+                    n.schema.align, n.schema.size
+                );
+            }
+            _ => src.push_str(
+                "#error \"opbox: abi constant_params needs exactly one struct parameter\"\n",
+            ),
         }
     }
     Inliner {

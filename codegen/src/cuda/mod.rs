@@ -16,8 +16,8 @@ mod scan;
 mod types;
 
 pub use decl::{
-    BuildRef, ConstexprStyle, EnumParam, IncludeEdge, KernelDecl, NativeParam, Param, ParamKind,
-    SourceFile,
+    BuildRef, ConstexprStyle, EntryAbi, EnumParam, IncludeEdge, KernelDecl, NativeParam, Param,
+    ParamKind, SourceFile,
 };
 pub use directive::{directives, Directive, DirectiveKind};
 pub use emit::{emit, TranslationUnit};

@@ -143,6 +143,12 @@ impl<'a> NativeBytes<'a> {
         self.len == 0
     }
 
+    /// The bytes, padding possibly uninitialized (for copies that never read them as numbers).
+    pub(crate) fn as_uninit(&self) -> &'a [MaybeUninit<u8>] {
+        // SAFETY: `ptr` points at `len` bytes borrowed for 'a (see the constructors).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
     /// Copies the bytes to `dst` (at most `dst.len()`).
     pub(crate) fn copy_to(&self, dst: &mut [MaybeUninit<u8>]) {
         let n = self.len.min(dst.len());

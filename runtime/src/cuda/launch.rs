@@ -15,11 +15,12 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
-use cudarc::driver::{CudaStream, DeviceRepr, PushKernelArg};
-use opbox_codegen::cuda::{ConstValue, ElemType, KernelDecl, ParamKind, ScalarType};
+use cudarc::driver::{CudaStream, DevicePtrMut, DeviceRepr, PushKernelArg};
+use opbox_codegen::cuda::{ConstValue, ElemType, EntryAbi, KernelDecl, ParamKind, ScalarType};
 
+use super::arg::NativeBytes;
 use super::context::{device, MAX_DEVICES};
-use super::loader::KernelHandle;
+use super::loader::{KernelHandle, LoadedKernel};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Device};
 
@@ -313,14 +314,27 @@ pub fn launch(
     let dev = device(ordinal)?;
     let stream = cfg.stream.as_ref().unwrap_or(&dev.stream);
     let specialized;
-    let function = if decl.constexpr_params().next().is_none() {
-        &handle.get(ordinal)?.function
+    let loaded: &LoadedKernel = if decl.constexpr_params().next().is_none() {
+        handle.get(ordinal)?
     } else {
         specialized = handle.get_specialized(ordinal, constexprs)?;
-        &specialized.function
+        &specialized
     };
-    let mut builder = stream.launch_builder(function);
-    for &start in &starts[..count] {
+    let mut pushed = count;
+    if decl.abi == EntryAbi::ConstantParams {
+        // The one struct goes to the module's `params` symbol, ordered on `stream` before the
+        // launch (and after any earlier launch on it); the entry takes no parameters.
+        let [LaunchArg::Native(n)] = args else {
+            return Err(Error::InvalidArgument(format!(
+                "{}: abi constant_params takes exactly one struct argument",
+                kernel()
+            )));
+        };
+        write_params(decl, loaded, stream, ordinal, n)?;
+        pushed = 0;
+    }
+    let mut builder = stream.launch_builder(&loaded.function);
+    for &start in &starts[..pushed] {
         builder.arg(&arena[start as usize]);
     }
     if let Some(last) = LAST_LAUNCHED.get(ordinal) {
@@ -342,6 +356,46 @@ pub fn launch(
         message: format!("launch on cuda:{ordinal} failed: {e}"),
     })?;
     Ok(())
+}
+
+/// Copies `n` into `loaded`'s `__constant__ params` symbol on `stream`.
+fn write_params(
+    decl: &KernelDecl,
+    loaded: &LoadedKernel,
+    stream: &Arc<CudaStream>,
+    ordinal: usize,
+    n: &NativeBytes<'_>,
+) -> Result<()> {
+    let driver = |what: &str, e: cudarc::driver::DriverError| Error::Cuda {
+        kernel: decl.rust_name.to_string(),
+        message: format!("{what} on cuda:{ordinal}: {e}"),
+    };
+    let mut global = loaded
+        .module
+        .get_global("params", stream)
+        .map_err(|e| driver("finding the __constant__ symbol 'params'", e))?;
+    if global.len() != n.len() {
+        return Err(Error::Cuda {
+            kernel: decl.rust_name.to_string(),
+            message: format!(
+                "the module's 'params' symbol has {} bytes, but {} has {}",
+                global.len(),
+                n.schema.rust_name,
+                n.len()
+            ),
+        });
+    }
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(|e| driver("binding the context", e))?;
+    let (dst, _sync) = global.device_ptr_mut(stream);
+    let src = n.as_uninit();
+    // SAFETY: `dst` is the module's `params` symbol, exactly `src.len()` bytes (checked above),
+    // alive while `loaded` is; `src` is borrowed for the call and a pageable source is staged
+    // before the call returns. The copy is ordered on `stream` before the launch that follows.
+    unsafe { cudarc::driver::result::memcpy_htod_async(dst, src, stream.cu_stream()) }
+        .map_err(|e| driver("writing 'params'", e))
 }
 
 fn arg_count(decl: &KernelDecl, got: usize) -> Error {

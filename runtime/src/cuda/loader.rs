@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use cudarc::driver::CudaFunction;
+use cudarc::driver::{CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
 use opbox_codegen::cuda::{ConstValue, KernelDecl};
 
@@ -22,6 +22,8 @@ use std::sync::atomic::Ordering;
 #[derive(Clone, Debug)]
 pub struct LoadedKernel {
     pub function: CudaFunction,
+    /// The module the function lives in (its globals: `params` for `abi = "constant_params"`).
+    pub module: Arc<CudaModule>,
     pub lowered_name: String,
     pub kind: ImageKind,
 }
@@ -199,6 +201,7 @@ fn load(decl: &KernelDecl, values: &[ConstValue], dev: &CudaDevice) -> Result<Lo
         .map_err(|e| driver(&format!("finding '{lowered_name}'"), e))?;
     Ok(LoadedKernel {
         function,
+        module,
         lowered_name,
         kind,
     })

@@ -127,6 +127,7 @@ static SCALE: KernelDecl = KernelDecl {
     preamble: std::borrow::Cow::Borrowed(""),
     declared_at: std::borrow::Cow::Borrowed("runtime/tests/cuda_jit/gpu.rs"),
     build: None,
+    abi: opbox_codegen::cuda::EntryAbi::Params,
 };
 
 static SCALE_HANDLE: KernelHandle = KernelHandle::new(&SCALE);

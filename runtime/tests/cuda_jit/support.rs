@@ -104,6 +104,7 @@ pub static AXPBY: KernelDecl = KernelDecl {
     preamble: Cow::Borrowed(""),
     declared_at: Cow::Borrowed("runtime/tests/cuda_jit/support.rs:80"),
     build: None,
+    abi: opbox_codegen::cuda::EntryAbi::Params,
 };
 
 /// `AXPBY`'s declaration with another source text.
