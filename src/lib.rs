@@ -38,6 +38,11 @@ pub use opbox_macros::{extern_kernel, stable_fragment, stable_impl, stable_libra
 pub use opbox_runtime::native::NativeType;
 pub use opbox_runtime::*;
 
+/// Ahead-of-time compilation: `opbox::aot::compile(&[(&k::DECL).into()], &targets)`.
+pub mod aot {
+    pub use opbox_runtime::cuda::aot::{compile, AotKernel, AotTargets};
+}
+
 /// The kernel caches' counters: `opbox::cache::stats()`.
 pub mod cache {
     pub use opbox_runtime::cuda::jit::{stats, CacheStats};

@@ -2,7 +2,7 @@
 //! (`In<[Color]>`, `Out<[Pixel]>` over tensors of native values), nested, padded (u8 then u32)
 //! and opaque; the C++ ABI checks of every native type a kernel references, recursively; and
 //! a group's `BuildOptions` (`#[extern_kernel(..., build = OPTIONS)]`); and
-//! `abi = "constant_params"` entries.
+//! `abi = "constant_params"` entries; and `opbox::aot::compile`.
 //!
 //! A custom harness (harness = false), like tests/kernel_args: each test passes, fails or skips
 //! with a printed reason; OPBOX_REQUIRE_NVRTC=1 / OPBOX_REQUIRE_GPU=1 turn skips into failures.
@@ -149,6 +149,7 @@ const TESTS: &[Test] = &[
         build_key,
     ),
     ("constant_params_entry_and_symbol", constant_params_unit),
+    ("aot_writes_images_in_target_order", aot_arches),
     ("gpu_native_value_by_value", gpu_by_value),
     ("gpu_native_slices_nested", gpu_nested),
     ("gpu_padded_round_trip", gpu_padded),
@@ -158,6 +159,7 @@ const TESTS: &[Test] = &[
         "gpu_constant_params_written_before_each_launch",
         gpu_constant_params,
     ),
+    ("gpu_aot_devices_first", gpu_aot),
 ];
 
 fn main() -> ExitCode {
@@ -643,6 +645,85 @@ fn gpu_constant_params() -> TestResult {
         let want: Vec<f32> = (0..n).map(|i| 0.5 * i as f32 + 2.0 + 0.25).collect();
         ensure(got == want, || {
             format!("first values {:?} vs {:?}", &got[..4], &want[..4])
+        })?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn aot_arches() -> TestResult {
+    use opbox::aot::{AotKernel, AotTargets};
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let kernels: [AotKernel<'_>; 2] = [(&render::DECL).into(), (&make_pixels::DECL).into()];
+    // Without kernels or targets: an error, before any compiler is needed.
+    let none = AotTargets {
+        out_dir: dir.path().to_path_buf(),
+        ..AotTargets::default()
+    };
+    ensure(opbox::aot::compile(&kernels, &none).is_err(), || {
+        "no targets was accepted".into()
+    })?;
+    with_nvrtc(|| {
+        let targets = AotTargets {
+            devices: Vec::new(),
+            arches: vec!["sm_90".into(), "compute_80".into()],
+            out_dir: dir.path().join("out"),
+        };
+        let paths = opbox::aot::compile(&kernels, &targets).map_err(s)?;
+        let names: Vec<String> = paths
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        ensure(
+            names
+                == [
+                    "render.sm_90.cubin",
+                    "make_pixels.sm_90.cubin",
+                    "render.compute_80.ptx",
+                    "make_pixels.compute_80.ptx",
+                ],
+            || format!("{names:?}"),
+        )?;
+        for p in &paths {
+            let bytes = std::fs::read(p).map_err(|e| e.to_string())?;
+            let ok = if p.extension().is_some_and(|e| e == "cubin") {
+                bytes.starts_with(b"\x7fELF")
+            } else {
+                String::from_utf8_lossy(&bytes).contains(".entry")
+            };
+            ensure(ok, || {
+                format!("{} is not a {:?} image", p.display(), p.extension())
+            })?;
+        }
+        Ok(Outcome::Pass)
+    })
+}
+
+fn gpu_aot() -> TestResult {
+    with_gpu(|| {
+        use opbox::aot::{AotKernel, AotTargets};
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let kernels: [AotKernel<'_>; 2] = [(&render::DECL).into(), (&make_pixels::DECL).into()];
+        let targets = AotTargets {
+            devices: vec![0],
+            arches: vec!["compute_80".into()],
+            out_dir: dir.path().to_path_buf(),
+        };
+        let paths = opbox::aot::compile(&kernels, &targets).map_err(s)?;
+        let names: Vec<String> = paths
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        ensure(names.len() == 4, || format!("{names:?}"))?;
+        ensure(
+            names[0].starts_with("render.")
+                && names[1].starts_with("make_pixels.")
+                && !names[0].contains("compute_80")
+                && names[2] == "render.compute_80.ptx"
+                && names[3] == "make_pixels.compute_80.ptx",
+            || format!("not devices first: {names:?}"),
+        )?;
+        ensure(paths.iter().all(|p| p.is_file()), || {
+            format!("missing files: {names:?}")
         })?;
         Ok(Outcome::Pass)
     })

@@ -11,6 +11,7 @@
 //! - [`loader`]: the in-process cache of loaded functions, one [`KernelHandle`] per declaration.
 //! - [`launch`]: the checked launch behind `#[extern_kernel]`'s `launch(cfg, args…)`.
 
+pub mod aot;
 pub mod arg;
 pub mod artifact;
 pub mod context;
