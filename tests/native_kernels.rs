@@ -75,17 +75,32 @@ __device__ inline float scale(float x) {
 }  // namespace my_build
 ";
 
-/// A dependency whose content feeds the key (rewritten by the key test).
-const DEPENDENCY: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/opbox_native_kernels_dep.h");
+/// A dependency whose content feeds the key (rewritten by the key test). Paths are found at run
+/// time: scripts/gpu-check runs these binaries on another machine, from the repo root.
+fn dependency() -> std::path::PathBuf {
+    std::env::temp_dir().join("opbox_native_kernels_dep.h")
+}
+
+/// `tests/kernels/build_inc`, absolute: where cargo built the test, else under the working
+/// directory (the repo root, where cargo and gpu-check run tests).
+fn build_include_dir() -> std::path::PathBuf {
+    let built = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/kernels/build_inc"
+    ));
+    if built.is_dir() {
+        return built.to_path_buf();
+    }
+    std::env::current_dir()
+        .unwrap_or_default()
+        .join("tests/kernels/build_inc")
+}
 
 static BUILD: LazyLock<BuildOptions> = LazyLock::new(|| {
     BuildOptions::new()
-        .include_dir(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/kernels/build_inc"
-        ))
+        .include_dir(build_include_dir())
         .preamble(PREAMBLE)
-        .dependency(DEPENDENCY)
+        .dependency(dependency())
 });
 
 /// The one struct of the constant_params kernels: both kernels of this module take it (one
@@ -120,8 +135,8 @@ fn scaled_bad(out: Out<[f32]>, x: f32);
 
 /// The dependency exists with its first content.
 fn ensure_dependency() -> Result<(), String> {
-    if !std::path::Path::new(DEPENDENCY).is_file() {
-        std::fs::write(DEPENDENCY, "// v1\n").map_err(|e| e.to_string())?;
+    if !dependency().is_file() {
+        std::fs::write(dependency(), "// v1\n").map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -576,7 +591,7 @@ fn build_key() -> TestResult {
     with_nvrtc(|| {
         let target = opbox::cuda::Target::parse("sm_90").map_err(s)?;
         let key = |content: &str| -> Result<String, String> {
-            std::fs::write(DEPENDENCY, content).map_err(|e| e.to_string())?;
+            std::fs::write(dependency(), content).map_err(|e| e.to_string())?;
             let c = opbox::cuda::compile_cached(&scaled::DECL, &[], target, None).map_err(s)?;
             Ok(c.key.hex())
         };
