@@ -120,6 +120,38 @@ fn render(p: RenderParams);
 #[extern_kernel(source = "kernels/constant_params.cu", abi = "constant_params")]
 fn render_add(p: RenderParams);
 
+/// Warp's external build: the native header (Color and the scale builtin) is the group's
+/// preamble, followed by the builtin's generated wrapper.
+const COLOR_HEADER: &str = "namespace my_addon {
+struct Color {
+    float r, g, b;
+};
+__device__ inline Color scale(Color c, float s) {
+    return Color{c.r * s, c.g * s, c.b * s};
+}
+}  // namespace my_addon
+";
+
+/// The scale builtin; its body is the CPU build the GPU result is compared with.
+#[opbox::builtin(native = "my_addon::scale")]
+pub fn scale(c: Color, s: f32) -> Color {
+    Color {
+        r: c.r * s,
+        g: c.g * s,
+        b: c.b * s,
+    }
+}
+
+static SCALE_BUILD: LazyLock<BuildOptions> = LazyLock::new(|| {
+    BuildOptions::new().preamble(format!(
+        "{COLOR_HEADER}{}",
+        __opbox_builtin_scale.cpp_wrapper()
+    ))
+});
+
+#[extern_kernel(source = "kernels/scale_colors.cu", build = SCALE_BUILD)]
+fn scale_colors(input: In<[Color]>, out: Out<[Color]>, s: f32, n: i64);
+
 /// Paths checked at build time: every offender is listed.
 static BAD_BUILD: LazyLock<BuildOptions> = LazyLock::new(|| {
     BuildOptions::new()
@@ -165,6 +197,10 @@ const TESTS: &[Test] = &[
     ),
     ("constant_params_entry_and_symbol", constant_params_unit),
     ("aot_writes_images_in_target_order", aot_arches),
+    (
+        "builtin_wrapper_compiles_in_an_extern_kernel",
+        builtin_nvrtc,
+    ),
     ("gpu_native_value_by_value", gpu_by_value),
     ("gpu_native_slices_nested", gpu_nested),
     ("gpu_padded_round_trip", gpu_padded),
@@ -175,6 +211,7 @@ const TESTS: &[Test] = &[
         gpu_constant_params,
     ),
     ("gpu_aot_devices_first", gpu_aot),
+    ("gpu_scale_builtin_matches_its_cpu_body", gpu_builtin),
 ];
 
 fn main() -> ExitCode {
@@ -739,6 +776,43 @@ fn gpu_aot() -> TestResult {
         )?;
         ensure(paths.iter().all(|p| p.is_file()), || {
             format!("missing files: {names:?}")
+        })?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn builtin_nvrtc() -> TestResult {
+    let unit = opbox::cuda::translation_unit(&scale_colors::DECL, &[]).map_err(s)?;
+    ensure(
+        unit.source.contains(
+            "__device__ inline my_addon::Color opbox_builtin_scale(my_addon::Color c, float s) { return my_addon::scale(c, s); }"
+        ),
+        || format!("no wrapper in the unit:\n{}", unit.source),
+    )?;
+    with_nvrtc(|| {
+        opbox::cuda::compile_for_arch(&scale_colors::DECL, &[], "sm_90").map_err(s)?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn gpu_builtin() -> TestResult {
+    with_gpu(|| {
+        let n = 500usize;
+        let cs = colors(n);
+        let input = Tensor::from_native_vec(cs.clone(), &[n])
+            .map_err(s)?
+            .to(Device::Cuda(0))
+            .map_err(s)?;
+        let out = Tensor::from_native_vec(cs.clone(), &[n])
+            .map_err(s)?
+            .to(Device::Cuda(0))
+            .map_err(s)?;
+        scale_colors::launch(LaunchConfig::for_elems(n), &input, &out, 0.75, n as i64)
+            .map_err(s)?;
+        let got = out.to_native_vec::<Color>().map_err(s)?;
+        let want: Vec<Color> = cs.iter().map(|&c| scale(c, 0.75)).collect();
+        ensure(got == want, || {
+            format!("first colors {:?} vs {:?}", &got[..2], &want[..2])
         })?;
         Ok(Outcome::Pass)
     })

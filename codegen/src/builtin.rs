@@ -72,6 +72,46 @@ impl BuiltinDecl {
         format!("({})", parts.join(", "))
     }
 
+    /// The C++ wrapper generated code calls: `opbox_builtin_<name>`, a `__device__` function
+    /// forwarding to the native one. It goes after the native function's definition (in a
+    /// preamble or header); overloads become C++ overloads. Array parameters are taken by const
+    /// reference; an array result is an `#error` (C++ cannot return one).
+    pub fn cpp_wrapper(&self) -> String {
+        let ret = match &self.ret {
+            None => "void".to_string(),
+            Some(FieldType::Array(..)) => return self.array_result_error(),
+            Some(t) => t.c_type(),
+        };
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| {
+                let c = p.ty.c_type();
+                match c.find('[') {
+                    Some(i) => format!("const {} (&{}){}", &c[..i], p.name, &c[i..]),
+                    None => format!("{c} {}", p.name),
+                }
+            })
+            .collect();
+        let args: Vec<&str> = self.params.iter().map(|p| p.name).collect();
+        let call = format!("{}({})", self.native_name, args.join(", "));
+        let body = if self.ret.is_none() {
+            format!("{call};")
+        } else {
+            format!("return {call};")
+        };
+        format!(
+            "__device__ inline {ret} opbox_builtin_{}({}) {{ {body} }}\n",
+            self.name,
+            params.join(", ")
+        )
+    }
+
+    fn array_result_error(&self) -> String {
+        let name = self.name;
+        format!("#error \"opbox: builtin '{name}' returns an array, which C++ cannot\"\n")
+    }
+
     /// How a registration of `other` relates to this one.
     pub fn compare(&self, other: &BuiltinDecl) -> Overload {
         if self.name != other.name || self.input_contract() != other.input_contract() {
@@ -113,6 +153,27 @@ mod tests {
             ],
             ret: Some(F32),
         }
+    }
+
+    #[test]
+    fn the_wrapper_forwards_to_the_native_function() {
+        assert_eq!(
+            scale().cpp_wrapper(),
+            "__device__ inline float opbox_builtin_scale(float x, float s) { return my_addon::scale(x, s); }\n"
+        );
+        let touch = BuiltinDecl {
+            name: "touch",
+            native_name: "::ns::touch",
+            params: &[BuiltinParam {
+                name: "v",
+                ty: FieldType::Array(&F32, 3),
+            }],
+            ret: None,
+        };
+        assert_eq!(
+            touch.cpp_wrapper(),
+            "__device__ inline void opbox_builtin_touch(const float (&v)[3]) { ::ns::touch(v); }\n"
+        );
     }
 
     #[test]
