@@ -39,6 +39,15 @@ pub struct Padded {
     value: u32,
 }
 
+/// A bool field: read back only when its byte is 0 or 1.
+#[derive(Clone, Copy, Debug, PartialEq, opbox::NativeType)]
+#[repr(C)]
+#[native(name = "my_addon::Flagged", initializer = "aggregate")]
+pub struct Flagged {
+    on: bool,
+    v: i32,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, opbox::NativeType)]
 #[repr(C)]
 #[native(name = "my_addon::Handle", opaque)]
@@ -378,6 +387,19 @@ fn host_round_trip() -> TestResult {
     ensure(Tensor::from_native_vec(colors(5), &[2, 3]).is_err(), || {
         "5 values filled a [2, 3] tensor".into()
     })?;
+    let flags = vec![Flagged { on: true, v: -3 }, Flagged { on: false, v: 9 }];
+    let f = Tensor::from_native_vec(flags.clone(), &[2]).map_err(s)?;
+    ensure(f.to_native_vec::<Flagged>().map_err(s)? == flags, || {
+        "Flagged did not round-trip".into()
+    })?;
+    f.with_slice_mut::<u8, _>(|b| b[8] = 2).map_err(s)?;
+    match f.to_native_vec::<Flagged>() {
+        Ok(v) => return Err(format!("a bool byte of 2 was read back: {v:?}")),
+        Err(e) => ensure(
+            e.to_string().contains("element 1 has byte 2 at offset 0"),
+            || e.to_string(),
+        )?,
+    }
     let plain = Tensor::from_vec(vec![0u8; 12], &[1, 12]).map_err(s)?;
     ensure(plain.to_native_vec::<Color>().is_err(), || {
         "a plain u8 tensor read back as Color".into()

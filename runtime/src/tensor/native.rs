@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use opbox_codegen::native::{FieldType, NativeSchema};
+use opbox_codegen::native::{FieldType, NativeScalar, NativeSchema};
 
 use super::layout::Layout;
 use super::storage::Storage;
@@ -21,15 +21,15 @@ use super::{DType, Tensor};
 use crate::native::NativeType;
 use crate::{Error, Result};
 
-/// `(offset, len)` of every initialized byte range of one element of `schema`.
-fn leaf_ranges(schema: &NativeSchema, base: usize, out: &mut Vec<(usize, usize)>) {
+/// `(offset, len, is_bool)` of every initialized byte range of one element of `schema`.
+fn leaf_ranges(schema: &NativeSchema, base: usize, out: &mut Vec<(usize, usize, bool)>) {
     if schema.fields.is_empty() {
-        out.push((base, schema.size));
+        out.push((base, schema.size, false));
         return;
     }
-    fn field(ty: &FieldType, at: usize, out: &mut Vec<(usize, usize)>) {
+    fn field(ty: &FieldType, at: usize, out: &mut Vec<(usize, usize, bool)>) {
         match ty {
-            FieldType::Scalar(s) => out.push((at, s.size())),
+            FieldType::Scalar(s) => out.push((at, s.size(), *s == NativeScalar::Bool)),
             FieldType::Native(n) => leaf_ranges(n, at, out),
             FieldType::Array(elem, len) => {
                 for i in 0..*len {
@@ -65,7 +65,7 @@ impl Tensor {
         let mut bytes = vec![0u8; layout.numel];
         for (value, dst) in data.iter().zip(bytes.chunks_exact_mut(size.max(1))) {
             let src = (value as *const T).cast::<u8>();
-            for &(at, len) in &ranges {
+            for &(at, len, _) in &ranges {
                 // SAFETY: the schema describes `T` exactly (NativeType's contract), so
                 // `at..at + len` is an initialized field of the value, inside it.
                 let field = unsafe { std::slice::from_raw_parts(src.add(at), len) };
@@ -102,14 +102,24 @@ impl Tensor {
         }
         let bytes: Vec<u8> = self.to_vec::<u8>()?;
         let size = std::mem::size_of::<T>();
-        Ok(bytes
-            .chunks_exact(size.max(1))
-            .map(|c| {
-                // SAFETY: `c` holds `size_of::<T>()` bytes of a `T` (the tag says so; a
-                // `NativeType` is plain data whose fields accept any bytes written for them).
-                unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) }
-            })
-            .collect())
+        let mut ranges = Vec::new();
+        leaf_ranges(want, 0, &mut ranges);
+        let bools: Vec<usize> = ranges.iter().filter(|r| r.2).map(|r| r.0).collect();
+        let mut out = Vec::with_capacity(bytes.len() / size.max(1));
+        for (i, c) in bytes.chunks_exact(size.max(1)).enumerate() {
+            // A bool is 0 or 1; a kernel may have written anything.
+            if let Some(&at) = bools.iter().find(|&&at| c[at] > 1) {
+                return Err(Error::InvalidArgument(format!(
+                    "to_native_vec::<{}>: element {i} has byte {} at offset {at}, a bool field (0 or 1 expected)",
+                    want.rust_name, c[at]
+                )));
+            }
+            // SAFETY: `c` holds `size_of::<T>()` initialized bytes laid out as a `T` (the tag
+            // says so). Every exposed scalar but bool accepts any bit pattern, and bools were
+            // checked above; an opaque or skipped part is plain bytes by NativeType's contract.
+            out.push(unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) });
+        }
+        Ok(out)
     }
 
     /// The element schema of a tensor of native values, `None` for any other tensor.
