@@ -8,9 +8,12 @@
 //! `--child-fault`): a fault poisons the CUDA context for the rest of the process, so the
 //! parent, which runs the other GPU tests, must never see one.
 
+mod harness;
+
 use std::process::{Command, ExitCode};
 
-use opbox::cuda::{compile_for_arch, device_count, synchronize};
+use harness::{ensure, s, with_gpu, with_nvrtc, Outcome, Test, TestResult};
+use opbox::cuda::{compile_for_arch, synchronize};
 use opbox::prelude::*;
 
 #[extern_kernel(source = "../examples/kernels/axpby.cu", entry = "axpby")]
@@ -41,14 +44,6 @@ fn write_out_of_bounds(out: Out<[f32]>);
 
 const CHILD_FAULT: &str = "--child-fault";
 
-enum Outcome {
-    Pass,
-    Skip(String),
-}
-
-type TestResult = Result<Outcome, String>;
-type Test = (&'static str, fn() -> TestResult);
-
 const TESTS: &[Test] = &[
     (
         "stub_rejects_wrong_dtype_and_device",
@@ -63,95 +58,10 @@ const TESTS: &[Test] = &[
 ];
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == CHILD_FAULT) {
+    if std::env::args().any(|a| a == CHILD_FAULT) {
         return child_fault();
     }
-    if args.iter().any(|a| a == "--list") {
-        for (name, _) in TESTS {
-            println!("{name}: test");
-        }
-        return ExitCode::SUCCESS;
-    }
-    let filter = args.iter().find(|a| !a.starts_with('-'));
-    let (mut passed, mut failed, mut skipped, mut filtered) = (0, 0, 0, 0);
-    for (name, run) in TESTS {
-        if filter.is_some_and(|f| !name.contains(f.as_str())) {
-            filtered += 1;
-            continue;
-        }
-        match run().and_then(require) {
-            Ok(Outcome::Pass) => {
-                println!("test {name} ... ok");
-                passed += 1;
-            }
-            Ok(Outcome::Skip(why)) => {
-                println!("test {name} ... skipped: {why}");
-                skipped += 1;
-            }
-            Err(e) => {
-                println!("test {name} ... FAILED\n{e}");
-                failed += 1;
-            }
-        }
-    }
-    let verdict = if failed == 0 { "ok" } else { "FAILED" };
-    println!(
-        "\ntest result: {verdict}. {passed} passed; {failed} failed; {skipped} ignored; 0 measured; {filtered} filtered out\n"
-    );
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
-}
-
-/// A skip is a failure where the environment promises the dependency.
-fn require(o: Outcome) -> TestResult {
-    let required = |var: &str| std::env::var(var).is_ok_and(|v| v == "1");
-    match o {
-        Outcome::Skip(why) if why.starts_with("NVRTC") && required("OPBOX_REQUIRE_NVRTC") => {
-            Err(format!("OPBOX_REQUIRE_NVRTC=1 but {why}"))
-        }
-        Outcome::Skip(why) if why.starts_with("no GPU") && required("OPBOX_REQUIRE_GPU") => {
-            Err(format!("OPBOX_REQUIRE_GPU=1 but {why}"))
-        }
-        o => Ok(o),
-    }
-}
-
-fn ensure(cond: bool, message: impl FnOnce() -> String) -> Result<(), String> {
-    if cond {
-        Ok(())
-    } else {
-        Err(message())
-    }
-}
-
-fn s(e: Error) -> String {
-    e.to_string()
-}
-
-fn with_nvrtc(f: impl FnOnce() -> TestResult) -> TestResult {
-    match opbox::cuda::nvrtc::version() {
-        Err(Error::NoCuda { reason }) => Ok(Outcome::Skip(format!("NVRTC not usable ({reason})"))),
-        Err(e) => Err(e.to_string()),
-        Ok(_) => f(),
-    }
-}
-
-fn with_gpu(f: impl FnOnce() -> TestResult) -> TestResult {
-    match device_count() {
-        Err(Error::NoCuda { reason }) => return Ok(Outcome::Skip(format!("no GPU ({reason})"))),
-        Err(e) => return Err(e.to_string()),
-        Ok(0) => {
-            return Ok(Outcome::Skip(
-                "no GPU (the driver reports 0 devices)".into(),
-            ))
-        }
-        Ok(_) => {}
-    }
-    with_nvrtc(f)
+    harness::run(TESTS)
 }
 
 fn expect_err(r: opbox::Result<()>, want: &str) -> Result<(), String> {

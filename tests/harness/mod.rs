@@ -1,0 +1,112 @@
+//! The harness shared by the GPU test binaries (`harness = false` in Cargo.toml): each test
+//! passes, fails, or skips with a printed reason, and OPBOX_REQUIRE_NVRTC=1 / OPBOX_REQUIRE_GPU=1
+//! turn skips into failures. The closing line is libtest's, so CI and `scripts/gpu-check` count
+//! passes, failures and skips alike.
+
+// Each binary uses its own subset of the helpers.
+#![allow(dead_code)]
+
+use std::process::ExitCode;
+
+use opbox::Error;
+
+pub enum Outcome {
+    Pass,
+    Skip(String),
+}
+
+pub type TestResult = Result<Outcome, String>;
+pub type Test = (&'static str, fn() -> TestResult);
+
+/// Runs `tests` (those whose name contains the first non-flag argument, if any), printing one
+/// line each and libtest's closing line. `--list` lists them instead.
+pub fn run(tests: &[Test]) -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--list") {
+        for (name, _) in tests {
+            println!("{name}: test");
+        }
+        return ExitCode::SUCCESS;
+    }
+    let filter = args.iter().find(|a| !a.starts_with('-'));
+    let (mut passed, mut failed, mut skipped, mut filtered) = (0, 0, 0, 0);
+    for (name, run) in tests {
+        if filter.is_some_and(|f| !name.contains(f.as_str())) {
+            filtered += 1;
+            continue;
+        }
+        match run().and_then(require) {
+            Ok(Outcome::Pass) => {
+                println!("test {name} ... ok");
+                passed += 1;
+            }
+            Ok(Outcome::Skip(why)) => {
+                println!("test {name} ... skipped: {why}");
+                skipped += 1;
+            }
+            Err(e) => {
+                println!("test {name} ... FAILED\n{e}");
+                failed += 1;
+            }
+        }
+    }
+    let verdict = if failed == 0 { "ok" } else { "FAILED" };
+    println!(
+        "\ntest result: {verdict}. {passed} passed; {failed} failed; {skipped} ignored; 0 measured; {filtered} filtered out\n"
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// A skip is a failure where the environment promises the dependency.
+fn require(o: Outcome) -> TestResult {
+    let required = |var: &str| std::env::var(var).is_ok_and(|v| v == "1");
+    match o {
+        Outcome::Skip(why) if why.starts_with("NVRTC") && required("OPBOX_REQUIRE_NVRTC") => {
+            Err(format!("OPBOX_REQUIRE_NVRTC=1 but {why}"))
+        }
+        Outcome::Skip(why) if why.starts_with("no GPU") && required("OPBOX_REQUIRE_GPU") => {
+            Err(format!("OPBOX_REQUIRE_GPU=1 but {why}"))
+        }
+        o => Ok(o),
+    }
+}
+
+pub fn ensure(cond: bool, message: impl FnOnce() -> String) -> Result<(), String> {
+    if cond {
+        Ok(())
+    } else {
+        Err(message())
+    }
+}
+
+pub fn s(e: Error) -> String {
+    e.to_string()
+}
+
+/// Runs `f` when NVRTC is usable, else skips saying why.
+pub fn with_nvrtc(f: impl FnOnce() -> TestResult) -> TestResult {
+    match opbox::cuda::nvrtc::version() {
+        Err(Error::NoCuda { reason }) => Ok(Outcome::Skip(format!("NVRTC not usable ({reason})"))),
+        Err(e) => Err(e.to_string()),
+        Ok(_) => f(),
+    }
+}
+
+/// Runs `f` when a GPU and NVRTC are there, else skips saying why.
+pub fn with_gpu(f: impl FnOnce() -> TestResult) -> TestResult {
+    match opbox::cuda::device_count() {
+        Err(Error::NoCuda { reason }) => return Ok(Outcome::Skip(format!("no GPU ({reason})"))),
+        Err(e) => return Err(e.to_string()),
+        Ok(0) => {
+            return Ok(Outcome::Skip(
+                "no GPU (the driver reports 0 devices)".into(),
+            ))
+        }
+        Ok(_) => {}
+    }
+    with_nvrtc(f)
+}
