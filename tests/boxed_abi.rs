@@ -120,7 +120,7 @@ fn fail_on(op: &OpHandle, key: DispatchKey, mut stack: Stack) -> Error {
     err
 }
 
-fn stack(values: impl IntoIterator<Item = StableValue>) -> Stack {
+fn stack(values: impl IntoIterator<Item = StableValue>) -> Stack<'static> {
     values.into_iter().collect()
 }
 

@@ -7,14 +7,14 @@ use crate::{DType, Device, Error, Result, Scalar, Tensor};
 
 /// The arguments of a typed call: a tuple of values that box (`(&x, &y, 2.0)`), or `()`.
 pub trait IntoStack {
-    fn push_onto(self, stack: &mut Stack);
+    fn push_onto(self, stack: &mut Stack<'_>);
 
     /// Pushes for one typed call, borrowing tensor handles.
     ///
     /// # Safety
     /// `stack` must be dropped (or cleared) before any borrow in `self` ends.
     #[doc(hidden)]
-    unsafe fn push_for_call(self, stack: &mut Stack)
+    unsafe fn push_for_call(self, stack: &mut Stack<'_>)
     where
         Self: Sized,
     {
@@ -35,19 +35,19 @@ pub trait FromStack: Sized {
 }
 
 impl IntoStack for () {
-    fn push_onto(self, _: &mut Stack) {}
+    fn push_onto(self, _: &mut Stack<'_>) {}
 }
 
 macro_rules! into_stack_tuple {
     ($($name:ident),+) => {
         impl<$($name: crate::value::IntoStable),+> IntoStack for ($($name,)+) {
             #[allow(non_snake_case)]
-            fn push_onto(self, stack: &mut Stack) {
+            fn push_onto(self, stack: &mut Stack<'_>) {
                 let ($($name,)+) = self;
-                $(stack.push($name);)+
+                $(stack.push_value($name.into_stable());)+
             }
             #[allow(non_snake_case)]
-            unsafe fn push_for_call(self, stack: &mut Stack) {
+            unsafe fn push_for_call(self, stack: &mut Stack<'_>) {
                 let ($($name,)+) = self;
                 // SAFETY: forwarded from this method's own contract.
                 $(stack.push_value(unsafe { $name.into_stable_for_call() });)+
@@ -68,10 +68,10 @@ into_stack_tuple!(A, B, C, D, E, F, G, H, I, J);
 into_stack_tuple!(A, B, C, D, E, F, G, H, I, J, K);
 into_stack_tuple!(A, B, C, D, E, F, G, H, I, J, K, L);
 
-impl IntoStack for Stack {
-    fn push_onto(self, stack: &mut Stack) {
-        for value in self.as_slice() {
-            stack.push(value.clone());
+impl IntoStack for Stack<'_> {
+    fn push_onto(self, stack: &mut Stack<'_>) {
+        for value in self {
+            stack.push_value(value);
         }
     }
 }

@@ -11,10 +11,12 @@
 //! - whatever is left on the stack is released by the stack's owner, on success and on error
 //!   alike. After a call the stack holds exactly the outputs: the dispatcher releases the inputs.
 //!
-//! One exception keeps typed calls cheap: `OpHandle::call` boxes `&Tensor` arguments as
-//! *borrowed* values (a flag in `aux`), which own no reference and release nothing, because its
-//! stack is local to the call and dropped before the borrow ends. Cloning or taking such a value
-//! makes an owned reference. Nothing else can make one.
+//! One exception keeps calls cheap: a `&Tensor` pushed onto a `Stack<'a>` (by `Stack::push` or
+//! a typed `OpHandle::call`) is boxed as a *borrowed* value (a flag in `aux`), which owns no
+//! reference and releases nothing. The stack's lifetime `'a` keeps it from outliving the tensor,
+//! and values leave the stack (`pop`, iteration, typed results) as owned ones; cloning such a
+//! value makes an owned reference too. Kernels only ever borrow their inputs, so they cannot
+//! tell the difference.
 //!
 //! [`live_handles`] counts every handle a value owns, so tests can prove that no call leaks or
 //! frees twice.

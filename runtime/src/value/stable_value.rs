@@ -125,6 +125,15 @@ impl StableValue {
         StableValue::owned_ptr(Tag::Tensor, TENSOR_BORROWED, v.as_raw())
     }
 
+    /// The same value, owning its handle: a borrowed tensor becomes a counted reference.
+    pub(crate) fn into_owned(self) -> StableValue {
+        if self.is_borrowed_tensor() {
+            self.clone()
+        } else {
+            self
+        }
+    }
+
     fn is_borrowed_tensor(&self) -> bool {
         self.tag == Tag::Tensor as u32 && self.aux & TENSOR_BORROWED != 0
     }

@@ -1,43 +1,54 @@
+use std::marker::PhantomData;
+
 use smallvec::SmallVec;
 
 use super::convert::IntoStable;
 use super::stable_value::StableValue;
+use crate::Tensor;
 
 /// Slots held inline, before the stack spills to the heap: 8 arguments plus 8 outputs.
 pub const INLINE_SLOTS: usize = 16;
 
 /// The boxed argument stack every op is called through. It owns its values (see the module
 /// docs); calls with up to 8 arguments and 8 results never touch the heap.
+///
+/// `'a` is how long the tensors pushed by reference live: `push(&x)` borrows `x`'s handle
+/// instead of taking a reference count, so the stack may not outlive `x`. Values leave the stack
+/// (`pop`, iteration) as owned values.
 #[derive(Clone, Debug, Default)]
-pub struct Stack {
+pub struct Stack<'a> {
     values: SmallVec<[StableValue; INLINE_SLOTS]>,
+    borrows: PhantomData<&'a Tensor>,
 }
 
-impl Stack {
+impl<'a> Stack<'a> {
     #[inline]
-    pub fn new() -> Stack {
+    pub fn new() -> Stack<'a> {
         Stack {
             values: SmallVec::new(),
+            borrows: PhantomData,
         }
     }
 
-    /// Boxes and pushes one value.
+    /// Boxes and pushes one value; a `&Tensor` is borrowed for `'a`, not counted.
     #[inline]
-    pub fn push(&mut self, value: impl IntoStable) -> &mut Stack {
-        self.values.push(value.into_stable());
+    pub fn push<V: IntoStable + 'a>(&mut self, value: V) -> &mut Stack<'a> {
+        // SAFETY: `V: 'a`, and the stack cannot outlive `'a`; borrowed values leave it only by
+        // reference or converted to owned ones (`pop`, `take`, iteration).
+        self.values.push(unsafe { value.into_stable_for_call() });
         self
     }
 
     /// Pushes an already boxed value.
     #[inline]
-    pub fn push_value(&mut self, value: StableValue) -> &mut Stack {
+    pub fn push_value(&mut self, value: StableValue) -> &mut Stack<'a> {
         self.values.push(value);
         self
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<StableValue> {
-        self.values.pop()
+        self.values.pop().map(StableValue::into_owned)
     }
 
     #[inline]
@@ -86,6 +97,7 @@ impl Stack {
             .get_mut(index)
             .map(std::mem::take)
             .unwrap_or_default()
+            .into_owned()
     }
 
     /// Releases the first `count` values (the arguments), shifting the outputs down.
@@ -112,25 +124,29 @@ impl Stack {
     }
 }
 
-impl std::ops::Index<usize> for Stack {
+impl std::ops::Index<usize> for Stack<'_> {
     type Output = StableValue;
     fn index(&self, index: usize) -> &StableValue {
         &self.values[index]
     }
 }
 
-impl FromIterator<StableValue> for Stack {
-    fn from_iter<I: IntoIterator<Item = StableValue>>(iter: I) -> Stack {
+impl FromIterator<StableValue> for Stack<'_> {
+    fn from_iter<I: IntoIterator<Item = StableValue>>(iter: I) -> Self {
         Stack {
             values: iter.into_iter().collect(),
+            borrows: PhantomData,
         }
     }
 }
 
-impl IntoIterator for Stack {
+impl IntoIterator for Stack<'_> {
     type Item = StableValue;
-    type IntoIter = smallvec::IntoIter<[StableValue; INLINE_SLOTS]>;
+    type IntoIter = std::iter::Map<
+        smallvec::IntoIter<[StableValue; INLINE_SLOTS]>,
+        fn(StableValue) -> StableValue,
+    >;
     fn into_iter(self) -> Self::IntoIter {
-        self.values.into_iter()
+        self.values.into_iter().map(StableValue::into_owned)
     }
 }

@@ -642,15 +642,23 @@ fn stack_stays_inline_up_to_16_then_spills() {
         .and_then(StableValue::as_tensor)
         .is_some_and(|x| x.ptr_eq(&t)));
     assert!(stack.get(20).is_none());
-    assert_eq!(t.ref_count(), 4);
+    assert_eq!(
+        t.ref_count(),
+        1,
+        "`push(&t)` borrows the handle for the stack's lifetime"
+    );
 
     let copy = stack.clone();
     assert_eq!(copy.len(), 20);
-    assert_eq!(t.ref_count(), 7);
+    assert_eq!(t.ref_count(), 4, "a cloned stack owns its references");
     drop(copy);
+    assert_eq!(t.ref_count(), 1);
 
-    assert!(stack.pop().is_some_and(|v| v.as_tensor().is_some()));
-    assert_eq!(t.ref_count(), 3, "a popped value is released when dropped");
+    let popped = stack.pop().expect("a value");
+    assert!(popped.as_tensor().is_some_and(|x| x.ptr_eq(&t)));
+    assert_eq!(t.ref_count(), 2, "a popped value owns its reference");
+    drop(popped);
+    assert_eq!(t.ref_count(), 1);
     stack.clear();
     assert!(stack.is_empty());
     assert_eq!(t.ref_count(), 1);
@@ -697,7 +705,8 @@ fn values_move_between_threads() {
     let b = balance();
     let t = tensor(&[3.0]);
     let mut stack = Stack::new();
-    stack.push(&t).push("s").push(vec![1i64, 2]);
+    // An owned handle: a stack that borrows `&t` could not be sent to another thread.
+    stack.push(t.clone()).push("s").push(vec![1i64, 2]);
     let back = std::thread::spawn(move || {
         let n = stack.len();
         drop(stack);
