@@ -88,22 +88,15 @@ impl OpHandle {
             fill_defaults(entry, stack)?;
         }
         if stack.len() != num_args {
-            return Err(Error::ArgCount {
-                op: entry.name.clone(),
-                expected: num_args,
-                got: stack.len(),
-                schema: schema.to_string(),
-            });
+            return Err(arg_count_error(entry, stack.len()));
         }
         let key = match dispatch_device(entry, stack)? {
             Some(device) => DispatchKey::for_device(device),
             None => key.unwrap_or(DispatchKey::CPU),
         };
-        let kernel = entry.kernel_for(key).ok_or_else(|| Error::NoKernel {
-            op: entry.name.clone(),
-            key: key.to_string(),
-            available: entry.available_keys(),
-        })?;
+        let Some(kernel) = entry.kernel_for(key) else {
+            return Err(no_kernel_error(entry, key));
+        };
         let num_outputs = schema.returns.len();
         let base = stack.reserve_outputs(num_outputs);
         // SAFETY: `base` points at the stack's `num_args + num_outputs` initialised values (the
@@ -111,10 +104,7 @@ impl OpHandle {
         // kernel honours the BoxedKernelFn contract (generated shims do, via `boxed_call`).
         let status = unsafe { kernel(base, num_args as u64, num_outputs as u64) };
         if status != STATUS_OK {
-            return Err(take_last_error().unwrap_or_else(|| Error::Kernel {
-                op: entry.name.clone(),
-                message: format!("kernel failed with status {status} and left no error"),
-            }));
+            return Err(kernel_error(entry, status));
         }
         stack.release_front(num_args);
         Ok(())
@@ -152,35 +142,88 @@ fn agree(
         None => *first = Some((index, device)),
         Some((_, d)) if d == device => {}
         Some((first_index, first_device)) => {
-            let name = |i: usize| entry.schema.arguments[i].name.to_string();
-            return Err(Error::MixedDevices {
-                op: entry.name.clone(),
+            return Err(mixed_devices_error(
+                entry,
                 first_index,
-                first_name: name(first_index),
                 first_device,
                 index,
-                name: name(index),
                 device,
-            });
+            ))
         }
     }
     Ok(())
 }
 
+// The error builders are cold and out of line, so the call path stays small.
+
+#[cold]
+#[inline(never)]
+fn mixed_devices_error(
+    entry: &OpEntry,
+    first_index: usize,
+    first_device: Device,
+    index: usize,
+    device: Device,
+) -> Error {
+    let name = |i: usize| {
+        entry
+            .schema
+            .arguments
+            .get(i)
+            .map(|a| a.name.to_string())
+            .unwrap_or_default()
+    };
+    Error::MixedDevices {
+        op: entry.name.clone(),
+        first_index,
+        first_name: name(first_index),
+        first_device,
+        index,
+        name: name(index),
+        device,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn arg_count_error(entry: &OpEntry, got: usize) -> Error {
+    Error::ArgCount {
+        op: entry.name.clone(),
+        expected: entry.schema.arguments.len(),
+        got,
+        schema: entry.schema.to_string(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn no_kernel_error(entry: &OpEntry, key: DispatchKey) -> Error {
+    Error::NoKernel {
+        op: entry.name.clone(),
+        key: key.to_string(),
+        available: entry.available_keys(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn kernel_error(entry: &OpEntry, status: i32) -> Error {
+    take_last_error().unwrap_or_else(|| Error::Kernel {
+        op: entry.name.clone(),
+        message: format!("kernel failed with status {status} and left no error"),
+    })
+}
+
 /// Appends the defaults of the arguments the caller left out, or fails naming the first one
 /// that has no default.
+#[inline(never)]
 fn fill_defaults(entry: &OpEntry, stack: &mut Stack) -> Result<()> {
     let schema = entry.schema;
     // The count the caller gave, before any default is pushed.
     let given = stack.len();
     for arg in &schema.arguments[given..] {
         let Some(default) = &arg.default else {
-            return Err(Error::ArgCount {
-                op: entry.name.clone(),
-                expected: schema.arguments.len(),
-                got: given,
-                schema: schema.to_string(),
-            });
+            return Err(arg_count_error(entry, given));
         };
         stack.push(default_value(default, arg.ty.base_type()));
     }
