@@ -160,11 +160,7 @@ fn collect_defs(func: &ItemFn, ns: &str) -> syn::Result<Vec<OpDef>> {
             }
         }
         let marker = naming::marker_name(&schema.name.name, &schema.name.overload);
-        let full = if schema.name.overload.is_empty() {
-            format!("{ns}::{}", schema.name.name)
-        } else {
-            format!("{ns}::{}.{}", schema.name.name, schema.name.overload)
-        };
+        let full = schema.qualified_name(ns);
         if let Some(first) = seen.get(&marker) {
             let line = first.span().start().line;
             let message = if line > 0 {
@@ -236,7 +232,7 @@ fn marker_items(op: &OpDef, ns: &str) -> TokenStream {
     let mut printed = op.schema.clone();
     printed.name.namespace = Some(ns.to_string().into());
     let printed = printed.to_string();
-    let full = printed.split('(').next().unwrap_or_default().to_string();
+    let full = op.schema.qualified_name(ns);
     let arity = op.schema.arguments.len();
     let arity_trait = naming::arity_trait(span);
     let arity_message = format!(

@@ -20,7 +20,7 @@
 //! | T?          | `Option<T>`              | `Option<T>`     |
 
 use crate::dispatch::KernelOutputs;
-use crate::value::IntoStable;
+use crate::value::{FromStable, IntoStable, Mismatch, StableValue};
 use crate::{DType, Device, Error, Result, Scalar, Tensor};
 
 /// Markers for the schema-side shape of a Rust type. Only rustc sees them.
@@ -80,9 +80,17 @@ map! {
     Scalar => ty::Scalar,
 }
 
+// Rust types with no schema type. `#[stable_impl]`'s signature check rejects them at compile
+// time with a message naming the op and argument; their `FromStable` impls never unbox anything
+// and only keep the boxing shim from adding a second, less helpful error for the same parameter.
 macro_rules! not_schema {
     ($($rust:ty),+) => {$(
         impl RustParam for $rust { type Schema = ty::Rust<$rust>; }
+        impl<'a> FromStable<'a> for $rust {
+            fn from_stable(_: &'a StableValue) -> Result<Self, Mismatch> {
+                Err(Mismatch)
+            }
+        }
     )+};
 }
 not_schema!(f32, i8, i16, i32, u8, u16, u32, u64, usize, isize, char);

@@ -74,14 +74,6 @@ pub fn registered_ops() -> Vec<&'static str> {
     names
 }
 
-pub(crate) fn qualified_name(namespace: &str, schema: &Schema) -> String {
-    if schema.name.overload.is_empty() {
-        format!("{namespace}::{}", schema.name.name)
-    } else {
-        format!("{namespace}::{}.{}", schema.name.name, schema.name.overload)
-    }
-}
-
 pub(crate) fn collect(
     libraries: &[&'static LibraryRegistration],
     kernels: &[&'static KernelRegistration],
@@ -101,7 +93,7 @@ pub(crate) fn collect(
             }
         }
         for def in lib.ops {
-            let name = qualified_name(lib.namespace, def.schema);
+            let name = def.schema.qualified_name(lib.namespace);
             if let Some(existing) = entries.get(&name) {
                 errors.push(Error::DuplicateOp {
                     op: name,

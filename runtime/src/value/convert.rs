@@ -298,17 +298,3 @@ impl<T: IntoStable + Clone, const N: usize> IntoStable for [T; N] {
         StableValue::list(T::into_list(self.to_vec()))
     }
 }
-
-// Rust types with no schema type. `#[stable_impl]`'s signature check rejects them at compile time
-// with a message naming the op and argument; these impls only keep the boxing shim from adding
-// a second, less helpful error for the same parameter. They never unbox anything.
-macro_rules! rejected_by_signature_check {
-    ($($ty:ty),+) => {$(
-        impl<'a> FromStable<'a> for $ty {
-            fn from_stable(_: &'a StableValue) -> Result<Self, Mismatch> {
-                Err(Mismatch)
-            }
-        }
-    )+};
-}
-rejected_by_signature_check!(f32, i8, i16, i32, u8, u16, u32, u64, usize, isize, char);
