@@ -38,9 +38,46 @@ pub use opbox_macros::{extern_kernel, stable_fragment, stable_impl, stable_libra
 pub use opbox_runtime::native::NativeType;
 pub use opbox_runtime::*;
 
-/// Ahead-of-time compilation: `opbox::aot::compile(&[(&k::DECL).into()], &targets)`.
+/// Ahead-of-time compilation: `opbox::aot::compile(&[(&k::DECL).into()], &targets)` for chosen
+/// kernels, or [`aot::run_request`] over every `#[extern_kernel]` linked in (what `opbox aot`
+/// runs). A cdylib plugin calls [`export_aot!`] once so that `opbox aot --plugin` reaches its
+/// kernels.
 pub mod aot {
-    pub use opbox_runtime::cuda::aot::{compile, AotKernel, AotTargets};
+    pub use opbox_runtime::cuda::aot::{
+        compile, default_threads, plan, run_job, run_jobs, AotJob, AotKernel, AotTargets,
+    };
+    pub use opbox_runtime::cuda::aot_session::{
+        run_request, AotEvent, AotRequest, AotSummary, CONSTEXPR_SKIP,
+    };
+    pub use opbox_runtime::cuda::kernels::{
+        registered_kernels, select_kernels, ExternKernelRegistration,
+    };
+
+    /// The C ABI between `opbox aot --plugin` and a plugin.
+    pub mod plugin {
+        pub use opbox_runtime::cuda::aot_plugin::*;
+    }
+}
+
+/// Exports `opbox_aot_v1` from a cdylib, so that `opbox aot --plugin path/to/lib.so` compiles
+/// the kernels the plugin links. Call it once, at the crate root of the plugin.
+#[macro_export]
+macro_rules! export_aot {
+    () => {
+        /// The entry `opbox aot --plugin` calls (opbox's AOT plugin ABI, version 1).
+        ///
+        /// # Safety
+        /// The caller keeps the contract of `opbox::aot::plugin::serve_v1`.
+        #[no_mangle]
+        pub unsafe extern "C" fn opbox_aot_v1(
+            request: *const $crate::aot::plugin::AotRequestV1,
+            callback: $crate::aot::plugin::AotEventCallbackV1,
+            ctx: *mut ::core::ffi::c_void,
+        ) -> i32 {
+            // SAFETY: forwarded unchanged; the caller keeps serve_v1's contract.
+            unsafe { $crate::aot::plugin::serve_v1(request, callback, ctx) }
+        }
+    };
 }
 
 /// The kernel caches' counters: `opbox::cache::stats()`.
@@ -87,6 +124,6 @@ pub mod __private {
             BuildRef, ConstValue, ConstexprStyle, ElemType, EntryAbi, EnumParam, IncludeEdge,
             KernelDecl, NativeParam, Param, ParamKind, ScalarType, SourceFile,
         };
-        pub use opbox_runtime::cuda::{KernelArg, LaunchArg};
+        pub use opbox_runtime::cuda::{ExternKernelRegistration, KernelArg, LaunchArg};
     }
 }

@@ -890,6 +890,14 @@ fn emit(
             /// The loaded kernel per device (and per #[constexpr] value set), loaded on first use.
             pub static HANDLE: ::opbox::cuda::KernelHandle = ::opbox::cuda::KernelHandle::new(&DECL);
 
+            // Every extern kernel is listed, so `opbox aot` can compile a whole binary's.
+            ::opbox::__private::inventory::submit! {
+                ::opbox::__private::cuda::ExternKernelRegistration {
+                    decl: &DECL,
+                    module_path: ::core::module_path!(),
+                }
+            }
+
             #specialized
 
             #[doc = #c_signature_doc]

@@ -1,20 +1,27 @@
 //! Ahead-of-time compilation: kernels → cubin / PTX files, for shipping without NVRTC or for
 //! external runtimes (`abi = "constant_params"` entries).
 //!
-//! [`compile`] writes one file per (target, kernel), `<out_dir>/<kernel>.<arch>.cubin` for an
-//! `sm_XX` target and `.ptx` for `compute_XX`, through the same emitter, build options and
-//! checks as a launch, and returns the paths in target order: the devices' targets first (each
-//! device's best target, as a launch would load it: its own cubin when NVRTC supports its arch),
-//! then the explicit arches; within a target, the kernels in the order given: one path per
-//! (target, kernel), a file shared when a device's target equals an explicit arch.
+//! [`compile`] writes one file per (target, kernel): `<out_dir>/<kernel>.<arch>.cubin` for an
+//! `sm_XX` target and `.ptx` for `compute_XX` (a specialization's stem adds a digest of its
+//! constexpr values), through the same emitter, build options and checks as a launch. It
+//! returns the paths in target order: the devices' targets first (each device's best target,
+//! as a launch would load it: its own cubin when NVRTC supports its arch), then the explicit
+//! arches; within a target, the kernels in the order given: one path per (target, kernel), a
+//! file shared when a device's target equals an explicit arch.
+//!
+//! Compiles go through the process's disk cache (`OPBOX_CACHE_DIR`), so running AOT twice, or
+//! after the kernels were launched once, compiles nothing new; they run in parallel.
+//! [`session`](super::aot_session) drives the same steps for the `opbox aot` command.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use opbox_codegen::cuda::{ConstValue, KernelDecl};
 
 use super::artifact::ImageKind;
 use super::context::device;
-use super::jit::{compile_cached, Target};
+use super::jit::{compile_cached, default_cache, Target};
 use super::nvrtc;
 use crate::error::{Error, Result};
 
@@ -46,9 +53,30 @@ pub struct AotTargets {
     pub out_dir: PathBuf,
 }
 
+/// One (target, kernel) compile and the file it produces.
+#[derive(Clone, Debug)]
+pub struct AotJob<'a> {
+    pub kernel: AotKernel<'a>,
+    pub target: Target,
+    pub path: PathBuf,
+    /// False when an earlier job writes the same file (a device's target equal to an explicit
+    /// arch): the path is listed again, but compiled and written once.
+    pub writes: bool,
+}
+
 /// Compiles every kernel for every target and writes the images; returns their paths, devices'
-/// targets first, then the explicit arches (see the module docs).
+/// targets first, then the explicit arches (see the module docs). Stops at the first failure.
 pub fn compile(kernels: &[AotKernel<'_>], targets: &AotTargets) -> Result<Vec<PathBuf>> {
+    let jobs = plan(kernels, targets)?;
+    let results = run_jobs(&jobs, default_threads(), &|_, _| {});
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    Ok(jobs.into_iter().map(|j| j.path).collect())
+}
+
+/// Resolves the targets and names every output file, without compiling anything. Creates the
+/// output directory. Errors: no kernels, no targets, an unknown arch, a device that is not
+/// there, two different kernels that would write one file.
+pub fn plan<'a>(kernels: &[AotKernel<'a>], targets: &AotTargets) -> Result<Vec<AotJob<'a>>> {
     if kernels.is_empty() {
         return Err(Error::InvalidArgument(
             "aot::compile: no kernels to compile".into(),
@@ -71,39 +99,126 @@ pub fn compile(kernels: &[AotKernel<'_>], targets: &AotTargets) -> Result<Vec<Pa
         resolved.push(Target::parse(arch)?);
     }
     std::fs::create_dir_all(&targets.out_dir).map_err(|e| io(&targets.out_dir, e))?;
-    let mut paths = Vec::with_capacity(resolved.len() * kernels.len());
-    let mut written: Vec<(PathBuf, &KernelDecl)> = Vec::new();
+    let mut jobs: Vec<AotJob<'a>> = Vec::with_capacity(resolved.len() * kernels.len());
     for target in &resolved {
         for k in kernels {
-            let compiled = compile_cached(k.decl, k.constexprs, *target, None)?;
-            let ext = match compiled.artifact.kind {
+            let ext = match target.kind {
                 ImageKind::Cubin => "cubin",
                 ImageKind::Ptx => "ptx",
             };
-            let path =
-                targets
-                    .out_dir
-                    .join(format!("{}.{}.{ext}", k.decl.rust_name, target.name()));
-            match written.iter().find(|(p, _)| *p == path) {
+            let path = targets
+                .out_dir
+                .join(format!("{}.{}.{ext}", file_stem(k), target.name()));
+            let earlier = jobs.iter().find(|j| j.path == path);
+            let writes = match earlier {
+                None => true,
                 // A device target equal to an explicit arch (or a kernel given twice): one file,
                 // listed at each place, so the result keeps one path per (target, kernel).
-                Some((_, decl)) if std::ptr::eq(*decl, k.decl) => {}
-                Some(_) => {
-                    return Err(Error::InvalidArgument(format!(
-                    "aot::compile: two different kernels named '{}' would both be written to '{}'",
-                    k.decl.rust_name,
-                    path.display()
-                )))
-                }
-                None => {
-                    std::fs::write(&path, &compiled.artifact.image).map_err(|e| io(&path, e))?;
-                    written.push((path.clone(), k.decl));
-                }
-            }
-            paths.push(path);
+                Some(j) if same_kernel(&j.kernel, k) => false,
+                Some(j) => return Err(collision(&j.kernel, k, &path)),
+            };
+            jobs.push(AotJob {
+                kernel: *k,
+                target: *target,
+                path,
+                writes,
+            });
         }
     }
-    Ok(paths)
+    Ok(jobs)
+}
+
+/// Compiles one job (through the disk cache) and writes its file when it is the job's to write.
+pub fn run_job(job: &AotJob<'_>) -> Result<()> {
+    if !job.writes {
+        return Ok(());
+    }
+    let compiled = compile_cached(
+        job.kernel.decl,
+        job.kernel.constexprs,
+        job.target,
+        default_cache(),
+    )?;
+    std::fs::write(&job.path, &compiled.artifact.image).map_err(|e| io(&job.path, e))
+}
+
+/// Runs `jobs` on up to `threads` threads, calling `on_done(index, result)` as each finishes
+/// (from the worker threads, one call at a time); returns every job's result in job order.
+/// Every job runs even after one fails, so a build reports all its broken kernels at once.
+pub fn run_jobs(
+    jobs: &[AotJob<'_>],
+    threads: usize,
+    on_done: &(dyn Fn(usize, &Result<()>) + Sync),
+) -> Vec<Result<()>> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<()>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let report = Mutex::new(());
+    let worker = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(job) = jobs.get(i) else { break };
+        let result = run_job(job);
+        {
+            // One report at a time: callers draw progress bars and print from here.
+            let _one = report.lock().unwrap_or_else(|e| e.into_inner());
+            on_done(i, &result);
+        }
+        let mut all = results.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = all.get_mut(i) {
+            *slot = Some(result);
+        }
+    };
+    let threads = threads.clamp(1, jobs.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(worker);
+        }
+        worker();
+    });
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(Error::InvalidArgument(
+                    "aot: a compile thread stopped before finishing its job".into(),
+                ))
+            })
+        })
+        .collect()
+}
+
+/// One compile thread per core: NVRTC compiles are single-threaded and independent.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The kernel's name; a specialization adds a digest of its constexpr values, so each of a
+/// kernel's specializations gets its own file.
+fn file_stem(k: &AotKernel<'_>) -> String {
+    use sha2::{Digest, Sha256};
+    if k.constexprs.is_empty() {
+        return k.decl.rust_name.to_string();
+    }
+    let digest = Sha256::digest(format!("{:?}", k.constexprs).as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}-{hex}", k.decl.rust_name)
+}
+
+fn same_kernel(a: &AotKernel<'_>, b: &AotKernel<'_>) -> bool {
+    std::ptr::eq(a.decl, b.decl) && a.constexprs == b.constexprs
+}
+
+#[cold]
+fn collision(first: &AotKernel<'_>, second: &AotKernel<'_>, path: &Path) -> Error {
+    Error::InvalidArgument(format!(
+        "aot::compile: two different kernels named '{}' ({} and {}) would both be written to '{}'; rename one, or compile them into different directories",
+        second.decl.rust_name,
+        first.decl.declared_at,
+        second.decl.declared_at,
+        path.display()
+    ))
 }
 
 fn io(path: &Path, e: std::io::Error) -> Error {

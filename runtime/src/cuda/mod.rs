@@ -10,13 +10,18 @@
 //! - [`context`]: one context and default stream per device.
 //! - [`loader`]: the in-process cache of loaded functions, one [`KernelHandle`] per declaration.
 //! - [`launch`]: the checked launch behind `#[extern_kernel]`'s `launch(cfg, args…)`.
+//! - [`kernels`]: every `#[extern_kernel]` linked in; [`aot`], [`aot_session`] and
+//!   [`aot_plugin`] compile them ahead of time (`opbox aot`).
 
 pub mod aot;
+pub mod aot_plugin;
+pub mod aot_session;
 pub mod arg;
 pub mod artifact;
 pub mod context;
 pub mod disk_cache;
 pub mod jit;
+pub mod kernels;
 pub mod launch;
 pub mod loader;
 pub mod nvrtc;
@@ -41,6 +46,7 @@ pub use jit::{
     compile_cached, compile_for_arch, compile_for_device, translation_unit, CacheOutcome, Compiled,
     Target,
 };
+pub use kernels::{registered_kernels, select_kernels, ExternKernelRegistration};
 pub use launch::{launch, synchronize, In, InOut, LaunchConfig, Out};
 pub use loader::{KernelHandle, LoadedKernel, SpecTable};
 pub use stack_launch::{launch_stack, lower_stack, struct_bytes};

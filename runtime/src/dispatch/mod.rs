@@ -8,7 +8,7 @@ mod library;
 mod op;
 mod registration;
 mod registry;
-mod suggest;
+pub(crate) mod suggest;
 
 pub use call::{FromStack, IntoStack};
 pub use kernel::{

@@ -1,0 +1,159 @@
+//! One `opbox aot` run over the kernels registered in this binary: select, plan, compile in
+//! parallel, and report each step as an [`AotEvent`]. The CLI draws its progress bar from the
+//! events; a plugin runs the same session in its own process image and forwards the events
+//! across the C ABI ([`aot_plugin`](super::aot_plugin)).
+
+use std::path::{Path, PathBuf};
+
+use super::aot::{plan, run_jobs, AotKernel, AotTargets};
+use super::kernels::{registered_kernels, select_kernels, ExternKernelRegistration};
+use super::nvrtc;
+use crate::error::{Error, Result};
+
+/// What to compile: the CLI's arguments, parsed.
+#[derive(Clone, Debug, Default)]
+pub struct AotRequest {
+    /// `sm_XX` / `compute_XX`.
+    pub arches: Vec<String>,
+    /// Device ordinals: each device's best target.
+    pub devices: Vec<usize>,
+    /// Kernel names to compile; empty means every registered kernel.
+    pub kernels: Vec<String>,
+    pub out_dir: PathBuf,
+    /// Compile threads; 0 means one per core.
+    pub jobs: usize,
+    /// List the registered kernels instead of compiling.
+    pub list_only: bool,
+}
+
+/// What a session reports, in order: `Listed` per kernel (listing only), or `Skipped` per
+/// kernel that cannot be compiled ahead of time, one `Planned`, then `Done` or `Failed` per
+/// (target, kernel) as each finishes.
+#[derive(Clone, Copy, Debug)]
+pub enum AotEvent<'a> {
+    Listed {
+        kernel: &'a str,
+        module: &'a str,
+        declared_at: &'a str,
+    },
+    Skipped {
+        kernel: &'a str,
+        reason: &'a str,
+    },
+    Planned {
+        jobs: usize,
+    },
+    Done {
+        kernel: &'a str,
+        target: &'a str,
+        path: &'a Path,
+    },
+    Failed {
+        kernel: &'a str,
+        target: &'a str,
+        message: &'a str,
+    },
+}
+
+/// How a session ended, when it got as far as compiling.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AotSummary {
+    pub listed: usize,
+    pub skipped: usize,
+    pub written: usize,
+    pub failed: usize,
+}
+
+/// Why a kernel with `#[constexpr]` parameters is not compiled by a whole-binary AOT run.
+pub const CONSTEXPR_SKIP: &str = "has #[constexpr] parameters, so it has no single image: compile \
+its specializations with opbox::aot::compile(&[AotKernel { decl: &k::DECL, constexprs: &[..] }], ..)";
+
+/// Runs `request` over this binary's registered kernels. A request that cannot start (no
+/// targets, an unknown kernel name, NVRTC missing) is an `Err`; a kernel that fails to compile
+/// is a `Failed` event and counts in the summary, and the others still compile.
+pub fn run_request(
+    request: &AotRequest,
+    on_event: &(dyn Fn(AotEvent<'_>) + Sync),
+) -> Result<AotSummary> {
+    let mut summary = AotSummary::default();
+    if request.list_only {
+        for k in registered_kernels() {
+            on_event(AotEvent::Listed {
+                kernel: &k.decl.rust_name,
+                module: k.module_path,
+                declared_at: &k.decl.declared_at,
+            });
+            summary.listed += 1;
+        }
+        return Ok(summary);
+    }
+    let selected = select_kernels(&request.kernels)?;
+    let mut kernels: Vec<AotKernel<'static>> = Vec::with_capacity(selected.len());
+    for k in selected {
+        if k.decl.constexpr_params().next().is_none() {
+            kernels.push(k.decl.into());
+        } else if request.kernels.is_empty() {
+            on_event(AotEvent::Skipped {
+                kernel: &k.decl.rust_name,
+                reason: CONSTEXPR_SKIP,
+            });
+            summary.skipped += 1;
+        } else {
+            return Err(named_constexpr(k));
+        }
+    }
+    if kernels.is_empty() {
+        return Err(Error::InvalidArgument(if registered_kernels().is_empty() {
+            "aot: no #[extern_kernel] is linked into this binary; run `opbox aot` from a binary \
+             that links your kernels (opbox_cli::main), or pass --plugin path/to/libyours.so"
+                .into()
+        } else {
+            "aot: every selected kernel has #[constexpr] parameters; nothing to compile".into()
+        }));
+    }
+    // Before planning: a missing NVRTC is one clear error, not one failure per job.
+    nvrtc::version()?;
+    let targets = AotTargets {
+        devices: request.devices.clone(),
+        arches: request.arches.clone(),
+        out_dir: request.out_dir.clone(),
+    };
+    let jobs = plan(&kernels, &targets)?;
+    on_event(AotEvent::Planned { jobs: jobs.len() });
+    let threads = match request.jobs {
+        0 => super::aot::default_threads(),
+        n => n,
+    };
+    let results = run_jobs(&jobs, threads, &|i, result| {
+        let Some(job) = jobs.get(i) else { return };
+        let kernel = &job.kernel.decl.rust_name;
+        let target = job.target.name();
+        match result {
+            Ok(()) => on_event(AotEvent::Done {
+                kernel,
+                target: &target,
+                path: &job.path,
+            }),
+            Err(e) => on_event(AotEvent::Failed {
+                kernel,
+                target: &target,
+                message: &e.to_string(),
+            }),
+        }
+    });
+    for r in &results {
+        match r {
+            Ok(()) => summary.written += 1,
+            Err(_) => summary.failed += 1,
+        }
+    }
+    Ok(summary)
+}
+
+#[cold]
+fn named_constexpr(k: &ExternKernelRegistration) -> Error {
+    Error::InvalidArgument(format!(
+        "aot: kernel '{}' ({}) {CONSTEXPR_SKIP}",
+        k.decl.rust_name, k.decl.declared_at
+    ))
+}
