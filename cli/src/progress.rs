@@ -5,6 +5,7 @@ use opbox::aot::AotEvent;
 
 pub struct Progress {
     bar: ProgressBar,
+    quiet: bool,
 }
 
 impl Progress {
@@ -12,16 +13,13 @@ impl Progress {
         // Hidden until the plan says how many jobs there are; indicatif also hides it when
         // stderr is not a terminal, so logs get the plain lines only.
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
-        if !quiet {
-            bar.set_draw_target(ProgressDrawTarget::stderr());
-        }
         let style = ProgressStyle::with_template(
             "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}",
         );
         if let Ok(style) = style {
             bar.set_style(style);
         }
-        Progress { bar }
+        Progress { bar, quiet }
     }
 
     pub fn event(&self, event: AotEvent<'_>) {
@@ -39,6 +37,9 @@ impl Progress {
             AotEvent::Planned { jobs } => {
                 self.bar.set_length(jobs as u64);
                 self.bar.set_message("compiling");
+                if !self.quiet {
+                    self.bar.set_draw_target(ProgressDrawTarget::stderr());
+                }
             }
             AotEvent::Done {
                 kernel,
