@@ -26,11 +26,25 @@ fn broken(out: Out<[f32]>, n: i64);
 fn tile_fill(out: Out<[f32]>, n: i64, #[constexpr] VALUE: f32);
 
 const CHILD: &str = "OPBOX_CLI_TEST_CHILD";
+const LAUNCHER: &str = "OPBOX_CLI_TEST_LAUNCH";
 
 fn main() -> ExitCode {
     if std::env::var_os(CHILD).is_some() {
         // The "user binary": its own kernels, through the library's entry point.
         return opbox_cli::run(std::env::args_os().skip(1));
+    }
+    if std::env::var_os(LAUNCHER).is_some() {
+        // A fresh process that launches `twice` and says what the kernel caches did.
+        return match launch_twice() {
+            Ok(stats) => {
+                println!("{stats}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        };
     }
     harness::run(&[
         ("in_process_list", in_process_list),
@@ -46,6 +60,14 @@ fn main() -> ExitCode {
         ),
         ("usage_errors_name_the_flag", usage_errors),
         ("in_process_device_target", device_target),
+        (
+            "aot_fills_the_disk_cache_and_device_alias",
+            aot_fills_the_cache,
+        ),
+        (
+            "aot_cache_serves_a_fresh_process_without_compiling",
+            shipped_cache,
+        ),
         ("plugin_list", plugin_list),
         ("plugin_compile", plugin_compile),
         ("plugin_refusals", plugin_refusals),
@@ -281,6 +303,84 @@ fn device_target() -> TestResult {
             || show(&o),
         )?;
         check_images(&text(&o.stdout))?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn launch_twice() -> opbox::Result<opbox::cache::CacheStats> {
+    let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.5], &[3])?.to(Device::Cuda(0))?;
+    let out = x.zeros_like()?;
+    twice::launch(LaunchConfig::for_elems(3), &x, &out, 3)?;
+    let got = out.to_vec::<f32>()?;
+    if got != [2.0, -4.0, 7.0] {
+        return Err(opbox::Error::InvalidArgument(format!("twice gave {got:?}")));
+    }
+    Ok(opbox::cache::stats())
+}
+
+/// Each image goes into the disk cache, and a cubin also under its arch's device alias (what a
+/// launch reads without NVRTC): sm_90 + compute_90 make three entries.
+fn aot_fills_the_cache() -> TestResult {
+    with_nvrtc(|| {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let cache = dir.path().join("cache");
+        let out_s = dir.path().join("out").to_string_lossy().into_owned();
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let o = Command::new(&exe)
+            .env(CHILD, "1")
+            .env("OPBOX_CACHE_DIR", &cache)
+            .args([
+                "opbox",
+                "aot",
+                "-a",
+                "sm_90,compute_90",
+                "-k",
+                "twice",
+                "--out",
+                &out_s,
+            ])
+            .output()
+            .map_err(|e| e.to_string())?;
+        ensure(o.status.success(), || show(&o))?;
+        let entries = std::fs::read_dir(&cache)
+            .map_err(|e| e.to_string())?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "kernel"))
+            .count();
+        ensure(entries == 3, || {
+            format!("{entries} cache entries, expected 2 images + 1 device alias")
+        })?;
+        Ok(Outcome::Pass)
+    })
+}
+
+/// AOT into a cache directory, then launch from a fresh process on that cache: the launch reads
+/// the AOT's image through the device alias, with no NVRTC compile (the ship-without-NVRTC path).
+fn shipped_cache() -> TestResult {
+    with_gpu(|| {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let cache = dir.path().join("cache");
+        let out_s = dir.path().join("out").to_string_lossy().into_owned();
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let o = Command::new(&exe)
+            .env(CHILD, "1")
+            .env("OPBOX_CACHE_DIR", &cache)
+            .args([
+                "opbox", "aot", "--device", "0", "-k", "twice", "--out", &out_s,
+            ])
+            .output()
+            .map_err(|e| e.to_string())?;
+        ensure(o.status.success(), || show(&o))?;
+        let o = Command::new(&exe)
+            .env(LAUNCHER, "1")
+            .env("OPBOX_CACHE_DIR", &cache)
+            .output()
+            .map_err(|e| e.to_string())?;
+        ensure(o.status.success(), || show(&o))?;
+        ensure(
+            text(&o.stdout).starts_with("0 NVRTC compiles, 1 disk-cache hits"),
+            || show(&o),
+        )?;
         Ok(Outcome::Pass)
     })
 }

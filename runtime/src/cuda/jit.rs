@@ -245,7 +245,7 @@ pub fn compile_for_device(
 }
 
 /// The device alias key (see [`compile_for_device`]); computed without NVRTC.
-fn device_alias_key(
+pub(crate) fn device_alias_key(
     decl: &KernelDecl,
     constexprs: &[ConstValue],
     cc: (u32, u32),
