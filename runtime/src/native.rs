@@ -39,6 +39,11 @@ use crate::error::Error;
 /// # Safety
 /// `SCHEMA` must describe `Self` exactly: its size, alignment and every exposed field's offset
 /// and type. Kernels copy values as raw bytes on the strength of it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a native type: it has no #[derive(NativeType)]",
+    label = "not a #[derive(NativeType)] type",
+    note = "a native type is a #[repr(C)] struct with #[derive(Clone, Copy, NativeType)] and #[native(name = \"ns::Type\", initializer = \"aggregate\")] (or #[native(name = \"...\", opaque)]); kernel parameters also take scalars, In/Out/InOut<[T]> and #[derive(KernelArg)] structs"
+)]
 pub unsafe trait NativeType: Copy + 'static {
     const SCHEMA: &'static NativeSchema;
 
