@@ -116,19 +116,10 @@ const CHUNK: usize = std::mem::size_of::<Chunk>();
 static LAST_LAUNCHED: [AtomicPtr<KernelDecl>; MAX_DEVICES] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];
 
-/// The opbox dtype of a declared element type, where opbox has one.
+/// The opbox dtype of a declared element type. Every element type has one
+/// ([`DType::from_elem`]); the `Option` is kept for existing callers.
 pub fn dtype_of(t: ElemType) -> Option<DType> {
-    Some(match t {
-        ElemType::F32 => DType::F32,
-        ElemType::F64 => DType::F64,
-        ElemType::F16 => DType::F16,
-        ElemType::BF16 => DType::BF16,
-        ElemType::I32 => DType::I32,
-        ElemType::I64 => DType::I64,
-        ElemType::U8 => DType::U8,
-        ElemType::Bool => DType::Bool,
-        ElemType::U32 | ElemType::U64 | ElemType::I8 => return None,
-    })
+    Some(DType::from_elem(t))
 }
 
 /// Whether tensor `x` holds the elements `kind` (a slice param) declares. A native element's
@@ -144,7 +135,7 @@ pub(crate) fn elem_matches(kind: ParamKind, x: &crate::Tensor) -> bool {
     }
     match kind {
         ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => {
-            dtype_of(t) == Some(x.dtype())
+            DType::from_elem(t) == x.dtype()
         }
         _ => false,
     }

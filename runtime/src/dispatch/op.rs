@@ -262,6 +262,9 @@ fn dtype_named(name: &str) -> Option<DType> {
         "int" | "int32" => DType::I32,
         "long" | "int64" => DType::I64,
         "uint8" => DType::U8,
+        "int8" => DType::I8,
+        "uint32" => DType::U32,
+        "uint64" => DType::U64,
         "bool" => DType::Bool,
         _ => return None,
     })

@@ -137,8 +137,9 @@ impl Tensor {
         Ok(f(elems))
     }
 
-    /// Copies `src`'s elements into this tensor's, index by index. Same shape and dtype; either
-    /// may be strided, and they may share storage (the copy goes through a temporary then).
+    /// Copies `src`'s elements into this tensor's, index by index. Same shape and dtype (and the
+    /// same native type when both hold native values); either may be strided, and they may share
+    /// storage (the copy goes through a temporary then).
     pub fn copy_from(&self, src: &Tensor) -> Result<()> {
         if self.shape() != src.shape() {
             return Err(Error::Shape(format!(
@@ -152,6 +153,20 @@ impl Tensor {
                 expected: format!("{} (the destination's dtype)", self.dtype()),
                 got: format!("{} (copy_from's source)", src.dtype()),
             });
+        }
+        // Both hold native values: they must be of one native type, or the destination would
+        // hold bytes of another layout under its tag (Warp refuses this too: "Invalid source
+        // data type for native array"). Plain bytes on either side carry no type to compare.
+        if let (Some(d), Some(s)) = (self.native_schema(), src.native_schema()) {
+            if d.native_name != s.native_name || !d.same_contract(s) {
+                return Err(Error::DType {
+                    expected: format!(
+                        "{} (the destination's native type, {})",
+                        d.native_name, d.rust_name
+                    ),
+                    got: format!("{} (copy_from's source, {})", s.native_name, s.rust_name),
+                });
+            }
         }
         if self.device().is_meta() && src.device().is_meta() {
             return Ok(());

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use opbox_codegen::cuda::ElemType;
+
 use crate::{Error, Result};
 
 /// The element type of a tensor.
@@ -16,6 +18,7 @@ use crate::{Error, Result};
 /// | dtype  | code |
 /// |--------|------|
 /// | `u8`   | 0    |
+/// | `i8`   | 1    |
 /// | `i32`  | 3    |
 /// | `i64`  | 4    |
 /// | `f16`  | 5    |
@@ -23,6 +26,14 @@ use crate::{Error, Result};
 /// | `f64`  | 7    |
 /// | `bool` | 11   |
 /// | `bf16` | 15   |
+/// | `u32`  | 28   |
+/// | `u64`  | 29   |
+///
+/// # One element table
+///
+/// The dtypes are exactly the kernel element types ([`ElemType`]): every `In<[T]>` / `Out<[T]>`
+/// can be given a tensor. Sizes and names come from [`ElemType`] ([`DType::elem`]), so the two
+/// cannot drift; only the stable codes, which are the ABI's, live here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
     F32,
@@ -31,52 +42,80 @@ pub enum DType {
     BF16,
     I32,
     I64,
+    U32,
+    U64,
     U8,
+    I8,
     /// Stored as one byte per element, always 0 or 1.
     Bool,
 }
 
 impl DType {
-    /// Every dtype, in declaration order.
-    pub const ALL: [DType; 8] = [
+    /// Every dtype, in declaration order (the order of [`ElemType::ALL`]).
+    pub const ALL: [DType; 11] = [
         DType::F32,
         DType::F64,
         DType::F16,
         DType::BF16,
         DType::I32,
         DType::I64,
+        DType::U32,
+        DType::U64,
         DType::U8,
+        DType::I8,
         DType::Bool,
     ];
 
-    /// The size of one element in bytes.
-    pub const fn size(self) -> usize {
+    /// The kernel element type a tensor of this dtype holds.
+    pub const fn elem(self) -> ElemType {
         match self {
-            DType::F64 | DType::I64 => 8,
-            DType::F32 | DType::I32 => 4,
-            DType::F16 | DType::BF16 => 2,
-            DType::U8 | DType::Bool => 1,
+            DType::F32 => ElemType::F32,
+            DType::F64 => ElemType::F64,
+            DType::F16 => ElemType::F16,
+            DType::BF16 => ElemType::BF16,
+            DType::I32 => ElemType::I32,
+            DType::I64 => ElemType::I64,
+            DType::U32 => ElemType::U32,
+            DType::U64 => ElemType::U64,
+            DType::U8 => ElemType::U8,
+            DType::I8 => ElemType::I8,
+            DType::Bool => ElemType::Bool,
         }
     }
 
-    /// The dtype's name as schemas and messages spell it: `"f32"`, `"bf16"`, `"bool"`, ...
-    pub const fn name(self) -> &'static str {
-        match self {
-            DType::F32 => "f32",
-            DType::F64 => "f64",
-            DType::F16 => "f16",
-            DType::BF16 => "bf16",
-            DType::I32 => "i32",
-            DType::I64 => "i64",
-            DType::U8 => "u8",
-            DType::Bool => "bool",
+    /// The dtype of tensors a slice of `t` (`In<[t]>`, ...) takes: the inverse of [`DType::elem`].
+    pub const fn from_elem(t: ElemType) -> DType {
+        match t {
+            ElemType::F32 => DType::F32,
+            ElemType::F64 => DType::F64,
+            ElemType::F16 => DType::F16,
+            ElemType::BF16 => DType::BF16,
+            ElemType::I32 => DType::I32,
+            ElemType::I64 => DType::I64,
+            ElemType::U32 => DType::U32,
+            ElemType::U64 => DType::U64,
+            ElemType::U8 => DType::U8,
+            ElemType::I8 => DType::I8,
+            ElemType::Bool => DType::Bool,
         }
+    }
+
+    /// The size of one element in bytes.
+    pub const fn size(self) -> usize {
+        self.elem().size()
+    }
+
+    /// The dtype's name as schemas and messages spell it: `"f32"`, `"bf16"`, `"bool"`, ...
+    /// (the Rust element type's name).
+    pub const fn name(self) -> &'static str {
+        self.elem().rust_name()
     }
 
     /// The stable code of this dtype (see the table on [`DType`]).
     pub const fn code(self) -> u32 {
         match self {
             DType::U8 => 0,
+            DType::I8 => 1,
             DType::I32 => 3,
             DType::I64 => 4,
             DType::F16 => 5,
@@ -84,6 +123,8 @@ impl DType {
             DType::F64 => 7,
             DType::Bool => 11,
             DType::BF16 => 15,
+            DType::U32 => 28,
+            DType::U64 => 29,
         }
     }
 
@@ -91,6 +132,7 @@ impl DType {
     pub const fn from_code(code: u32) -> Option<DType> {
         match code {
             0 => Some(DType::U8),
+            1 => Some(DType::I8),
             3 => Some(DType::I32),
             4 => Some(DType::I64),
             5 => Some(DType::F16),
@@ -98,6 +140,8 @@ impl DType {
             7 => Some(DType::F64),
             11 => Some(DType::Bool),
             15 => Some(DType::BF16),
+            28 => Some(DType::U32),
+            29 => Some(DType::U64),
             _ => None,
         }
     }
@@ -123,8 +167,10 @@ impl FromStr for DType {
             .into_iter()
             .find(|d| d.name() == s)
             .ok_or_else(|| {
+                let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
                 Error::InvalidArgument(format!(
-                    "unknown dtype '{s}'; expected one of f32, f64, f16, bf16, i32, i64, u8, bool"
+                    "unknown dtype '{s}'; expected one of {}",
+                    names.join(", ")
                 ))
             })
     }

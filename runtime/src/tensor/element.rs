@@ -13,10 +13,11 @@ mod sealed {
 
 /// A Rust type whose values a tensor of dtype [`Element::DTYPE`] holds.
 ///
-/// Implemented for `f32`, `f64`, [`half::f16`], [`half::bf16`], `i32`, `i64`, `u8` and `bool`, and
-/// sealed: no other type can implement it. Every element type is a plain bit pattern
-/// ([`bytemuck::NoUninit`]); reading one from bytes is checked ([`bytemuck::CheckedBitPattern`]), which
-/// costs nothing except for `bool`, whose byte must be 0 or 1.
+/// Implemented for `f32`, `f64`, [`half::f16`], [`half::bf16`], `i32`, `i64`, `u32`, `u64`, `u8`,
+/// `i8` and `bool` (the kernel element types), and sealed: no other type can implement it. Every
+/// element type is a plain bit pattern ([`bytemuck::NoUninit`]); reading one from bytes is checked
+/// ([`bytemuck::CheckedBitPattern`]), which costs nothing except for `bool`, whose byte must be 0
+/// or 1.
 pub trait Element:
     sealed::Sealed
     + bytemuck::NoUninit
@@ -47,18 +48,36 @@ fn overflow(value: Scalar, dtype: DType) -> Error {
 }
 
 /// A float scalar into an integer type: finite, truncated toward zero, in range.
-fn float_to_int<T: TryFrom<i64>>(f: f64, dtype: DType) -> Result<T> {
+fn float_to_int<T: TryFrom<i128>>(f: f64, dtype: DType) -> Result<T> {
     let t = f.trunc();
-    // i64's range is [-2^63, 2^63); every integer dtype fits inside it.
-    const I64_MIN_F: f64 = i64::MIN as f64;
-    if !t.is_finite() || !(I64_MIN_F..-I64_MIN_F).contains(&t) {
+    // [-2^63, 2^64) holds every integer dtype's range (i64's low end, u64's high end), and
+    // every finite f64 in it converts to i128 exactly.
+    const LO: f64 = i64::MIN as f64;
+    const HI: f64 = -2.0 * (i64::MIN as f64);
+    if !t.is_finite() || !(LO..HI).contains(&t) {
         return Err(overflow(Scalar::Float(f), dtype));
     }
-    T::try_from(t as i64).map_err(|_| overflow(Scalar::Float(f), dtype))
+    T::try_from(t as i128).map_err(|_| overflow(Scalar::Float(f), dtype))
 }
 
+/// An integer that fits i64 as a [`Scalar`].
+fn int_scalar<T: Into<i64>>(v: T) -> Scalar {
+    Scalar::Int(v.into())
+}
+
+/// A u64 above i64::MAX has no `Scalar::Int`; it becomes the nearest float, which keeps its
+/// magnitude for printing and `item_scalar` (Scalar has no unsigned variant). Exact values come
+/// from `to_vec::<u64>` / `item::<u64>`.
+fn u64_scalar(v: u64) -> Scalar {
+    i64::try_from(v).map_or(Scalar::Float(v as f64), Scalar::Int)
+}
+
+/// Implements [`Element`] for an integer type; `$to_scalar` turns a value into a [`Scalar`].
 macro_rules! int_element {
     ($t:ty, $dtype:expr) => {
+        int_element!($t, $dtype, int_scalar);
+    };
+    ($t:ty, $dtype:expr, $to_scalar:path) => {
         impl sealed::Sealed for $t {}
         impl Element for $t {
             const DTYPE: DType = $dtype;
@@ -66,11 +85,11 @@ macro_rules! int_element {
                 match value {
                     Scalar::Int(i) => <$t>::try_from(i).map_err(|_| overflow(value, $dtype)),
                     Scalar::Float(f) => float_to_int(f, $dtype),
-                    Scalar::Bool(b) => Ok(<$t>::from(u8::from(b))),
+                    Scalar::Bool(b) => Ok(<$t>::from(b)),
                 }
             }
             fn to_scalar(self) -> Scalar {
-                Scalar::Int(i64::from(self))
+                $to_scalar(self)
             }
         }
     };
@@ -78,7 +97,10 @@ macro_rules! int_element {
 
 int_element!(i32, DType::I32);
 int_element!(i64, DType::I64);
+int_element!(u32, DType::U32);
 int_element!(u8, DType::U8);
+int_element!(i8, DType::I8);
+int_element!(u64, DType::U64, u64_scalar);
 
 /// A scalar as f64, for the float dtypes.
 fn scalar_f64(value: Scalar) -> f64 {
@@ -158,8 +180,20 @@ macro_rules! with_dtype {
                 type $T = i64;
                 $body
             }
+            $crate::tensor::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::tensor::DType::U64 => {
+                type $T = u64;
+                $body
+            }
             $crate::tensor::DType::U8 => {
                 type $T = u8;
+                $body
+            }
+            $crate::tensor::DType::I8 => {
+                type $T = i8;
                 $body
             }
             $crate::tensor::DType::Bool => {
@@ -176,7 +210,7 @@ pub(crate) use with_dtype;
 macro_rules! with_width {
     ($dtype:expr, $T:ident => $body:expr) => {
         match $dtype {
-            $crate::tensor::DType::U8 | $crate::tensor::DType::Bool => {
+            $crate::tensor::DType::U8 | $crate::tensor::DType::I8 | $crate::tensor::DType::Bool => {
                 type $T = u8;
                 $body
             }
@@ -184,11 +218,15 @@ macro_rules! with_width {
                 type $T = u16;
                 $body
             }
-            $crate::tensor::DType::F32 | $crate::tensor::DType::I32 => {
+            $crate::tensor::DType::F32
+            | $crate::tensor::DType::I32
+            | $crate::tensor::DType::U32 => {
                 type $T = u32;
                 $body
             }
-            $crate::tensor::DType::F64 | $crate::tensor::DType::I64 => {
+            $crate::tensor::DType::F64
+            | $crate::tensor::DType::I64
+            | $crate::tensor::DType::U64 => {
                 type $T = u64;
                 $body
             }

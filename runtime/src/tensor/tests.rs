@@ -28,7 +28,10 @@ fn dtype_size_name_code() {
         (DType::BF16, 2, "bf16", 15),
         (DType::I32, 4, "i32", 3),
         (DType::I64, 8, "i64", 4),
+        (DType::U32, 4, "u32", 28),
+        (DType::U64, 8, "u64", 29),
         (DType::U8, 1, "u8", 0),
+        (DType::I8, 1, "i8", 1),
         (DType::Bool, 1, "bool", 11),
     ];
     for (d, size, name, code) in table {
@@ -40,15 +43,30 @@ fn dtype_size_name_code() {
         assert_eq!(name.parse::<DType>().unwrap(), d);
     }
     assert_eq!(DType::ALL.len(), table.len());
-    for bad in [1, 2, 8, 9, 10, 12, 16, u32::MAX] {
+    // PyTorch's codes that opbox has no dtype for (i16, complex, quantized, u16, ...).
+    for bad in [2, 8, 9, 10, 12, 16, 27, 30, u32::MAX] {
         assert_eq!(DType::from_code(bad), None, "code {bad}");
     }
     assert!(DType::BF16.is_floating_point() && !DType::Bool.is_floating_point());
     let err = "F32".parse::<DType>().unwrap_err();
     assert!(
-        matches!(&err, Error::InvalidArgument(m) if m.contains("'F32'")),
+        matches!(&err, Error::InvalidArgument(m) if m.contains("'F32'") && m.contains("u64, u8, i8, bool")),
         "{err}"
     );
+    assert!(!DType::U64.is_floating_point() && !DType::I8.is_floating_point());
+}
+
+/// Every kernel element type is a dtype and back, in the same order, with the same size and
+/// name: an `In<[T]>` of any element can be given a tensor.
+#[test]
+fn dtypes_are_the_kernel_element_types() {
+    use opbox_codegen::cuda::ElemType;
+    assert_eq!(DType::ALL.len(), ElemType::ALL.len());
+    for (d, e) in DType::ALL.into_iter().zip(ElemType::ALL) {
+        assert_eq!(d.elem(), e);
+        assert_eq!(DType::from_elem(e), d);
+        assert_eq!((d.size(), d.name()), (e.size(), e.rust_name()));
+    }
 }
 
 // ---- Device ----
@@ -108,7 +126,10 @@ fn element_dtypes_and_scalar_conversions() {
     assert_eq!(bf16::DTYPE, DType::BF16);
     assert_eq!(i32::DTYPE, DType::I32);
     assert_eq!(i64::DTYPE, DType::I64);
+    assert_eq!(u32::DTYPE, DType::U32);
+    assert_eq!(u64::DTYPE, DType::U64);
     assert_eq!(u8::DTYPE, DType::U8);
+    assert_eq!(i8::DTYPE, DType::I8);
     assert_eq!(bool::DTYPE, DType::Bool);
 
     assert_eq!(i32::from_scalar(Scalar::Float(2.7)).unwrap(), 2);
@@ -143,6 +164,12 @@ fn element_dtypes_and_scalar_conversions() {
         (DType::F32, Scalar::Float(1e300)),
         (DType::F16, Scalar::Float(70000.0)),
         (DType::BF16, Scalar::Float(1e300)),
+        (DType::I8, Scalar::Int(128)),
+        (DType::I8, Scalar::Float(-129.0)),
+        (DType::U32, Scalar::Int(1 << 32)),
+        (DType::U64, Scalar::Int(-1)),
+        (DType::U64, Scalar::Float(-1.0)),
+        (DType::U64, Scalar::Float(18446744073709551616.0)),
     ] {
         let err = with_dtype!(dtype, T => T::from_scalar(value).map(|_| ())).unwrap_err();
         assert!(
@@ -154,6 +181,67 @@ fn element_dtypes_and_scalar_conversions() {
     assert_eq!(7u8.to_scalar(), Scalar::Int(7));
     assert_eq!((-7i32).to_scalar(), Scalar::Int(-7));
     assert_eq!(true.to_scalar(), Scalar::Bool(true));
+
+    assert_eq!(i8::from_scalar(Scalar::Int(-128)).unwrap(), -128);
+    assert_eq!(i8::from_scalar(Scalar::Float(-2.7)).unwrap(), -2);
+    assert_eq!(i8::from_scalar(Scalar::Bool(true)).unwrap(), 1);
+    assert_eq!(
+        u32::from_scalar(Scalar::Int(u32::MAX.into())).unwrap(),
+        u32::MAX
+    );
+    assert_eq!(
+        u64::from_scalar(Scalar::Int(i64::MAX)).unwrap(),
+        i64::MAX as u64
+    );
+    // Above i64's range: only a float can carry it, and it converts exactly (2^63 and 2^64 - 2048).
+    assert_eq!(
+        u64::from_scalar(Scalar::Float(9223372036854775808.0)).unwrap(),
+        1 << 63
+    );
+    assert_eq!(
+        u64::from_scalar(Scalar::Float(18446744073709549568.0)).unwrap(),
+        u64::MAX - 2047
+    );
+    assert_eq!((-5i8).to_scalar(), Scalar::Int(-5));
+    assert_eq!(u32::MAX.to_scalar(), Scalar::Int(u32::MAX.into()));
+    assert_eq!(41u64.to_scalar(), Scalar::Int(41));
+    // No Scalar::Int holds it; the nearest float keeps its magnitude.
+    assert_eq!(u64::MAX.to_scalar(), Scalar::Float(u64::MAX as f64));
+}
+
+/// The dtypes added for the kernel element types keep their full ranges through a tensor.
+#[test]
+fn u32_u64_i8_round_trip() {
+    let u64s = vec![0u64, 11, 29, 1 << 63, u64::MAX];
+    let t = Tensor::from_vec(u64s.clone(), &[5]).unwrap();
+    assert_eq!((t.dtype(), t.nbytes()), (DType::U64, 40));
+    assert_eq!(t.to_vec::<u64>().unwrap(), u64s);
+    assert_eq!(t.narrow(0, 4, 1).unwrap().item::<u64>().unwrap(), u64::MAX);
+    assert_eq!(
+        t.narrow(0, 3, 1).unwrap().item_scalar().unwrap(),
+        Scalar::Float(9223372036854775808.0)
+    );
+    assert!(t.to_vec::<i64>().is_err(), "u64 read back as i64");
+
+    let u32s = vec![u32::MAX, 0, 7];
+    let t = Tensor::from_vec(u32s.clone(), &[3]).unwrap();
+    assert_eq!((t.dtype(), t.nbytes()), (DType::U32, 12));
+    assert_eq!(t.to_vec::<u32>().unwrap(), u32s);
+    t.fill_(4_000_000_000i64).unwrap();
+    assert_eq!(t.to_vec::<u32>().unwrap(), vec![4_000_000_000; 3]);
+
+    let i8s = vec![-128i8, -1, 0, 127];
+    let t = Tensor::from_vec(i8s.clone(), &[2, 2]).unwrap();
+    assert_eq!((t.dtype(), t.nbytes()), (DType::I8, 4));
+    assert_eq!(t.to_vec::<i8>().unwrap(), i8s);
+    let tt = t.transpose(0, 1).unwrap().contiguous().unwrap();
+    assert_eq!(tt.to_vec::<i8>().unwrap(), vec![-128, 0, -1, 127]);
+    let dbg = format!("{t:?}");
+    assert!(
+        dbg.contains("dtype=i8") && dbg.contains("[-128, -1, 0, 127]"),
+        "{dbg}"
+    );
+    assert!(Tensor::full(&[1], 128i64, DType::I8, Device::Cpu).is_err());
 }
 
 // ---- constructors and metadata ----
