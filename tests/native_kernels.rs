@@ -2,7 +2,9 @@
 //! (`In<[Color]>`, `Out<[Pixel]>` over tensors of native values), nested, padded (u8 then u32)
 //! and opaque; the C++ ABI checks of every native type a kernel references, recursively; and
 //! a group's `BuildOptions` (`#[extern_kernel(..., build = OPTIONS)]`); and
-//! `abi = "constant_params"` entries; and `opbox::aot::compile`.
+//! `abi = "constant_params"` entries; and `opbox::aot::compile`; and the port of Warp's
+//! test_external_build.py native value types (Image, image_handle, native_array_kernel,
+//! native_struct_kernel), on the host through the builtins' Rust bodies and on the GPU.
 //!
 //! A custom harness (harness = false), like tests/kernel_args: each test passes, fails or skips
 //! with a printed reason; OPBOX_REQUIRE_NVRTC=1 / OPBOX_REQUIRE_GPU=1 turn skips into failures.
@@ -164,6 +166,131 @@ static SCALE_BUILD: LazyLock<BuildOptions> = LazyLock::new(|| {
 #[extern_kernel(source = "kernels/scale_colors.cu", build = SCALE_BUILD)]
 fn scale_colors(input: In<[Color]>, out: Out<[Color]>, s: f32, n: i64);
 
+// ---- Warp's test_external_build.py, "native value types" (Image) ----
+//
+// Warp registers Color, Pixel and Image as warp_test:: types; here Color and Pixel are the
+// my_addon:: types above (one Rust type per native name), Image is Warp's own.
+
+/// Warp's NativeImage: a handle the kernel may only pass on (opaque: no fields exposed).
+#[derive(Clone, Copy, Debug, PartialEq, opbox::NativeType)]
+#[repr(C)]
+#[native(name = "warp_test::Image", opaque)]
+pub struct Image {
+    handle: u64,
+}
+
+/// Warp's `_test_native_image_handle` builtin; the body is the CPU build.
+#[opbox::builtin(native = "warp_test::image_handle")]
+pub fn image_handle(image: Image) -> u64 {
+    image.handle
+}
+
+/// Warp's NativeContainer (a `wp.struct` holding a native value): opbox generates its C++ twin.
+#[derive(Clone, Copy, Debug, opbox::KernelArg)]
+#[repr(C)]
+pub struct Container {
+    color: Color,
+}
+
+/// Warp's `NATIVE_COLOR_CONSTANT`; the kernels read its `g` in C++, the host reference here.
+const NATIVE_COLOR_CONSTANT: Color = Color {
+    r: 0.25,
+    g: 0.5,
+    b: 0.75,
+};
+
+/// Warp's native header for the Image kernels, after COLOR_HEADER (Color and scale): Pixel,
+/// Image, image_handle and the constant.
+const IMAGE_HEADER: &str = "namespace my_addon {
+struct Pixel {
+    Color color;
+    int index;
+};
+}  // namespace my_addon
+namespace warp_test {
+struct Image {
+    unsigned long long handle;
+};
+__device__ inline unsigned long long image_handle(Image image) {
+    return image.handle;
+}
+__device__ constexpr my_addon::Color NATIVE_COLOR_CONSTANT{0.25f, 0.5f, 0.75f};
+}  // namespace warp_test
+";
+
+static IMAGE_BUILD: LazyLock<BuildOptions> = LazyLock::new(|| {
+    BuildOptions::new().preamble(format!(
+        "{COLOR_HEADER}{IMAGE_HEADER}{}{}",
+        __opbox_builtin_scale.cpp_wrapper(),
+        __opbox_builtin_image_handle.cpp_wrapper()
+    ))
+});
+
+#[extern_kernel(source = "kernels/native_images.cu", build = IMAGE_BUILD)]
+fn native_array_kernel(
+    pixels: Out<[Pixel]>,
+    images: In<[Image]>,
+    colors: Out<[Color]>,
+    handles: Out<[u64]>,
+    n: i64,
+);
+
+/// In its own source file: opbox emits Container's C++ twin only into the units of kernels that
+/// take it, so native_array_kernel's unit could not compile a Container parameter.
+#[extern_kernel(source = "kernels/native_image_struct.cu", build = IMAGE_BUILD)]
+fn native_struct_kernel(
+    container: Container,
+    image: Image,
+    color: Out<[Color]>,
+    handle: Out<[u64]>,
+);
+
+/// Warp's images: two handles.
+fn warp_images() -> Vec<Image> {
+    vec![Image { handle: 11 }, Image { handle: 29 }]
+}
+
+/// What native_array_kernel computes, on the host through the builtins' Rust bodies: one
+/// definition of the expected values for the host test and the GPU test.
+fn native_array_reference(images: &[Image]) -> (Vec<Pixel>, Vec<Color>, Vec<u64>) {
+    let mut out = (Vec::new(), Vec::new(), Vec::new());
+    for (i, &image) in images.iter().enumerate() {
+        let color = Color {
+            r: i as f32,
+            g: NATIVE_COLOR_CONSTANT.g,
+            b: 3.0,
+        };
+        let pixel = Pixel {
+            color,
+            index: i as i32,
+        };
+        out.0.push(pixel);
+        out.1.push(scale(pixel.color, 2.0));
+        out.2.push(image_handle(image));
+    }
+    out
+}
+
+/// Warp's assertions on native_array_kernel's outputs.
+fn check_native_array(pixels: &[Pixel], colors: &[Color], handles: &[u64]) -> Result<(), String> {
+    ensure(handles == [11, 29], || format!("handles {handles:?}"))?;
+    let rgb = |f: fn(&Color) -> f32| colors.iter().map(f).collect::<Vec<f32>>();
+    ensure(rgb(|c| c.r) == [0.0, 2.0], || {
+        format!("colors.r {colors:?}")
+    })?;
+    ensure(rgb(|c| c.g) == [1.0, 1.0], || {
+        format!("colors.g {colors:?}")
+    })?;
+    ensure(rgb(|c| c.b) == [6.0, 6.0], || {
+        format!("colors.b {colors:?}")
+    })?;
+    let index: Vec<i32> = pixels.iter().map(|p| p.index).collect();
+    ensure(index == [0, 1], || format!("pixels.index {index:?}"))?;
+    let g: Vec<f32> = pixels.iter().map(|p| p.color.g).collect();
+    ensure(g == [0.5, 0.5], || format!("pixels.color.g {g:?}"))?;
+    Ok(())
+}
+
 /// Paths checked at build time: every offender is listed.
 static BAD_BUILD: LazyLock<BuildOptions> = LazyLock::new(|| {
     BuildOptions::new()
@@ -216,6 +343,23 @@ const TESTS: &[Test] = &[
     ),
     ("gpu_aot_devices_first", gpu_aot),
     ("gpu_scale_builtin_matches_its_cpu_body", gpu_builtin),
+    ("warp_image_builtins_on_the_host", warp_image_host),
+    (
+        "warp_image_tensors_round_trip_and_refuse_other_natives",
+        warp_image_round_trip,
+    ),
+    (
+        "warp_image_launch_checks_the_element",
+        warp_image_launch_checks,
+    ),
+    ("warp_image_kernels_compile_in_nvrtc", warp_image_nvrtc),
+    ("gpu_warp_native_array_kernel", gpu_warp_native_array),
+    ("gpu_warp_native_struct_kernel", gpu_warp_native_struct),
+    (
+        "gpu_warp_image_round_trip_via_device",
+        gpu_warp_image_round_trip,
+    ),
+    ("gpu_warp_image_launch_checks", gpu_warp_image_launch_checks),
 ];
 
 fn main() -> ExitCode {
@@ -745,6 +889,303 @@ fn gpu_builtin() -> TestResult {
         let want: Vec<Color> = cs.iter().map(|&c| scale(c, 0.75)).collect();
         ensure(got == want, || {
             format!("first colors {:?} vs {:?}", &got[..2], &want[..2])
+        })?;
+        Ok(Outcome::Pass)
+    })
+}
+
+/// Warp's kernels without a GPU: the builtins' Rust bodies give Warp's expected values.
+fn warp_image_host() -> TestResult {
+    let (pixels, colors, handles) = native_array_reference(&warp_images());
+    check_native_array(&pixels, &colors, &handles)?;
+    // native_struct_kernel: the container's color and the image's handle, unchanged.
+    let container = Container {
+        color: Color {
+            r: 4.0,
+            g: 5.0,
+            b: 6.0,
+        },
+    };
+    ensure(
+        container.color
+            == Color {
+                r: 4.0,
+                g: 5.0,
+                b: 6.0,
+            },
+        || format!("{container:?}"),
+    )?;
+    let h = image_handle(Image { handle: 41 });
+    ensure(h == 41, || format!("image_handle(Image(41)) = {h}"))?;
+    // The builtins as declared: Warp's contracts (inputs and result, native target).
+    let sig = __opbox_builtin_image_handle.rust_signature();
+    ensure(
+        sig == "image_handle(image: native_kernels::Image) -> u64",
+        || sig.clone(),
+    )?;
+    let native = __opbox_builtin_image_handle.native_name;
+    ensure(native == "warp_test::image_handle", || native.to_string())?;
+    Ok(Outcome::Pass)
+}
+
+/// Warp's opaque round trip (images [11, 29] to an array and back), and its refusal to build an
+/// Image array from data of another type ("Invalid source data type for native array"): here a
+/// tensor of my_addon::Handle, which has Image's size and alignment but another native name.
+fn warp_image_round_trip() -> TestResult {
+    let images = Tensor::from_native_vec(warp_images(), &[2]).map_err(s)?;
+    ensure(images.shape() == [2, 8], || {
+        format!("shape {:?}", images.shape())
+    })?;
+    let back = images.to_native_vec::<Image>().map_err(s)?;
+    let handles: Vec<u64> = back.iter().map(|i| i.handle).collect();
+    ensure(handles == [11, 29], || format!("handles {handles:?}"))?;
+    // An opaque value's bytes are copied whole: the u64 handles, as a u64 view would see them.
+    let bytes = images.to_vec::<u8>().map_err(s)?;
+    let words: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or_default()))
+        .collect();
+    ensure(words == [11, 29], || format!("bytes {bytes:?}"))?;
+
+    let other = Tensor::from_native_vec(vec![Handle(11), Handle(29)], &[2]).map_err(s)?;
+    match other.to_native_vec::<Image>() {
+        Ok(v) => return Err(format!("Handle values read back as Images: {v:?}")),
+        Err(e) => {
+            let m = e.to_string();
+            ensure(
+                m.contains(
+                    "warp_test::Image values (asked for by to_native_vec::<native_kernels::Image>)",
+                ) && m.contains("a tensor of my_addon::Handle (native_kernels::Handle) values"),
+                || format!("unexpected error: {m}"),
+            )?;
+        }
+    }
+    // Copying Handle values into an Image tensor: refused, naming both native types.
+    match images.copy_from(&other) {
+        Ok(()) => return Err("Handle values were copied into an Image tensor".into()),
+        Err(e) => {
+            let m = e.to_string();
+            ensure(
+                m.contains(
+                    "warp_test::Image (the destination's native type, native_kernels::Image)",
+                ) && m.contains("my_addon::Handle (copy_from's source, native_kernels::Handle)"),
+                || format!("unexpected error: {m}"),
+            )?;
+        }
+    }
+    ensure(
+        images.to_native_vec::<Image>().map_err(s)? == warp_images(),
+        || "a refused copy changed the destination".into(),
+    )?;
+    // Plain bytes carry no type: they are not Images either.
+    let plain = Tensor::from_vec(vec![0u8; 16], &[2, 8]).map_err(s)?;
+    match plain.to_native_vec::<Image>() {
+        Ok(_) => Err("a plain u8 tensor read back as Images".into()),
+        Err(e) => {
+            let m = e.to_string();
+            ensure(m.contains("a u8 tensor"), || {
+                format!("unexpected error: {m}")
+            })?;
+            Ok(Outcome::Pass)
+        }
+    }
+}
+
+/// The launch checks each tensor's element before any device work, argument by argument: an
+/// Image tensor where Pixels are declared is refused without a GPU. (Handles where Images are
+/// declared, behind the pixels argument, need device tensors: gpu_warp_image_launch_checks.)
+fn warp_image_launch_checks() -> TestResult {
+    let cfg = LaunchConfig::for_elems(2);
+    let pixels =
+        Tensor::from_native_vec(native_array_reference(&warp_images()).0, &[2]).map_err(s)?;
+    let images = Tensor::from_native_vec(warp_images(), &[2]).map_err(s)?;
+    let colors = Tensor::from_native_vec(colors(2), &[2]).map_err(s)?;
+    let handles = Tensor::zeros(&[2], DType::U64, Device::Cpu).map_err(s)?;
+    match native_array_kernel::launch(cfg.clone(), &images, &images, &colors, &handles, 2) {
+        Ok(()) => return Err("Images passed as Pixels".into()),
+        Err(e) => {
+            let m = e.to_string();
+            ensure(
+                m.contains("Pixel (my_addon::Pixel, nt") && m.contains("Image (warp_test::Image)"),
+                || format!("unexpected error: {m}"),
+            )?;
+        }
+    }
+    // Every element right, on the CPU: refused for the device only.
+    match native_array_kernel::launch(cfg, &pixels, &images, &colors, &handles, 2) {
+        Ok(()) => Err("CPU tensors were launched".into()),
+        Err(e) => {
+            let m = e.to_string();
+            ensure(m.contains("CPU"), || format!("unexpected error: {m}"))?;
+            Ok(Outcome::Pass)
+        }
+    }
+}
+
+/// On the device, behind the right pixels: Handles where Images are declared, and an i64 tensor
+/// where u64 handles are, are refused naming both element types.
+fn gpu_warp_image_launch_checks() -> TestResult {
+    with_gpu(|| {
+        let dev = Device::Cuda(0);
+        let cfg = LaunchConfig::for_elems(2);
+        let native = |t: Result<Tensor, opbox::Error>| t.and_then(|t| t.to(dev)).map_err(s);
+        let pixels = native(Tensor::from_native_vec(
+            native_array_reference(&warp_images()).0,
+            &[2],
+        ))?;
+        let images = native(Tensor::from_native_vec(warp_images(), &[2]))?;
+        let colors = native(Tensor::from_native_vec(colors(2), &[2]))?;
+        let handles = Tensor::zeros(&[2], DType::U64, dev).map_err(s)?;
+        let others = native(Tensor::from_native_vec(vec![Handle(11), Handle(29)], &[2]))?;
+        match native_array_kernel::launch(cfg.clone(), &pixels, &others, &colors, &handles, 2) {
+            Ok(()) => return Err("Handles passed as Images".into()),
+            Err(e) => {
+                let m = e.to_string();
+                ensure(
+                    m.contains("Image (warp_test::Image, nt")
+                        && m.contains("Handle (my_addon::Handle)"),
+                    || format!("unexpected error: {m}"),
+                )?;
+            }
+        }
+        let signed = Tensor::zeros(&[2], DType::I64, dev).map_err(s)?;
+        match native_array_kernel::launch(cfg, &pixels, &images, &colors, &signed, 2) {
+            Ok(()) => Err("an i64 tensor passed as u64 handles".into()),
+            Err(e) => {
+                let m = e.to_string();
+                ensure(
+                    m.contains("(handles) to be u64") && m.contains("i64"),
+                    || format!("unexpected error: {m}"),
+                )?;
+                Ok(Outcome::Pass)
+            }
+        }
+    })
+}
+
+/// Both kernels compile: the preamble's types pass opbox's ABI static_asserts (Image's size and
+/// alignment, Color and Pixel field by field, Container's generated twin), and the wrappers
+/// forward to Warp's native functions.
+fn warp_image_nvrtc() -> TestResult {
+    let c = native_array_kernel::DECL.c_signature();
+    ensure(
+        c == "__global__ void native_array_kernel(my_addon::Pixel* pixels, const warp_test::Image* images, my_addon::Color* colors, unsigned long long* handles, long long n)",
+        || c.clone(),
+    )?;
+    let unit = opbox::cuda::translation_unit(&native_struct_kernel::DECL, &[]).map_err(s)?;
+    ensure(
+        unit.source.contains(
+            "__device__ inline unsigned long long opbox_builtin_image_handle(warp_test::Image image) { return warp_test::image_handle(image); }"
+        ),
+        || format!("no image_handle wrapper in the unit:\n{}", unit.source),
+    )?;
+    with_nvrtc(|| {
+        for decl in [&native_array_kernel::DECL, &native_struct_kernel::DECL] {
+            opbox::cuda::compile_for_arch(decl, &[], "sm_90")
+                .map_err(|e| format!("{}: {e}", decl.rust_name))?;
+        }
+        Ok(Outcome::Pass)
+    })
+}
+
+/// Warp's test_native_value_types, first launch: two threads, images [11, 29].
+fn gpu_warp_native_array() -> TestResult {
+    with_gpu(|| {
+        let dev = Device::Cuda(0);
+        let blank = Pixel {
+            color: Color {
+                r: 0.0,
+                g: 0.0,
+                b: 0.0,
+            },
+            index: -1,
+        };
+        let to_dev = |t: Tensor| t.to(dev);
+        let pixels =
+            to_dev(Tensor::from_native_vec(vec![blank; 2], &[2]).map_err(s)?).map_err(s)?;
+        let images = to_dev(Tensor::from_native_vec(warp_images(), &[2]).map_err(s)?).map_err(s)?;
+        let colors =
+            to_dev(Tensor::from_native_vec(vec![blank.color; 2], &[2]).map_err(s)?).map_err(s)?;
+        let handles = Tensor::zeros(&[2], DType::U64, dev).map_err(s)?;
+        native_array_kernel::launch(
+            LaunchConfig::for_elems(2),
+            &pixels,
+            &images,
+            &colors,
+            &handles,
+            2,
+        )
+        .map_err(s)?;
+        let got = (
+            pixels.to_native_vec::<Pixel>().map_err(s)?,
+            colors.to_native_vec::<Color>().map_err(s)?,
+            handles.to_vec::<u64>().map_err(s)?,
+        );
+        check_native_array(&got.0, &got.1, &got.2)?;
+        // And exactly what the builtins' Rust bodies compute.
+        let want = native_array_reference(&warp_images());
+        ensure(got == want, || format!("GPU {got:?} vs CPU {want:?}"))?;
+        Ok(Outcome::Pass)
+    })
+}
+
+/// Warp's second launch: a struct holding a native value and an opaque value, by value.
+fn gpu_warp_native_struct() -> TestResult {
+    with_gpu(|| {
+        let dev = Device::Cuda(0);
+        let zero = Color {
+            r: 0.0,
+            g: 0.0,
+            b: 0.0,
+        };
+        let color = Tensor::from_native_vec(vec![zero; 2], &[2])
+            .map_err(s)?
+            .to(dev)
+            .map_err(s)?;
+        let handle = Tensor::zeros(&[2], DType::U64, dev).map_err(s)?;
+        let container = Container {
+            color: Color {
+                r: 4.0,
+                g: 5.0,
+                b: 6.0,
+            },
+        };
+        native_struct_kernel::launch(
+            LaunchConfig::for_elems(1),
+            container,
+            Image { handle: 41 },
+            &color,
+            &handle,
+        )
+        .map_err(s)?;
+        let got = color.to_native_vec::<Color>().map_err(s)?;
+        ensure(got[0] == container.color && got[1] == zero, || {
+            format!("colors {got:?}")
+        })?;
+        let h = handle.to_vec::<u64>().map_err(s)?;
+        ensure(h == [41, 0], || format!("handles {h:?}"))?;
+        Ok(Outcome::Pass)
+    })
+}
+
+/// Warp's opaque round trip through the device: handles (one above i64::MAX) come back whole,
+/// tagged as Images.
+fn gpu_warp_image_round_trip() -> TestResult {
+    with_gpu(|| {
+        let mut images = warp_images();
+        images.push(Image { handle: u64::MAX });
+        let host = Tensor::from_native_vec(images.clone(), &[3]).map_err(s)?;
+        let dev = host.to(Device::Cuda(0)).map_err(s)?;
+        ensure(
+            dev.native_schema().map(|n| n.native_name) == Some("warp_test::Image"),
+            || "the device copy lost its element type".into(),
+        )?;
+        let back = dev.to(Device::Cpu).map_err(s)?;
+        ensure(back.to_native_vec::<Image>().map_err(s)? == images, || {
+            "Images did not round-trip through the device".into()
+        })?;
+        ensure(dev.to_native_vec::<Image>().map_err(s)? == images, || {
+            "Images did not read back from the device".into()
         })?;
         Ok(Outcome::Pass)
     })
