@@ -235,9 +235,9 @@ fn native_array_kernel(
     n: i64,
 );
 
-/// In its own source file: opbox emits Container's C++ twin only into the units of kernels that
-/// take it, so native_array_kernel's unit could not compile a Container parameter.
-#[extern_kernel(source = "kernels/native_image_struct.cu", build = IMAGE_BUILD)]
+/// In the same file as native_array_kernel, as in Warp's module: each kernel's unit defines the
+/// C++ twin of Container, the #[derive(KernelArg)] struct that this kernel of the file takes.
+#[extern_kernel(source = "kernels/native_images.cu", build = IMAGE_BUILD)]
 fn native_struct_kernel(
     container: Container,
     image: Image,

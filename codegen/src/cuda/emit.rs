@@ -36,6 +36,17 @@ pub struct TranslationUnit {
 /// Emits the translation unit of `decl` specialized by `constexprs` (one value per `#[constexpr]`
 /// parameter, in declaration order).
 pub fn emit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationUnit, EmitError> {
+    emit_with_structs(decl, constexprs, &[])
+}
+
+/// [`emit`], also defining the C++ twins of `shared_structs`: the `#[derive(KernelArg)]`
+/// structs that other kernels of the same source file take. The whole file is compiled for each
+/// of its kernels, so every kernel's unit needs every twin the file names, not only its own.
+pub fn emit_with_structs(
+    decl: &KernelDecl,
+    constexprs: &[ConstValue],
+    shared_structs: &[&'static NativeSchema],
+) -> Result<TranslationUnit, EmitError> {
     let kernel = decl.rust_name.to_string();
     if decl.sources.is_empty() {
         return Err(EmitError::NoSource { kernel });
@@ -69,8 +80,12 @@ pub fn emit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationU
     }
     let natives: Vec<NativeParam> = decl.native_params().collect();
     let mut generated: Vec<&'static NativeSchema> = Vec::new();
-    for n in &natives {
-        collect_generated(n.schema, &mut generated);
+    for schema in natives
+        .iter()
+        .map(|n| n.schema)
+        .chain(shared_structs.iter().copied())
+    {
+        collect_generated(schema, &mut generated);
     }
     if !generated.is_empty() {
         src.push_str("#line 1 \"<opbox-kernel-args>\"\n");

@@ -20,7 +20,7 @@ pub use decl::{
     ParamKind, SourceFile,
 };
 pub use directive::{directives, Directive, DirectiveKind};
-pub use emit::{emit, TranslationUnit};
+pub use emit::{emit, emit_with_structs, TranslationUnit};
 pub use error::{EmitError, ScanError};
 pub use key::{cache_key, CacheKey, KeyInputs};
 pub use scan::{scan_closure, Closure, ScanRequest, ScannedFile, Unresolved};

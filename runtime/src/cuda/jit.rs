@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use opbox_codegen::cuda::{
-    cache_key, emit, CacheKey, ConstValue, KernelDecl, KeyInputs, TranslationUnit,
+    cache_key, emit_with_structs, CacheKey, ConstValue, KernelDecl, KeyInputs, TranslationUnit,
 };
 
 use super::artifact::{Artifact, ImageKind};
@@ -159,7 +159,7 @@ pub fn compile_cached(
     let built = apply_build(decl)?;
     let decl: &KernelDecl = &built.decl;
     let kernel = decl.rust_name.as_ref();
-    let unit = emit(decl, constexprs).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    let unit = emit_unit(decl, constexprs)?;
     let options = options_for(decl, target);
     let key = cache_key(&KeyInputs {
         opbox_version: env!("CARGO_PKG_VERSION"),
@@ -252,7 +252,7 @@ pub(crate) fn device_alias_key(
 ) -> Result<CacheKey> {
     let built = apply_build(decl)?;
     let decl: &KernelDecl = &built.decl;
-    let unit = emit(decl, constexprs).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    let unit = emit_unit(decl, constexprs)?;
     let arch = cc.0 * 10 + cc.1;
     let options = options_for(
         decl,
@@ -318,7 +318,7 @@ fn apply_build(decl: &KernelDecl) -> Result<Built<'_>> {
 /// applied (for tools and tests; needs neither NVRTC nor a GPU).
 pub fn translation_unit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationUnit> {
     let built = apply_build(decl)?;
-    emit(&built.decl, constexprs).map_err(|e| Error::InvalidArgument(e.to_string()))
+    emit_unit(&built.decl, constexprs)
 }
 
 /// NVRTC options for `decl` on `target`: the arch, C++17, the CUDA headers when a toolkit is
@@ -376,6 +376,13 @@ fn with_site(e: Error, decl: &KernelDecl) -> Error {
         },
         other => other,
     }
+}
+
+/// The unit NVRTC compiles for `decl`: its own declaration, plus the C++ twins of the structs
+/// that the other kernels in its entry file take (see [`super::kernels::shared_structs`]).
+fn emit_unit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationUnit> {
+    let shared = super::kernels::shared_structs(decl);
+    emit_with_structs(decl, constexprs, &shared).map_err(|e| Error::InvalidArgument(e.to_string()))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use std::sync::OnceLock;
 
 use opbox_codegen::cuda::KernelDecl;
+use opbox_codegen::native::{Initializer, NativeSchema};
 
 use crate::error::{Error, Result};
 
@@ -63,4 +64,33 @@ fn unknown_kernel(name: &str, all: &[&ExternKernelRegistration]) -> Error {
         None => format!("registered: {}", names().collect::<Vec<_>>().join(", ")),
     };
     Error::InvalidArgument(format!("no extern kernel named '{name}'; {hint}"))
+}
+
+/// The `#[derive(KernelArg)]` structs (opbox-generated C++ twins) that the other registered
+/// kernels of `decl`'s entry file take, sorted by C++ name. NVRTC compiles the whole file for
+/// each of its kernels, so a kernel whose file also holds `void k2(Container c)` needs
+/// `Container` defined even though it does not take one.
+pub fn shared_structs(decl: &KernelDecl) -> Vec<&'static NativeSchema> {
+    let Some(entry) = decl.sources.first() else {
+        return Vec::new();
+    };
+    let mut out: Vec<&'static NativeSchema> = Vec::new();
+    for k in registered_kernels() {
+        let same_file = k
+            .decl
+            .sources
+            .first()
+            .is_some_and(|f| f.name == entry.name && f.content == entry.content);
+        if !same_file || k.decl.rust_name == decl.rust_name {
+            continue;
+        }
+        for p in k.decl.native_params() {
+            let generated = p.schema.initializer == Initializer::Generated;
+            if generated && !out.iter().any(|s| s.native_name == p.schema.native_name) {
+                out.push(p.schema);
+            }
+        }
+    }
+    out.sort_by(|a, b| a.native_name.cmp(b.native_name));
+    out
 }
