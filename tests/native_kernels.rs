@@ -14,7 +14,7 @@ mod harness;
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
-use harness::{ensure, s, with_gpu, with_nvrtc, Outcome, Test, TestResult};
+use harness::{ensure, expect_err, s, with_gpu, with_nvrtc, Outcome, Test, TestResult};
 use opbox::prelude::*;
 use opbox::BuildOptions;
 
@@ -499,14 +499,12 @@ fn launch_checks() -> TestResult {
         }
     }
     // The right element on the CPU: still refused, naming the device.
-    match index_pixels::launch(cfg, &pixels, 4) {
-        Ok(()) => Err("a CPU tensor was launched".into()),
-        Err(e) => {
-            let m = e.to_string();
-            ensure(m.contains("CPU"), || format!("unexpected error: {m}"))?;
-            Ok(Outcome::Pass)
-        }
-    }
+    expect_err(
+        index_pixels::launch(cfg, &pixels, 4),
+        "a CPU tensor was launched",
+        &["CPU"],
+    )?;
+    Ok(Outcome::Pass)
 }
 
 fn nvrtc_checks() -> TestResult {
@@ -521,19 +519,16 @@ fn nvrtc_checks() -> TestResult {
             opbox::cuda::compile_for_arch(decl, &[], "sm_90")
                 .map_err(|e| format!("{}: {e}", decl.rust_name))?;
         }
-        match opbox::cuda::compile_for_arch(&index_pixels_bad::DECL, &[], "sm_90") {
-            Ok(_) => Err("a Pixel holding a Color with swapped fields compiled".into()),
-            Err(e) => {
-                let m = e.to_string();
-                ensure(
-                    m.contains("my_addon::Color::r")
-                        && m.contains("Rust field 'native_kernels::Color::r': f32")
-                        && m.contains("incompatible offset"),
-                    || format!("unexpected error: {m}"),
-                )?;
-                Ok(Outcome::Pass)
-            }
-        }
+        expect_err(
+            opbox::cuda::compile_for_arch(&index_pixels_bad::DECL, &[], "sm_90"),
+            "a Pixel holding a Color with swapped fields compiled",
+            &[
+                "my_addon::Color::r",
+                "Rust field 'native_kernels::Color::r': f32",
+                "incompatible offset",
+            ],
+        )?;
+        Ok(Outcome::Pass)
     })
 }
 
@@ -685,19 +680,16 @@ fn build_unit() -> TestResult {
 }
 
 fn build_bad_paths() -> TestResult {
-    match opbox::cuda::translation_unit(&scaled_bad::DECL, &[]) {
-        Ok(_) => Err("bad build paths were accepted".into()),
-        Err(e) => {
-            let m = e.to_string();
-            ensure(
-                m.contains("kernel scaled_bad (build = BAD_BUILD)")
-                    && m.contains("'relative/include' (not absolute)")
-                    && m.contains("'/nonexistent/opbox/dep.h' (not a file)"),
-                || format!("unexpected error: {m}"),
-            )?;
-            Ok(Outcome::Pass)
-        }
-    }
+    expect_err(
+        opbox::cuda::translation_unit(&scaled_bad::DECL, &[]),
+        "bad build paths were accepted",
+        &[
+            "kernel scaled_bad (build = BAD_BUILD)",
+            "'relative/include' (not absolute)",
+            "'/nonexistent/opbox/dep.h' (not a file)",
+        ],
+    )?;
+    Ok(Outcome::Pass)
 }
 
 fn build_key() -> TestResult {
@@ -1049,17 +1041,12 @@ fn gpu_warp_image_launch_checks() -> TestResult {
             }
         }
         let signed = Tensor::zeros(&[2], DType::I64, dev).map_err(s)?;
-        match native_array_kernel::launch(cfg, &pixels, &images, &colors, &signed, 2) {
-            Ok(()) => Err("an i64 tensor passed as u64 handles".into()),
-            Err(e) => {
-                let m = e.to_string();
-                ensure(
-                    m.contains("(handles) to be u64") && m.contains("i64"),
-                    || format!("unexpected error: {m}"),
-                )?;
-                Ok(Outcome::Pass)
-            }
-        }
+        expect_err(
+            native_array_kernel::launch(cfg, &pixels, &images, &colors, &signed, 2),
+            "an i64 tensor passed as u64 handles",
+            &["(handles) to be u64", "i64"],
+        )?;
+        Ok(Outcome::Pass)
     })
 }
 

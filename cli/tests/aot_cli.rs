@@ -76,10 +76,14 @@ fn main() -> ExitCode {
 
 /// Runs this test binary as the user's binary: `opbox <args>`.
 fn in_process(args: &[&str]) -> Result<Output, String> {
+    this_binary(&[(CHILD, Path::new("1"))], &[&["opbox"], args].concat())
+}
+
+/// Runs this test binary again with `env` set: as the user's binary (CHILD) or the launcher.
+fn this_binary(env: &[(&str, &Path)], args: &[&str]) -> Result<Output, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     Command::new(exe)
-        .env(CHILD, "1")
-        .arg("opbox")
+        .envs(env.iter().map(|&(k, v)| (k, v)))
         .args(args)
         .output()
         .map_err(|e| e.to_string())
@@ -325,11 +329,9 @@ fn aot_fills_the_cache() -> TestResult {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let cache = dir.path().join("cache");
         let out_s = dir.path().join("out").to_string_lossy().into_owned();
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let o = Command::new(&exe)
-            .env(CHILD, "1")
-            .env("OPBOX_CACHE_DIR", &cache)
-            .args([
+        let o = this_binary(
+            &[(CHILD, Path::new("1")), ("OPBOX_CACHE_DIR", &cache)],
+            &[
                 "opbox",
                 "aot",
                 "-a",
@@ -338,9 +340,8 @@ fn aot_fills_the_cache() -> TestResult {
                 "twice",
                 "--out",
                 &out_s,
-            ])
-            .output()
-            .map_err(|e| e.to_string())?;
+            ],
+        )?;
         ensure(o.status.success(), || show(&o))?;
         let entries = std::fs::read_dir(&cache)
             .map_err(|e| e.to_string())?
@@ -361,21 +362,17 @@ fn shipped_cache() -> TestResult {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let cache = dir.path().join("cache");
         let out_s = dir.path().join("out").to_string_lossy().into_owned();
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let o = Command::new(&exe)
-            .env(CHILD, "1")
-            .env("OPBOX_CACHE_DIR", &cache)
-            .args([
+        let o = this_binary(
+            &[(CHILD, Path::new("1")), ("OPBOX_CACHE_DIR", &cache)],
+            &[
                 "opbox", "aot", "--device", "0", "-k", "twice", "--out", &out_s,
-            ])
-            .output()
-            .map_err(|e| e.to_string())?;
+            ],
+        )?;
         ensure(o.status.success(), || show(&o))?;
-        let o = Command::new(&exe)
-            .env(LAUNCHER, "1")
-            .env("OPBOX_CACHE_DIR", &cache)
-            .output()
-            .map_err(|e| e.to_string())?;
+        let o = this_binary(
+            &[(LAUNCHER, Path::new("1")), ("OPBOX_CACHE_DIR", &cache)],
+            &[],
+        )?;
         ensure(o.status.success(), || show(&o))?;
         ensure(
             text(&o.stdout).starts_with("0 NVRTC compiles, 1 disk-cache hits"),

@@ -83,6 +83,24 @@ pub fn ensure(cond: bool, message: impl FnOnce() -> String) -> Result<(), String
     }
 }
 
+/// `result` must be an error whose message contains every one of `needles`; `accepted` is the
+/// failure to report when it succeeded.
+pub fn expect_err<T>(
+    result: opbox::Result<T>,
+    accepted: &str,
+    needles: &[&str],
+) -> Result<(), String> {
+    match result {
+        Ok(_) => Err(accepted.to_owned()),
+        Err(e) => {
+            let m = e.to_string();
+            ensure(needles.iter().all(|n| m.contains(n)), || {
+                format!("unexpected error: {m}\n(expected it to contain {needles:?})")
+            })
+        }
+    }
+}
+
 pub fn s(e: Error) -> String {
     e.to_string()
 }
