@@ -14,7 +14,9 @@ mod harness;
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
-use harness::{ensure, expect_err, s, with_gpu, with_nvrtc, Outcome, Test, TestResult};
+use harness::{
+    compile_sm90, ensure, expect_err, s, with_gpu, with_nvrtc, Outcome, Test, TestResult,
+};
 use opbox::prelude::*;
 use opbox::BuildOptions;
 
@@ -509,16 +511,13 @@ fn launch_checks() -> TestResult {
 
 fn nvrtc_checks() -> TestResult {
     with_nvrtc(|| {
-        for decl in [
+        compile_sm90(&[
             &see_color::DECL,
             &make_pixels::DECL,
             &bump_padded::DECL,
             &copy_handles::DECL,
             &index_pixels::DECL,
-        ] {
-            opbox::cuda::compile_for_arch(decl, &[], "sm_90")
-                .map_err(|e| format!("{}: {e}", decl.rust_name))?;
-        }
+        ])?;
         expect_err(
             opbox::cuda::compile_for_arch(&index_pixels_bad::DECL, &[], "sm_90"),
             "a Pixel holding a Color with swapped fields compiled",
@@ -737,10 +736,7 @@ fn constant_params_unit() -> TestResult {
         .ok_or("no source")?;
     ensure(at < source, || "params is declared after the source".into())?;
     with_nvrtc(|| {
-        for decl in [&render::DECL, &render_add::DECL] {
-            opbox::cuda::compile_for_arch(decl, &[], "sm_90")
-                .map_err(|e| format!("{}: {e}", decl.rust_name))?;
-        }
+        compile_sm90(&[&render::DECL, &render_add::DECL])?;
         Ok(Outcome::Pass)
     })
 }
@@ -1067,10 +1063,7 @@ fn warp_image_nvrtc() -> TestResult {
         || format!("no image_handle wrapper in the unit:\n{}", unit.source),
     )?;
     with_nvrtc(|| {
-        for decl in [&native_array_kernel::DECL, &native_struct_kernel::DECL] {
-            opbox::cuda::compile_for_arch(decl, &[], "sm_90")
-                .map_err(|e| format!("{}: {e}", decl.rust_name))?;
-        }
+        compile_sm90(&[&native_array_kernel::DECL, &native_struct_kernel::DECL])?;
         Ok(Outcome::Pass)
     })
 }

@@ -128,3 +128,13 @@ pub fn with_gpu(f: impl FnOnce() -> TestResult) -> TestResult {
     }
     with_nvrtc(f)
 }
+
+/// Each declaration compiles for sm_90 under NVRTC (no GPU needed); the first failure names its
+/// kernel.
+pub fn compile_sm90(decls: &[&opbox::cuda::codegen::KernelDecl]) -> Result<(), String> {
+    for decl in decls {
+        opbox::cuda::compile_for_arch(decl, &[], "sm_90")
+            .map_err(|e| format!("{}: {e}", decl.rust_name))?;
+    }
+    Ok(())
+}
