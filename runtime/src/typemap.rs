@@ -148,6 +148,7 @@ impl KernelReturn for () {
 
 impl<T: ReturnValue> KernelReturn for T {
     type Schema = (T::Schema,);
+    #[inline]
     fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()> {
         outs.push(self.into_stable())
     }
@@ -174,7 +175,11 @@ return_tuple!(A, B, C, D, E, F);
 
 impl<R: KernelReturn, E: Into<Error>> KernelReturn for Result<R, E> {
     type Schema = R::Schema;
+    #[inline]
     fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()> {
-        self.map_err(Into::into)?.write(outs)
+        match self {
+            Ok(r) => r.write(outs),
+            Err(e) => Err(e.into()),
+        }
     }
 }

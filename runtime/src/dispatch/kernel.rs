@@ -47,22 +47,38 @@ impl<'a> KernelArgs<'a> {
     /// Unboxes argument `index` as `T`, or says which argument had which wrong type.
     #[inline]
     pub fn get<T: FromStable<'a>>(&self, index: usize) -> Result<T> {
-        let value = self.values.get(index).ok_or_else(|| Error::ArgCount {
+        match self.values.get(index) {
+            Some(value) => match T::from_stable(value) {
+                Ok(v) => Ok(v),
+                Err(_) => Err(self.type_error(index, value)),
+            },
+            None => Err(self.count_error()),
+        }
+    }
+
+    // The error builders stay out of line, so the hot path of every generated shim is short.
+    #[cold]
+    #[inline(never)]
+    fn type_error(&self, index: usize, value: &StableValue) -> Error {
+        let arg = self.schema.arguments.get(index);
+        Error::ArgType {
+            op: self.op.to_string(),
+            index,
+            name: arg.map(|a| a.name.to_string()).unwrap_or_default(),
+            expected: arg.map(|a| a.ty.to_string()).unwrap_or_default(),
+            got: value.describe(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_error(&self) -> Error {
+        Error::ArgCount {
             op: self.op.to_string(),
             expected: self.schema.arguments.len(),
             got: self.values.len(),
             schema: self.schema.to_string(),
-        })?;
-        T::from_stable(value).map_err(|_| {
-            let arg = self.schema.arguments.get(index);
-            Error::ArgType {
-                op: self.op.to_string(),
-                index,
-                name: arg.map(|a| a.name.to_string()).unwrap_or_default(),
-                expected: arg.map(|a| a.ty.to_string()).unwrap_or_default(),
-                got: value.describe(),
-            }
-        })
+        }
     }
 }
 
@@ -75,16 +91,23 @@ pub struct KernelOutputs<'a> {
 impl KernelOutputs<'_> {
     #[inline]
     pub fn push(&mut self, value: StableValue) -> Result<()> {
-        let slot = self.slots.get_mut(self.written).ok_or_else(|| {
-            Error::Unsupported(format!(
-                "kernel wrote more than the {} outputs its schema declares",
-                self.written
-            ))
-        })?;
-        *slot = value;
-        self.written += 1;
-        Ok(())
+        match self.slots.get_mut(self.written) {
+            Some(slot) => {
+                *slot = value;
+                self.written += 1;
+                Ok(())
+            }
+            None => Err(too_many_outputs(self.written)),
+        }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn too_many_outputs(declared: usize) -> Error {
+    Error::Unsupported(format!(
+        "kernel wrote more than the {declared} outputs its schema declares"
+    ))
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -112,29 +135,11 @@ pub unsafe fn boxed_call<S: OpSpec>(
     let schema = S::SCHEMA;
     let counts = (usize::try_from(num_args), usize::try_from(num_outputs));
     let (Ok(num_args), Ok(num_outputs)) = counts else {
-        set_last_error(Error::InvalidArgument(format!(
-            "{}: stack size does not fit in memory",
-            S::NAME
-        )));
-        return STATUS_ERROR;
+        return refuse::<S>(None, 0, 0);
     };
-    if num_args != schema.arguments.len() || stack.is_null() {
-        set_last_error(Error::ArgCount {
-            op: S::NAME.to_string(),
-            expected: schema.arguments.len(),
-            got: if stack.is_null() { 0 } else { num_args },
-            schema: schema.to_string(),
-        });
-        return STATUS_ERROR;
-    }
-    if num_outputs != schema.returns.len() {
-        set_last_error(Error::ReturnCount {
-            op: S::NAME.to_string(),
-            expected: schema.returns.len(),
-            got: num_outputs,
-            schema: schema.to_string(),
-        });
-        return STATUS_ERROR;
+    if num_args != schema.arguments.len() || num_outputs != schema.returns.len() || stack.is_null()
+    {
+        return refuse::<S>(Some(stack.is_null()), num_args, num_outputs);
     }
     // SAFETY: the caller guarantees `stack` points to `num_args + num_outputs` initialised,
     // unaliased values (checked non-null above); the two halves do not overlap.
@@ -155,22 +160,56 @@ pub unsafe fn boxed_call<S: OpSpec>(
     };
     match catch_unwind(AssertUnwindSafe(|| body(&args, &mut outs))) {
         Ok(Ok(())) => STATUS_OK,
-        Ok(Err(error)) => {
-            set_last_error(match error {
-                Error::Message(message) => Error::Kernel {
-                    op: S::NAME.to_string(),
-                    message,
-                },
-                other => other,
-            });
-            STATUS_ERROR
-        }
-        Err(payload) => {
-            set_last_error(Error::KernelPanic {
-                op: S::NAME.to_string(),
-                message: panic_message(payload.as_ref()),
-            });
-            STATUS_PANIC
-        }
+        Ok(Err(error)) => kernel_failed::<S>(error),
+        Err(payload) => kernel_panicked::<S>(payload),
     }
+}
+
+// The failure paths of `boxed_call`, out of line so that every generated shim's hot path stays
+// short: each records the error for `take_last_error` and returns the status.
+
+/// A stack that does not match the schema: `null` is None when the counts overflowed usize.
+#[cold]
+#[inline(never)]
+fn refuse<S: OpSpec>(null: Option<bool>, num_args: usize, num_outputs: usize) -> i32 {
+    let schema = S::SCHEMA;
+    set_last_error(match null {
+        None => Error::InvalidArgument(format!("{}: stack size does not fit in memory", S::NAME)),
+        Some(null) if null || num_args != schema.arguments.len() => Error::ArgCount {
+            op: S::NAME.to_string(),
+            expected: schema.arguments.len(),
+            got: if null { 0 } else { num_args },
+            schema: schema.to_string(),
+        },
+        Some(_) => Error::ReturnCount {
+            op: S::NAME.to_string(),
+            expected: schema.returns.len(),
+            got: num_outputs,
+            schema: schema.to_string(),
+        },
+    });
+    STATUS_ERROR
+}
+
+#[cold]
+#[inline(never)]
+fn kernel_failed<S: OpSpec>(error: Error) -> i32 {
+    set_last_error(match error {
+        Error::Message(message) => Error::Kernel {
+            op: S::NAME.to_string(),
+            message,
+        },
+        other => other,
+    });
+    STATUS_ERROR
+}
+
+#[cold]
+#[inline(never)]
+fn kernel_panicked<S: OpSpec>(payload: Box<dyn std::any::Any + Send>) -> i32 {
+    set_last_error(Error::KernelPanic {
+        op: S::NAME.to_string(),
+        message: panic_message(payload.as_ref()),
+    });
+    STATUS_PANIC
 }

@@ -73,11 +73,15 @@ impl OpHandle {
     }
 
     fn call_boxed_with(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Result<()> {
-        let result = self.try_call(key, stack);
-        if result.is_err() {
-            stack.clear();
+        // Matched rather than kept in a local: the success path then writes only the
+        // discriminant instead of copying the whole (error-sized) Result.
+        match self.try_call(key, stack) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                stack.clear();
+                Err(e)
+            }
         }
-        result
     }
 
     fn try_call(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Result<()> {

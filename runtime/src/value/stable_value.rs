@@ -306,9 +306,10 @@ impl Default for StableValue {
 impl Drop for StableValue {
     #[inline]
     fn drop(&mut self) {
-        // Plain values own nothing: keep their drop to one inlined compare.
-        const OWNING: [u32; 3] = [Tag::Str as u32, Tag::Tensor as u32, Tag::List as u32];
-        if OWNING.contains(&self.tag) && !self.is_borrowed_tensor() {
+        // Plain values own nothing: keep their drop to one inlined range compare. The owning
+        // tags are Str, Tensor and List, consecutive ABI numbers (tag_numbers_round_trip).
+        const FIRST_OWNING: u32 = Tag::Str as u32;
+        if self.tag.wrapping_sub(FIRST_OWNING) < 3 && !self.is_borrowed_tensor() {
             self.release();
         }
     }
