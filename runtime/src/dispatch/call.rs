@@ -127,6 +127,9 @@ impl<T: FromOutput> FromOutput for Vec<T> {
     }
 }
 
+// The error builders stay out of line so a typed call's hot path is short.
+#[cold]
+#[inline(never)]
 fn return_type_error<T>(op: &str, schema: &Schema, index: usize) -> Error {
     Error::ReturnType {
         op: op.to_string(),
@@ -145,12 +148,18 @@ fn check_count(op: &str, schema: &Schema, count: usize) -> Result<()> {
     if schema.returns.len() == count {
         return Ok(());
     }
-    Err(Error::ReturnCount {
+    Err(return_count_error(op, schema, count))
+}
+
+#[cold]
+#[inline(never)]
+fn return_count_error(op: &str, schema: &Schema, count: usize) -> Error {
+    Error::ReturnCount {
         op: op.to_string(),
         expected: schema.returns.len(),
         got: count,
         schema: schema.to_string(),
-    })
+    }
 }
 
 impl FromStack for () {
@@ -165,7 +174,10 @@ impl<T: FromOutput> FromStack for T {
     fn from_stack(op: &str, schema: &Schema, stack: &mut Stack) -> Result<Self> {
         check_count(op, schema, 1)?;
         let value = stack.pop().unwrap_or_default();
-        T::from_output(value).map_err(|_| return_type_error::<T>(op, schema, 0))
+        match T::from_output(value) {
+            Ok(v) => Ok(v),
+            Err(_) => Err(return_type_error::<T>(op, schema, 0)),
+        }
     }
 }
 

@@ -56,8 +56,10 @@ impl OpHandle {
         // SAFETY: `stack` is local and dropped before this function returns, while `args`'
         // borrows last at least as long as the call.
         unsafe { args.push_for_call(&mut stack) };
-        self.call_boxed(&mut stack)?;
-        R::from_stack(self.name(), self.entry.schema, &mut stack)
+        match self.call_boxed(&mut stack) {
+            Ok(()) => R::from_stack(self.name(), self.entry.schema, &mut stack),
+            Err(e) => Err(e),
+        }
     }
 
     /// Boxed call. On entry the stack holds the arguments; on success it holds the results.

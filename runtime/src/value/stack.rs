@@ -118,7 +118,12 @@ impl<'a> Stack<'a> {
             for i in 0..count {
                 std::ptr::drop_in_place(base.add(i));
             }
-            std::ptr::copy(base.add(count), base, len - count);
+            match len - count {
+                0 => {}
+                // The usual single output: one move, not a memmove call.
+                1 => std::ptr::write(base, std::ptr::read(base.add(count))),
+                rest => std::ptr::copy(base.add(count), base, rest),
+            }
             self.values.set_len(len - count);
         }
     }
