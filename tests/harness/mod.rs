@@ -1,5 +1,6 @@
-//! The harness shared by the GPU test binaries (`harness = false` in Cargo.toml): each test
-//! passes, fails, or skips with a printed reason, and OPBOX_REQUIRE_NVRTC=1 / OPBOX_REQUIRE_GPU=1
+//! The harness shared by the GPU test binaries (`harness = false` in Cargo.toml; the runtime's
+//! cuda_jit binary includes it too, with opbox_runtime named `opbox`): each test passes, fails
+//! (an error or a panic), or skips with a printed reason, and OPBOX_REQUIRE_NVRTC=1 / OPBOX_REQUIRE_GPU=1
 //! turn skips into failures. The closing line is libtest's, so CI and `scripts/gpu-check` count
 //! passes, failures and skips alike.
 
@@ -35,7 +36,7 @@ pub fn run(tests: &[Test]) -> ExitCode {
             filtered += 1;
             continue;
         }
-        match run().and_then(require) {
+        match catch_panic(*run).and_then(require) {
             Ok(Outcome::Pass) => {
                 println!("test {name} ... ok");
                 passed += 1;
@@ -59,6 +60,17 @@ pub fn run(tests: &[Test]) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// Runs one test; a panic fails it (with its message) instead of ending the whole binary.
+fn catch_panic(run: fn() -> TestResult) -> TestResult {
+    std::panic::catch_unwind(run).unwrap_or_else(|panic| {
+        Err(panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panicked".into()))
+    })
 }
 
 /// A skip is a failure where the environment promises the dependency.

@@ -11,18 +11,18 @@ use opbox_runtime::cuda::{
 use crate::support::*;
 
 pub const TESTS: &[Test] = &[
-    Test {
-        name: "cache::second_compile_hits_and_corrupt_entries_are_rebuilt",
-        run: hit_then_rebuild,
-    },
-    Test {
-        name: "cache::two_processes_compiling_one_kernel_both_succeed",
-        run: two_processes,
-    },
-    Test {
-        name: "cache::a_warm_device_alias_loads_without_nvrtc",
-        run: device_alias,
-    },
+    (
+        "cache::second_compile_hits_and_corrupt_entries_are_rebuilt",
+        hit_then_rebuild,
+    ),
+    (
+        "cache::two_processes_compiling_one_kernel_both_succeed",
+        two_processes,
+    ),
+    (
+        "cache::a_warm_device_alias_loads_without_nvrtc",
+        device_alias,
+    ),
 ];
 
 const CHILD_FLAG: &str = "--opbox-child-compile";

@@ -9,54 +9,45 @@ use opbox_runtime::Error;
 use crate::support::*;
 
 pub const TESTS: &[Test] = &[
-    Test {
-        name: "compile::matching_kernel_compiles_to_a_cubin",
-        run: matching_kernel_compiles_to_a_cubin,
-    },
-    Test {
-        name: "compile::int64_t_long_and_restrict_are_accepted",
-        run: int64_t_long_and_restrict_are_accepted,
-    },
-    Test {
-        name: "compile::missing_const_on_an_in_slice_fails_naming_the_rust_declaration",
-        run: missing_const_fails,
-    },
-    Test {
-        name: "compile::wrong_scalar_type_fails_naming_the_rust_declaration",
-        run: wrong_scalar_type_fails,
-    },
-    Test {
-        name: "compile::wrong_param_count_fails",
-        run: wrong_param_count_fails,
-    },
-    Test {
-        name: "compile::syntax_error_keeps_the_user_file_and_line",
-        run: syntax_error_keeps_file_and_line,
-    },
-    Test {
-        name: "compile::missing_entry_is_named",
-        run: missing_entry_is_named,
-    },
-    Test {
-        name: "compile::multi_file_kernel_with_include_dir_compiles",
-        run: multi_file_kernel_compiles,
-    },
-    Test {
-        name: "compile::template_constexpr_specializes_a_mangled_entry",
-        run: template_constexpr,
-    },
-    Test {
-        name: "compile::define_constexpr_reaches_the_source",
-        run: define_constexpr,
-    },
-    Test {
-        name: "compile::half_and_bfloat16_compile_without_cuda_headers",
-        run: half_types,
-    },
-    Test {
-        name: "compile::ptx_target_yields_ptx_text",
-        run: ptx_target,
-    },
+    (
+        "compile::matching_kernel_compiles_to_a_cubin",
+        matching_kernel_compiles_to_a_cubin,
+    ),
+    (
+        "compile::int64_t_long_and_restrict_are_accepted",
+        int64_t_long_and_restrict_are_accepted,
+    ),
+    (
+        "compile::missing_const_on_an_in_slice_fails_naming_the_rust_declaration",
+        missing_const_fails,
+    ),
+    (
+        "compile::wrong_scalar_type_fails_naming_the_rust_declaration",
+        wrong_scalar_type_fails,
+    ),
+    ("compile::wrong_param_count_fails", wrong_param_count_fails),
+    (
+        "compile::syntax_error_keeps_the_user_file_and_line",
+        syntax_error_keeps_file_and_line,
+    ),
+    ("compile::missing_entry_is_named", missing_entry_is_named),
+    (
+        "compile::multi_file_kernel_with_include_dir_compiles",
+        multi_file_kernel_compiles,
+    ),
+    (
+        "compile::template_constexpr_specializes_a_mangled_entry",
+        template_constexpr,
+    ),
+    (
+        "compile::define_constexpr_reaches_the_source",
+        define_constexpr,
+    ),
+    (
+        "compile::half_and_bfloat16_compile_without_cuda_headers",
+        half_types,
+    ),
+    ("compile::ptx_target_yields_ptx_text", ptx_target),
 ];
 
 fn sm90() -> Target {

@@ -5,38 +5,22 @@ use std::time::Instant;
 
 use opbox_codegen::cuda::{ConstValue, ConstexprStyle, KernelDecl, Param, ParamKind, ScalarType};
 use opbox_runtime::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
-use opbox_runtime::cuda::{device, device_count, KernelHandle};
-use opbox_runtime::Error;
+use opbox_runtime::cuda::{device, KernelHandle};
 
 use crate::support::*;
 
 pub const TESTS: &[Test] = &[
-    Test {
-        name: "gpu::axpby_loads_runs_and_repeat_lookups_are_cheap",
-        run: axpby_runs,
-    },
-    Test {
-        name: "gpu::constexpr_specializations_are_cached_per_value_set",
-        run: specializations,
-    },
+    (
+        "gpu::axpby_loads_runs_and_repeat_lookups_are_cheap",
+        axpby_runs,
+    ),
+    (
+        "gpu::constexpr_specializations_are_cached_per_value_set",
+        specializations,
+    ),
 ];
 
 pub static AXPBY_HANDLE: KernelHandle = KernelHandle::new(&AXPBY);
-
-/// Skips without a device; otherwise runs `f` (which may still skip for NVRTC).
-pub fn with_gpu(f: impl FnOnce() -> TestResult) -> TestResult {
-    match device_count() {
-        Err(Error::NoCuda { reason }) => return Ok(Outcome::Skip(format!("no GPU ({reason})"))),
-        Err(e) => return Err(e.to_string()),
-        Ok(0) => {
-            return Ok(Outcome::Skip(
-                "no GPU (the driver reports 0 devices)".into(),
-            ))
-        }
-        Ok(_) => {}
-    }
-    with_nvrtc(f)
-}
 
 fn axpby_runs() -> TestResult {
     with_gpu(|| {

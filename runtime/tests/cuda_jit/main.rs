@@ -8,6 +8,12 @@
 //!
 //! Run one test: `cargo test -p opbox-runtime --test cuda_jit -- NAME_SUBSTRING`.
 
+// The shared harness (tests/harness in the workspace root) names the crate `opbox`.
+extern crate opbox_runtime as opbox;
+
+#[path = "../../../tests/harness/mod.rs"]
+mod harness;
+
 mod cache;
 mod compile;
 mod gpu;
@@ -15,61 +21,18 @@ mod support;
 mod tensors;
 
 use std::process::ExitCode;
-use std::time::Instant;
-
-use support::{Outcome, Test};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(code) = cache::child_main(&args) {
         return code;
     }
-    let tests: Vec<Test> = compile::TESTS
+    let tests: Vec<harness::Test> = compile::TESTS
         .iter()
         .chain(cache::TESTS)
         .chain(gpu::TESTS)
         .chain(tensors::TESTS)
         .copied()
         .collect();
-    if args.iter().any(|a| a == "--list") {
-        for t in &tests {
-            println!("{}: test", t.name);
-        }
-        return ExitCode::SUCCESS;
-    }
-    let filter = args.iter().find(|a| !a.starts_with('-')).cloned();
-    let selected: Vec<&Test> = tests
-        .iter()
-        .filter(|t| filter.as_deref().is_none_or(|f| t.name.contains(f)))
-        .collect();
-    let filtered_out = tests.len() - selected.len();
-    let start = Instant::now();
-    println!("\nrunning {} tests", selected.len());
-    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
-    for t in selected {
-        match support::run(t) {
-            Outcome::Pass => {
-                println!("test {} ... ok", t.name);
-                passed += 1;
-            }
-            Outcome::Skip(reason) => {
-                println!("test {} ... skipped: {reason}", t.name);
-                skipped += 1;
-            }
-            Outcome::Fail(message) => {
-                println!("test {} ... FAILED\n{message}", t.name);
-                failed += 1;
-            }
-        }
-    }
-    let verdict = if failed == 0 { "ok" } else { "FAILED" };
-    println!(
-        "\ntest result: {verdict}. {passed} passed; {failed} failed; {skipped} ignored; 0 measured; {filtered_out} filtered out; finished in {:.2}s\n",
-        start.elapsed().as_secs_f64()
-    );
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    harness::run(&tests)
 }

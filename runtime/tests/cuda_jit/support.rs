@@ -1,8 +1,7 @@
-//! The harness's test type, skip rules and kernel fixtures.
+//! The shared harness's items, and the kernel fixtures.
 
 use std::borrow::Cow;
 use std::fs;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
 use opbox_codegen::cuda::{
@@ -11,70 +10,13 @@ use opbox_codegen::cuda::{
 };
 use opbox_runtime::Error;
 
-/// `Err` fails the test with its message.
-pub type TestResult = Result<Outcome, String>;
-
-#[derive(Clone, Copy)]
-pub struct Test {
-    pub name: &'static str,
-    pub run: fn() -> TestResult,
-}
-
-#[derive(Debug)]
-pub enum Outcome {
-    Pass,
-    Skip(String),
-    Fail(String),
-}
-
-pub fn run(t: &Test) -> Outcome {
-    match catch_unwind(AssertUnwindSafe(t.run)) {
-        Ok(Ok(Outcome::Skip(reason))) => skip_or_fail(reason),
-        Ok(Ok(o)) => o,
-        Ok(Err(message)) => Outcome::Fail(message),
-        Err(panic) => Outcome::Fail(
-            panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "panicked".into()),
-        ),
-    }
-}
-
-/// A skip is a failure where the environment promises the dependency.
-fn skip_or_fail(reason: String) -> Outcome {
-    let required = |var: &str| std::env::var(var).is_ok_and(|v| v == "1");
-    if reason.starts_with("NVRTC") && required("OPBOX_REQUIRE_NVRTC") {
-        return Outcome::Fail(format!("OPBOX_REQUIRE_NVRTC=1 but {reason}"));
-    }
-    if reason.starts_with("no GPU") && required("OPBOX_REQUIRE_GPU") {
-        return Outcome::Fail(format!("OPBOX_REQUIRE_GPU=1 but {reason}"));
-    }
-    Outcome::Skip(reason)
-}
+pub use crate::harness::{ensure, with_gpu, with_nvrtc, Outcome, Test, TestResult};
 
 /// Turns "CUDA is not available" into a skip; anything else is the test's business.
 pub fn nvrtc_skip(e: &Error) -> Option<Outcome> {
     match e {
         Error::NoCuda { reason } => Some(Outcome::Skip(format!("NVRTC not usable ({reason})"))),
         _ => None,
-    }
-}
-
-/// Runs `f`, or skips when NVRTC is missing.
-pub fn with_nvrtc(f: impl FnOnce() -> TestResult) -> TestResult {
-    if let Err(e) = opbox_runtime::cuda::nvrtc::version() {
-        return Ok(nvrtc_skip(&e).unwrap_or(Outcome::Fail(e.to_string())));
-    }
-    f()
-}
-
-pub fn ensure(cond: bool, message: impl FnOnce() -> String) -> Result<(), String> {
-    if cond {
-        Ok(())
-    } else {
-        Err(message())
     }
 }
 

@@ -5,22 +5,19 @@ use opbox_runtime::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
 use opbox_runtime::cuda::device;
 use opbox_runtime::{DType, Device, Tensor};
 
-use crate::gpu::{with_gpu, AXPBY_HANDLE};
+use crate::gpu::AXPBY_HANDLE;
 use crate::support::*;
 
 pub const TESTS: &[Test] = &[
-    Test {
-        name: "tensors::f32_round_trip_through_the_gpu",
-        run: round_trip,
-    },
-    Test {
-        name: "tensors::zeros_full_views_and_device_to_device_copies",
-        run: zeros_views_copies,
-    },
-    Test {
-        name: "tensors::axpby_launched_on_tensor_pointers",
-        run: launch_on_tensors,
-    },
+    ("tensors::f32_round_trip_through_the_gpu", round_trip),
+    (
+        "tensors::zeros_full_views_and_device_to_device_copies",
+        zeros_views_copies,
+    ),
+    (
+        "tensors::axpby_launched_on_tensor_pointers",
+        launch_on_tensors,
+    ),
 ];
 
 const GPU: Device = Device::Cuda(0);
