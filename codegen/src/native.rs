@@ -323,5 +323,6 @@ pub fn split_native_name(name: &str) -> Result<NativeFn<'_>, NativeNameError> {
     })
 }
 
+// Its Color and Pixel schemas are the fixtures of the native checks' tests too.
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

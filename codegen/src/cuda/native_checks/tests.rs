@@ -1,50 +1,6 @@
 use super::*;
+use crate::native::tests::{COLOR, PIXEL};
 use crate::native::{NativeFieldSchema, NativeScalar};
-
-static COLOR: NativeSchema = NativeSchema {
-    rust_name: "app::Color",
-    native_name: "my_addon::Color",
-    size: 12,
-    align: 4,
-    initializer: Initializer::Aggregate,
-    fields: &[
-        NativeFieldSchema {
-            name: "r",
-            ty: FieldType::Scalar(NativeScalar::F32),
-            offset: 0,
-        },
-        NativeFieldSchema {
-            name: "g",
-            ty: FieldType::Scalar(NativeScalar::F32),
-            offset: 4,
-        },
-        NativeFieldSchema {
-            name: "b",
-            ty: FieldType::Scalar(NativeScalar::F32),
-            offset: 8,
-        },
-    ],
-};
-
-static PIXEL: NativeSchema = NativeSchema {
-    rust_name: "app::Pixel",
-    native_name: "my_addon::Pixel",
-    size: 16,
-    align: 4,
-    initializer: Initializer::Aggregate,
-    fields: &[
-        NativeFieldSchema {
-            name: "color",
-            ty: FieldType::Native(&COLOR),
-            offset: 0,
-        },
-        NativeFieldSchema {
-            name: "index",
-            ty: FieldType::Scalar(NativeScalar::I32),
-            offset: 12,
-        },
-    ],
-};
 
 static HANDLE: NativeSchema = NativeSchema {
     rust_name: "app::Handle",
