@@ -368,6 +368,13 @@ fn main() -> ExitCode {
     harness::run(TESTS)
 }
 
+/// `values` as a native tensor of `shape` on device 0.
+fn device_tensor<T: opbox::NativeType>(values: Vec<T>, shape: &[usize]) -> Result<Tensor, String> {
+    Tensor::from_native_vec(values, shape)
+        .and_then(|t| t.to(Device::Cuda(0)))
+        .map_err(s)
+}
+
 fn colors(n: usize) -> Vec<Color> {
     (0..n)
         .map(|i| Color {
@@ -552,10 +559,7 @@ fn gpu_nested() -> TestResult {
     with_gpu(|| {
         let n = 1000usize;
         let cs = colors(n);
-        let input = Tensor::from_native_vec(cs.clone(), &[n])
-            .map_err(s)?
-            .to(Device::Cuda(0))
-            .map_err(s)?;
+        let input = device_tensor(cs.clone(), &[n])?;
         let blank = Pixel {
             color: Color {
                 r: 0.0,
@@ -564,10 +568,7 @@ fn gpu_nested() -> TestResult {
             },
             index: -1,
         };
-        let pixels = Tensor::from_native_vec(vec![blank; n], &[n])
-            .map_err(s)?
-            .to(Device::Cuda(0))
-            .map_err(s)?;
+        let pixels = device_tensor(vec![blank; n], &[n])?;
         ensure(pixels.native_schema().is_some(), || {
             "the device copy lost its element type".into()
         })?;
@@ -606,10 +607,7 @@ fn gpu_padded() -> TestResult {
                 value: 1000 * i as u32,
             })
             .collect();
-        let t = Tensor::from_native_vec(xs.clone(), &[n])
-            .map_err(s)?
-            .to(Device::Cuda(0))
-            .map_err(s)?;
+        let t = device_tensor(xs.clone(), &[n])?;
         bump_padded::launch(LaunchConfig::for_elems(n), &t, n as i64).map_err(s)?;
         let got = t.to_native_vec::<Padded>().map_err(s)?;
         let want: Vec<Padded> = xs
@@ -632,14 +630,8 @@ fn gpu_opaque() -> TestResult {
         let hs: Vec<Handle> = (0..n as u64)
             .map(|i| Handle(0xDEAD_BEEF_0000_0000 | (i * 0x1_0001)))
             .collect();
-        let input = Tensor::from_native_vec(hs.clone(), &[n])
-            .map_err(s)?
-            .to(Device::Cuda(0))
-            .map_err(s)?;
-        let out = Tensor::from_native_vec(vec![Handle(0); n + 1], &[n + 1])
-            .map_err(s)?
-            .to(Device::Cuda(0))
-            .map_err(s)?;
+        let input = device_tensor(hs.clone(), &[n])?;
+        let out = device_tensor(vec![Handle(0); n + 1], &[n + 1])?;
         let h = Handle(u64::MAX - 1);
         copy_handles::launch(LaunchConfig::for_elems(n), &input, &out, h, n as i64).map_err(s)?;
         let got = out.to_native_vec::<Handle>().map_err(s)?;
@@ -863,14 +855,8 @@ fn gpu_builtin() -> TestResult {
     with_gpu(|| {
         let n = 500usize;
         let cs = colors(n);
-        let input = Tensor::from_native_vec(cs.clone(), &[n])
-            .map_err(s)?
-            .to(Device::Cuda(0))
-            .map_err(s)?;
-        let out = Tensor::from_native_vec(cs.clone(), &[n])
-            .map_err(s)?
-            .to(Device::Cuda(0))
-            .map_err(s)?;
+        let input = device_tensor(cs.clone(), &[n])?;
+        let out = device_tensor(cs.clone(), &[n])?;
         scale_colors::launch(LaunchConfig::for_elems(n), &input, &out, 0.75, n as i64)
             .map_err(s)?;
         let got = out.to_native_vec::<Color>().map_err(s)?;
@@ -1016,26 +1002,16 @@ fn gpu_warp_image_launch_checks() -> TestResult {
     with_gpu(|| {
         let dev = Device::Cuda(0);
         let cfg = LaunchConfig::for_elems(2);
-        let native = |t: Result<Tensor, opbox::Error>| t.and_then(|t| t.to(dev)).map_err(s);
-        let pixels = native(Tensor::from_native_vec(
-            native_array_reference(&warp_images()).0,
-            &[2],
-        ))?;
-        let images = native(Tensor::from_native_vec(warp_images(), &[2]))?;
-        let colors = native(Tensor::from_native_vec(colors(2), &[2]))?;
+        let pixels = device_tensor(native_array_reference(&warp_images()).0, &[2])?;
+        let images = device_tensor(warp_images(), &[2])?;
+        let colors = device_tensor(colors(2), &[2])?;
         let handles = Tensor::zeros(&[2], DType::U64, dev).map_err(s)?;
-        let others = native(Tensor::from_native_vec(vec![Handle(11), Handle(29)], &[2]))?;
-        match native_array_kernel::launch(cfg.clone(), &pixels, &others, &colors, &handles, 2) {
-            Ok(()) => return Err("Handles passed as Images".into()),
-            Err(e) => {
-                let m = e.to_string();
-                ensure(
-                    m.contains("Image (warp_test::Image, nt")
-                        && m.contains("Handle (my_addon::Handle)"),
-                    || format!("unexpected error: {m}"),
-                )?;
-            }
-        }
+        let others = device_tensor(vec![Handle(11), Handle(29)], &[2])?;
+        expect_err(
+            native_array_kernel::launch(cfg.clone(), &pixels, &others, &colors, &handles, 2),
+            "Handles passed as Images",
+            &["Image (warp_test::Image, nt", "Handle (my_addon::Handle)"],
+        )?;
         let signed = Tensor::zeros(&[2], DType::I64, dev).map_err(s)?;
         expect_err(
             native_array_kernel::launch(cfg, &pixels, &images, &colors, &signed, 2),
@@ -1080,12 +1056,9 @@ fn gpu_warp_native_array() -> TestResult {
             },
             index: -1,
         };
-        let to_dev = |t: Tensor| t.to(dev);
-        let pixels =
-            to_dev(Tensor::from_native_vec(vec![blank; 2], &[2]).map_err(s)?).map_err(s)?;
-        let images = to_dev(Tensor::from_native_vec(warp_images(), &[2]).map_err(s)?).map_err(s)?;
-        let colors =
-            to_dev(Tensor::from_native_vec(vec![blank.color; 2], &[2]).map_err(s)?).map_err(s)?;
+        let pixels = device_tensor(vec![blank; 2], &[2])?;
+        let images = device_tensor(warp_images(), &[2])?;
+        let colors = device_tensor(vec![blank.color; 2], &[2])?;
         let handles = Tensor::zeros(&[2], DType::U64, dev).map_err(s)?;
         native_array_kernel::launch(
             LaunchConfig::for_elems(2),
@@ -1118,10 +1091,7 @@ fn gpu_warp_native_struct() -> TestResult {
             g: 0.0,
             b: 0.0,
         };
-        let color = Tensor::from_native_vec(vec![zero; 2], &[2])
-            .map_err(s)?
-            .to(dev)
-            .map_err(s)?;
+        let color = device_tensor(vec![zero; 2], &[2])?;
         let handle = Tensor::zeros(&[2], DType::U64, dev).map_err(s)?;
         let container = Container {
             color: Color {
