@@ -57,33 +57,27 @@ fn sm90() -> Target {
     }
 }
 
-/// Compiles with no disk cache; `Ok(Err(outcome))` is a skip.
+/// Compiles with no disk cache. Every caller runs inside `with_nvrtc`, which has already
+/// skipped when NVRTC is missing, so any error here is the test's business.
 fn compile(
     decl: &opbox_codegen::cuda::KernelDecl,
     values: &[ConstValue],
     target: Target,
-) -> Result<Result<opbox_runtime::cuda::Artifact, Error>, Outcome> {
-    match compile_cached(decl, values, target, None) {
-        Ok(c) => Ok(Ok(c.artifact)),
-        Err(e) => match nvrtc_skip(&e) {
-            Some(skip) => Err(skip),
-            None => Ok(Err(e)),
-        },
-    }
+) -> Result<opbox_runtime::cuda::Artifact, Error> {
+    compile_cached(decl, values, target, None).map(|c| c.artifact)
 }
 
 /// The compile log of a kernel that must fail.
-fn failing_log(decl: &opbox_codegen::cuda::KernelDecl) -> Result<Result<String, Outcome>, String> {
+fn failing_log(decl: &opbox_codegen::cuda::KernelDecl) -> Result<String, String> {
     match compile(decl, &[], sm90()) {
-        Err(skip) => Ok(Err(skip)),
-        Ok(Ok(_)) => Err("expected a compile error, but the kernel compiled".into()),
-        Ok(Err(Error::Compile { kernel, log })) => {
+        Ok(_) => Err("expected a compile error, but the kernel compiled".into()),
+        Err(Error::Compile { kernel, log }) => {
             ensure(kernel == decl.rust_name, || {
                 format!("error names kernel {kernel}")
             })?;
-            Ok(Ok(log))
+            Ok(log)
         }
-        Ok(Err(other)) => Err(format!("expected Error::Compile, got {other:?}")),
+        Err(other) => Err(format!("expected Error::Compile, got {other:?}")),
     }
 }
 
@@ -101,10 +95,7 @@ fn matching_kernel_compiles_to_a_cubin() -> TestResult {
         let mut artifact = None;
         for _ in 0..3 {
             let t = Instant::now();
-            match compile(&AXPBY, &[], sm90()) {
-                Err(skip) => return Ok(skip),
-                Ok(r) => artifact = Some(r.map_err(|e| e.to_string())?),
-            }
+            artifact = Some(compile(&AXPBY, &[], sm90()).map_err(|e| e.to_string())?);
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
         let a = artifact.ok_or("no artifact")?;
@@ -133,11 +124,8 @@ fn int64_t_long_and_restrict_are_accepted() -> TestResult {
             ("long", "const float* x, const float* y, float* __restrict__ out, float a, float b, long n"),
         ] {
             let decl = axpby_with_source(&format!("__global__ void axpby({sig}) {{}}\n"));
-            match compile(&decl, &[], sm90()) {
-                Err(skip) => return Ok(skip),
-                Ok(Err(e)) => return Err(format!("{what}: {e}")),
-                Ok(Ok(a)) => ensure(a.lowered_name.starts_with("_Z5axpby"), || a.lowered_name.clone())?,
-            }
+            let a = compile(&decl, &[], sm90()).map_err(|e| format!("{what}: {e}"))?;
+            ensure(a.lowered_name.starts_with("_Z5axpby"), || a.lowered_name.clone())?;
         }
         Ok(Outcome::Pass)
     })
@@ -152,10 +140,7 @@ fn missing_const_fails() -> TestResult {
         let decl = axpby_with_source(
             "extern \"C\" __global__ void axpby(float* x, const float* y, float* out, float a, float b, long long n) {}\n",
         );
-        let log = match failing_log(&decl)? {
-            Ok(log) => log,
-            Err(skip) => return Ok(skip),
-        };
+        let log = failing_log(&decl)?;
         contains_all(
             &log,
             &[
@@ -175,10 +160,7 @@ fn wrong_scalar_type_fails() -> TestResult {
         let decl = axpby_with_source(
             "extern \"C\" __global__ void axpby(const float* x, const float* y, float* out, double a, float b, long long n) {}\n",
         );
-        let log = match failing_log(&decl)? {
-            Ok(log) => log,
-            Err(skip) => return Ok(skip),
-        };
+        let log = failing_log(&decl)?;
         contains_all(&log, &["static assertion failed", RUST_DECL, CPP_DECL])?;
         Ok(Outcome::Pass)
     })
@@ -189,10 +171,7 @@ fn wrong_param_count_fails() -> TestResult {
         let decl = axpby_with_source(
             "extern \"C\" __global__ void axpby(const float* x, const float* y, float* out, float a, float b) {}\n",
         );
-        let log = match failing_log(&decl)? {
-            Ok(log) => log,
-            Err(skip) => return Ok(skip),
-        };
+        let log = failing_log(&decl)?;
         contains_all(&log, &["static assertion failed", RUST_DECL])?;
         Ok(Outcome::Pass)
     })
@@ -213,10 +192,7 @@ fn syntax_error_keeps_file_and_line() -> TestResult {
             "#pragma once\n// helper\n__device__ int helper() { return 1 }\n",
         )?;
         let decl = scanned(root, "kernels/axpby.cu", &[], AXPBY.clone())?;
-        let log = match failing_log(&decl)? {
-            Ok(log) => log,
-            Err(skip) => return Ok(skip),
-        };
+        let log = failing_log(&decl)?;
         contains_all(
             &log,
             &["../common/x.cuh(3): error", "(Rust declaration at "],
@@ -228,10 +204,7 @@ fn syntax_error_keeps_file_and_line() -> TestResult {
 fn missing_entry_is_named() -> TestResult {
     with_nvrtc(|| {
         let decl = axpby_with_source("extern \"C\" __global__ void axbpy(const float* x) {}\n");
-        let log = match failing_log(&decl)? {
-            Ok(log) => log,
-            Err(skip) => return Ok(skip),
-        };
+        let log = failing_log(&decl)?;
         contains_all(
             &log,
             &["<opbox-check:axpby_f32>(1): error: identifier \"axpby\" is undefined"],
@@ -268,10 +241,8 @@ fn multi_file_kernel_compiles() -> TestResult {
                 ],
             || format!("{names:?}"),
         )?;
-        match compile(&decl, &[], sm90()) {
-            Err(skip) => Ok(skip),
-            Ok(r) => r.map(|_| Outcome::Pass).map_err(|e| e.to_string()),
-        }
+        compile(&decl, &[], sm90()).map_err(|e| e.to_string())?;
+        Ok(Outcome::Pass)
     })
 }
 
@@ -288,14 +259,12 @@ fn template_constexpr() -> TestResult {
             .to_mut()
             .push(Param::new("FLAG", ParamKind::Constexpr(ScalarType::Bool)));
         decl.constexpr_style = ConstexprStyle::TemplateArgs;
-        let a = match compile(
+        let a = compile(
             &decl,
             &[ConstValue::I32(256), ConstValue::Bool(true)],
             sm90(),
-        ) {
-            Err(skip) => return Ok(skip),
-            Ok(r) => r.map_err(|e| e.to_string())?,
-        };
+        )
+        .map_err(|e| e.to_string())?;
         ensure(a.lowered_name.starts_with("_Z5axpbyILi256ELb1EEv"), || {
             a.lowered_name.clone()
         })?;
@@ -305,9 +274,8 @@ fn template_constexpr() -> TestResult {
             &[ConstValue::I32(100), ConstValue::Bool(true)],
             sm90(),
         ) {
-            Err(skip) => Ok(skip),
-            Ok(Ok(_)) => Err("BLOCK=100 should fail the kernel's static_assert".into()),
-            Ok(Err(e)) => {
+            Ok(_) => Err("BLOCK=100 should fail the kernel's static_assert".into()),
+            Err(e) => {
                 contains_all(
                     &e.to_string(),
                     &[
@@ -334,10 +302,9 @@ fn define_constexpr() -> TestResult {
         decl.params
             .to_mut()
             .push(Param::new("UNROLL", ParamKind::Constexpr(ScalarType::U32)));
-        match compile(&decl, &[ConstValue::F32(0.5), ConstValue::U32(4)], sm90()) {
-            Err(skip) => Ok(skip),
-            Ok(r) => r.map(|_| Outcome::Pass).map_err(|e| e.to_string()),
-        }
+        compile(&decl, &[ConstValue::F32(0.5), ConstValue::U32(4)], sm90())
+            .map_err(|e| e.to_string())?;
+        Ok(Outcome::Pass)
     })
 }
 
@@ -348,26 +315,22 @@ fn half_types() -> TestResult {
         );
         decl.params.to_mut()[0].kind = ParamKind::In(ElemType::F16);
         decl.params.to_mut()[1].kind = ParamKind::In(ElemType::BF16);
-        match compile(&decl, &[], sm90()) {
-            Err(skip) => Ok(skip),
-            Ok(r) => r.map(|_| Outcome::Pass).map_err(|e| e.to_string()),
-        }
+        compile(&decl, &[], sm90()).map_err(|e| e.to_string())?;
+        Ok(Outcome::Pass)
     })
 }
 
 fn ptx_target() -> TestResult {
     with_nvrtc(|| {
-        let a = match compile(
+        let a = compile(
             &AXPBY,
             &[],
             Target {
                 kind: ImageKind::Ptx,
                 arch: 90,
             },
-        ) {
-            Err(skip) => return Ok(skip),
-            Ok(r) => r.map_err(|e| e.to_string())?,
-        };
+        )
+        .map_err(|e| e.to_string())?;
         let text = String::from_utf8(a.image).map_err(|e| e.to_string())?;
         ensure(
             a.kind == ImageKind::Ptx && text.contains(".entry axpby("),

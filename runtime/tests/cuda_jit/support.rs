@@ -8,17 +8,8 @@ use opbox_codegen::cuda::{
     scan_closure, ConstexprStyle, ElemType, KernelDecl, Param, ParamKind, ScalarType, ScanRequest,
     SourceFile,
 };
-use opbox_runtime::Error;
 
 pub use crate::harness::{ensure, with_gpu, with_nvrtc, Outcome, Test, TestResult};
-
-/// Turns "CUDA is not available" into a skip; anything else is the test's business.
-pub fn nvrtc_skip(e: &Error) -> Option<Outcome> {
-    match e {
-        Error::NoCuda { reason } => Some(Outcome::Skip(format!("NVRTC not usable ({reason})"))),
-        _ => None,
-    }
-}
 
 pub const AXPBY_CU: &str = include_str!("kernels/axpby.cu");
 
