@@ -21,7 +21,7 @@ use opbox_codegen::cuda::{ConstValue, KernelDecl};
 
 use super::artifact::ImageKind;
 use super::context::device;
-use super::jit::{compile_cached, default_cache, device_alias_key, Target};
+use super::jit::{compile_ahead, default_cache, Target};
 use super::nvrtc;
 use crate::error::{Error, Result};
 
@@ -130,22 +130,19 @@ pub fn plan<'a>(kernels: &[AotKernel<'a>], targets: &AotTargets) -> Result<Vec<A
 
 /// Compiles one job (through the disk cache) and writes its file when it is the job's to write.
 ///
-/// A cubin also becomes the disk cache's device alias for its arch, the entry a launch reads
-/// without loading NVRTC: a cache directory filled by AOT (`OPBOX_CACHE_DIR=dist/kernels opbox
-/// aot --arch sm_90`) and shipped serves launches on sm_90 devices where NVRTC is not installed.
+/// A cubin also becomes the disk cache's device alias for its arch ([`compile_ahead`]): a cache
+/// directory filled by AOT (`OPBOX_CACHE_DIR=dist/kernels opbox aot --arch sm_90`) and shipped
+/// serves launches on sm_90 devices where NVRTC is not installed.
 pub fn run_job(job: &AotJob<'_>) -> Result<()> {
     if !job.writes {
         return Ok(());
     }
-    let (decl, constexprs) = (job.kernel.decl, job.kernel.constexprs);
-    let cache = default_cache();
-    let compiled = compile_cached(decl, constexprs, job.target, cache)?;
-    if let (Some(cache), ImageKind::Cubin) = (cache, job.target.kind) {
-        let cc = (job.target.arch / 10, job.target.arch % 10);
-        // Losing the alias costs a launch an NVRTC load later, nothing more.
-        let _ =
-            device_alias_key(decl, constexprs, cc).map(|key| cache.store(&key, &compiled.artifact));
-    }
+    let compiled = compile_ahead(
+        job.kernel.decl,
+        job.kernel.constexprs,
+        job.target,
+        default_cache(),
+    )?;
     std::fs::write(&job.path, &compiled.artifact.image).map_err(|e| io(&job.path, e))
 }
 

@@ -157,9 +157,42 @@ pub fn compile_cached(
     cache: Option<&DiskCache>,
 ) -> Result<Compiled> {
     let built = apply_build(decl)?;
+    let unit = emit_unit(&built.decl, constexprs)?;
+    compile_prepared(&built, &unit, constexprs, target, cache)
+}
+
+/// [`compile_cached`] for ahead-of-time builds: a cubin is also stored under the device alias
+/// of its arch, the entry a launch on such a device reads without loading NVRTC, so a cache
+/// directory filled ahead of time serves launches where NVRTC is not installed. The build
+/// options are resolved and the unit emitted once for both keys.
+pub fn compile_ahead(
+    decl: &KernelDecl,
+    constexprs: &[ConstValue],
+    target: Target,
+    cache: Option<&DiskCache>,
+) -> Result<Compiled> {
+    let built = apply_build(decl)?;
+    let unit = emit_unit(&built.decl, constexprs)?;
+    let compiled = compile_prepared(&built, &unit, constexprs, target, cache)?;
+    if let (Some(cache), ImageKind::Cubin) = (cache, target.kind) {
+        let cc = (target.arch / 10, target.arch % 10);
+        let key = alias_key(&built, &unit, constexprs, cc);
+        // Losing the alias costs a launch an NVRTC load later, nothing more.
+        let _ = cache.store(&key, &compiled.artifact);
+    }
+    Ok(compiled)
+}
+
+/// The disk-cache lookup and, on a miss, the NVRTC compile of an emitted unit.
+fn compile_prepared(
+    built: &Built<'_>,
+    unit: &TranslationUnit,
+    constexprs: &[ConstValue],
+    target: Target,
+    cache: Option<&DiskCache>,
+) -> Result<Compiled> {
     let decl: &KernelDecl = &built.decl;
     let kernel = decl.rust_name.as_ref();
-    let unit = emit_unit(decl, constexprs)?;
     let options = options_for(decl, target);
     let key = cache_key(&KeyInputs {
         opbox_version: env!("CARGO_PKG_VERSION"),
@@ -168,7 +201,7 @@ pub fn compile_cached(
         options: &options,
         decl,
         constexprs,
-        unit: &unit,
+        unit,
         build: built.key,
     });
     let mut outcome = CacheOutcome::Compiled;
@@ -187,8 +220,8 @@ pub fn compile_cached(
         }
     }
     let mut nvrtc_options = options;
-    nvrtc_options.extend(built.include_options);
-    let artifact = nvrtc::compile(&unit, &nvrtc_options, target.kind, kernel)
+    nvrtc_options.extend(built.include_options.iter().cloned());
+    let artifact = nvrtc::compile(unit, &nvrtc_options, target.kind, kernel)
         .map_err(|e| with_site(e, decl))?;
     COMPILES.fetch_add(1, Ordering::Relaxed);
     if let Some(cache) = cache {
@@ -245,14 +278,24 @@ pub fn compile_for_device(
 }
 
 /// The device alias key (see [`compile_for_device`]); computed without NVRTC.
-pub(crate) fn device_alias_key(
+fn device_alias_key(
     decl: &KernelDecl,
     constexprs: &[ConstValue],
     cc: (u32, u32),
 ) -> Result<CacheKey> {
     let built = apply_build(decl)?;
+    let unit = emit_unit(&built.decl, constexprs)?;
+    Ok(alias_key(&built, &unit, constexprs, cc))
+}
+
+/// The device alias key of an emitted unit.
+fn alias_key(
+    built: &Built<'_>,
+    unit: &TranslationUnit,
+    constexprs: &[ConstValue],
+    cc: (u32, u32),
+) -> CacheKey {
     let decl: &KernelDecl = &built.decl;
-    let unit = emit_unit(decl, constexprs)?;
     let arch = cc.0 * 10 + cc.1;
     let options = options_for(
         decl,
@@ -261,7 +304,7 @@ pub(crate) fn device_alias_key(
             arch,
         },
     );
-    Ok(cache_key(&KeyInputs {
+    cache_key(&KeyInputs {
         opbox_version: env!("CARGO_PKG_VERSION"),
         // Not a real NVRTC version: with the arch label below, it keeps alias keys apart from
         // every full key.
@@ -270,9 +313,9 @@ pub(crate) fn device_alias_key(
         options: &options,
         decl,
         constexprs,
-        unit: &unit,
+        unit,
         build: built.key,
-    }))
+    })
 }
 
 /// A declaration with its build options (`build = path::to::OPTIONS`) applied: their preamble in

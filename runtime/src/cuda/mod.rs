@@ -43,8 +43,8 @@ pub use artifact::{Artifact, ImageKind};
 pub use context::{device, device_count, CudaDevice};
 pub use disk_cache::DiskCache;
 pub use jit::{
-    compile_cached, compile_for_arch, compile_for_device, translation_unit, CacheOutcome, Compiled,
-    Target,
+    compile_ahead, compile_cached, compile_for_arch, compile_for_device, translation_unit,
+    CacheOutcome, Compiled, Target,
 };
 pub use kernels::{registered_kernels, select_kernels, ExternKernelRegistration};
 pub use launch::{launch, synchronize, In, InOut, LaunchConfig, Out};
