@@ -232,67 +232,66 @@ unsafe extern "C" fn host_callback(ctx: *mut c_void, event: *const AotEventV1) {
     }
 }
 
-/// Encodes `event` with C strings that live until `emit` returns.
+/// Encodes `event` with C strings that live until `emit` returns; fields the event's kind does
+/// not use stay null.
 fn send(emit: &(dyn Fn(&AotEventV1) + Sync), event: AotEvent<'_>) {
-    let owned = |s: &str| c_string(s);
-    match event {
+    let path_text;
+    // (kind, count, kernel, detail, path, message), as the field docs of AotEventV1 assign them.
+    let (kind, count, kernel, detail, path, message) = match event {
         AotEvent::Listed {
             kernel,
             module,
             declared_at,
-        } => {
-            let (k, m, d) = (owned(kernel), owned(module), owned(declared_at));
-            emit(&AotEventV1 {
-                kind: EVENT_LISTED,
-                kernel: k.as_ptr(),
-                detail: m.as_ptr(),
-                path: d.as_ptr(),
-                ..empty_event()
-            });
-        }
+        } => (
+            EVENT_LISTED,
+            0,
+            Some(kernel),
+            Some(module),
+            Some(declared_at),
+            None,
+        ),
         AotEvent::Skipped { kernel, reason } => {
-            let (k, r) = (owned(kernel), owned(reason));
-            emit(&AotEventV1 {
-                kind: EVENT_SKIPPED,
-                kernel: k.as_ptr(),
-                message: r.as_ptr(),
-                ..empty_event()
-            });
+            (EVENT_SKIPPED, 0, Some(kernel), None, None, Some(reason))
         }
-        AotEvent::Planned { jobs } => emit(&AotEventV1 {
-            kind: EVENT_PLANNED,
-            count: jobs as u64,
-            ..empty_event()
-        }),
+        AotEvent::Planned { jobs } => (EVENT_PLANNED, jobs as u64, None, None, None, None),
         AotEvent::Done {
             kernel,
             target,
             path,
         } => {
-            let (k, t, p) = (owned(kernel), owned(target), owned(&path.to_string_lossy()));
-            emit(&AotEventV1 {
-                kind: EVENT_DONE,
-                kernel: k.as_ptr(),
-                detail: t.as_ptr(),
-                path: p.as_ptr(),
-                ..empty_event()
-            });
+            path_text = path.to_string_lossy();
+            (
+                EVENT_DONE,
+                0,
+                Some(kernel),
+                Some(target),
+                Some(&*path_text),
+                None,
+            )
         }
         AotEvent::Failed {
             kernel,
             target,
             message,
-        } => {
-            let (k, t, m) = (owned(kernel), owned(target), owned(message));
-            emit(&AotEventV1 {
-                kind: EVENT_FAILED,
-                kernel: k.as_ptr(),
-                detail: t.as_ptr(),
-                message: m.as_ptr(),
-                ..empty_event()
-            });
-        }
-    }
+        } => (
+            EVENT_FAILED,
+            0,
+            Some(kernel),
+            Some(target),
+            None,
+            Some(message),
+        ),
+    };
+    let [kernel, detail, path, message] = [kernel, detail, path, message].map(|s| s.map(c_string));
+    let ptr = |s: &Option<CString>| s.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+    emit(&AotEventV1 {
+        kind,
+        count,
+        kernel: ptr(&kernel),
+        detail: ptr(&detail),
+        path: ptr(&path),
+        message: ptr(&message),
+    });
 }
 
 /// # Safety
