@@ -16,6 +16,7 @@
 //! accepts an identical declaration again and refuses the same inputs with another return type
 //! or native function, naming both sites.
 
+use crate::errors::Errors;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
@@ -85,28 +86,24 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             (f.vis, f.sig, None)
         }
     };
-    let mut errors: Option<syn::Error> = None;
-    let mut push = |e: syn::Error| match &mut errors {
-        Some(all) => all.combine(e),
-        None => errors = Some(e),
-    };
+    let mut errors = Errors::default();
     let args = match syn::parse2::<Args>(attr) {
         Ok(a) => Some(a),
         Err(e) => {
-            push(e);
+            errors.push(e);
             None
         }
     };
     if let Some(a) = &args {
         if let Err(e) = validate_native_name(&a.native.value()) {
-            push(syn::Error::new(a.native.span(), e));
+            errors.push(syn::Error::new(a.native.span(), e));
         }
     }
-    check_sig(&sig, &mut push);
+    check_sig(&sig, &mut errors);
     let mut params = Vec::new();
     for input in &sig.inputs {
         match input {
-            FnArg::Receiver(r) => push(syn::Error::new(
+            FnArg::Receiver(r) => errors.push(syn::Error::new(
                 r.span(),
                 "a #[builtin] is a free C++ function: it takes no `self`",
             )),
@@ -114,34 +111,32 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
                     params.push((p.ident.clone(), (*t.ty).clone()))
                 }
-                other => push(syn::Error::new(
+                other => errors.push(syn::Error::new(
                     other.span(),
                     "a #[builtin] parameter is `name: Type`: C++ sees it by name",
                 )),
             },
         }
     }
-    if let Some(e) = errors {
-        return Err(e);
-    }
+    errors.finish()?;
     let Some(args) = args else {
         return Ok(TokenStream::new());
     };
     Ok(emit(&vis, &sig, body, &args.native, &params))
 }
 
-fn check_sig(sig: &Signature, push: &mut impl FnMut(syn::Error)) {
+fn check_sig(sig: &Signature, errors: &mut Errors) {
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        push(syn::Error::new(
+        errors.push(syn::Error::new(
             sig.generics.span(),
             "a #[builtin] cannot be generic: declare one #[builtin] per signature (same name, other inputs: an overload)",
         ));
     }
     if let Some(a) = &sig.asyncness {
-        push(syn::Error::new(a.span, "a #[builtin] cannot be async"));
+        errors.push(syn::Error::new(a.span, "a #[builtin] cannot be async"));
     }
     if let Some(v) = &sig.variadic {
-        push(syn::Error::new(v.span(), "a #[builtin] cannot be variadic"));
+        errors.push(syn::Error::new(v.span(), "a #[builtin] cannot be variadic"));
     }
 }
 

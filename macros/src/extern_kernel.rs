@@ -6,6 +6,7 @@
 //! `include_str!` on its absolute path, so cargo rebuilds when any of them changes), `HANDLE` (the
 //! per-declaration cache of loaded kernels) and `launch(cfg, args…)`.
 
+use crate::errors::Errors;
 use std::path::{Path, PathBuf};
 
 use opbox_codegen::cuda::{
@@ -132,23 +133,6 @@ fn lit_str_list(e: &Expr) -> syn::Result<Vec<LitStr>> {
             other.span(),
             "expected a list of string literals, e.g. [\"kernels/include\"]",
         )),
-    }
-}
-
-/// Collects errors so one expansion reports all of them.
-#[derive(Default)]
-struct Errors(Option<syn::Error>);
-
-impl Errors {
-    fn push(&mut self, e: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(e),
-            None => self.0 = Some(e),
-        }
-    }
-
-    fn finish(self) -> syn::Result<()> {
-        self.0.map_or(Ok(()), Err)
     }
 }
 

@@ -2,6 +2,7 @@
 //! generated C++ twin) and `#[derive(ConstexprEnum)]` (an enum whose variants name C++ types, for
 //! `#[constexpr]` parameters).
 
+use crate::errors::Errors;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -24,13 +25,6 @@ pub fn expand_constexpr_enum(input: TokenStream) -> TokenStream {
     parse_then(input, constexpr_enum)
 }
 
-fn combine(errors: &mut Option<syn::Error>, e: syn::Error) {
-    match errors {
-        Some(all) => all.combine(e),
-        None => *errors = Some(e),
-    }
-}
-
 fn kernel_arg(input: &DeriveInput) -> syn::Result<TokenStream> {
     let ident = &input.ident;
     let data = match &input.data {
@@ -48,15 +42,12 @@ fn kernel_arg(input: &DeriveInput) -> syn::Result<TokenStream> {
             ))
         }
     };
-    let mut errors = None;
+    let mut errors = Errors::default();
     if !input.generics.params.is_empty() {
-        combine(
-            &mut errors,
-            syn::Error::new(
-                input.generics.span(),
-                "#[derive(KernelArg)] takes no generics: the C++ twin is one struct",
-            ),
-        );
+        errors.push(syn::Error::new(
+            input.generics.span(),
+            "#[derive(KernelArg)] takes no generics: the C++ twin is one struct",
+        ));
     }
     let repr_c = input.attrs.iter().any(|a| {
         a.path().is_ident("repr")
@@ -67,9 +58,7 @@ fn kernel_arg(input: &DeriveInput) -> syn::Result<TokenStream> {
             .unwrap_or(false)
     });
     if !repr_c {
-        combine(
-            &mut errors,
-            syn::Error::new(
+        errors.push(syn::Error::new(
                 ident.span(),
                 format!("#[derive(KernelArg)] needs #[repr(C)] on `{ident}`: the kernel reads its bytes with the C++ twin's layout, and only repr(C) fixes Rust's"),
             ),
@@ -90,34 +79,26 @@ fn kernel_arg(input: &DeriveInput) -> syn::Result<TokenStream> {
         match parsed {
             Ok((key, value)) if key == "name" => match validate_native_name(&value.value()) {
                 Ok(()) => name = value.value(),
-                Err(e) => combine(&mut errors, syn::Error::new(value.span(), e.to_string())),
+                Err(e) => errors.push(syn::Error::new(value.span(), e.to_string())),
             },
-            Ok((key, _)) => combine(
-                &mut errors,
-                syn::Error::new(
-                    key.span(),
-                    "expected #[kernel_arg(name = \"ns::Name\")], the C++ name of the generated struct",
-                ),
-            ),
-            Err(e) => combine(&mut errors, e),
+            Ok((key, _)) => errors.push(syn::Error::new(
+                key.span(),
+                "expected #[kernel_arg(name = \"ns::Name\")], the C++ name of the generated struct",
+            )),
+            Err(e) => errors.push(e),
         }
     }
     let fields = match &data.fields {
         Fields::Named(f) => f.named.iter().collect::<Vec<_>>(),
         other => {
-            combine(
-                &mut errors,
-                syn::Error::new(
-                    other.span(),
-                    "#[derive(KernelArg)] needs named fields: the C++ twin names each field",
-                ),
-            );
+            errors.push(syn::Error::new(
+                other.span(),
+                "#[derive(KernelArg)] needs named fields: the C++ twin names each field",
+            ));
             Vec::new()
         }
     };
-    if let Some(e) = errors {
-        return Err(e);
-    }
+    errors.finish()?;
     let n = quote!(::opbox::__private::native);
     let c = quote!(::opbox::cuda);
     let field_trait = |i: usize| format_ident!("__OpboxKernelArgField{}", i);
@@ -234,13 +215,11 @@ fn constexpr_enum(input: &DeriveInput) -> syn::Result<TokenStream> {
             "#[derive(ConstexprEnum)] goes on an enum whose unit variants each name a C++ type: #[cpp = \"my_ns::Relu\"]",
         ));
     };
-    let mut errors = None;
+    let mut errors = Errors::default();
     let mut variants = Vec::new();
     for v in &data.variants {
         if !matches!(v.fields, Fields::Unit) {
-            combine(
-                &mut errors,
-                syn::Error::new(
+            errors.push(syn::Error::new(
                     v.fields.span(),
                     "a #[derive(ConstexprEnum)] variant carries no data: it names one C++ type; a value the kernel reads is an ordinary parameter",
                 ),
@@ -279,39 +258,28 @@ fn constexpr_enum(input: &DeriveInput) -> syn::Result<TokenStream> {
                 if ok {
                     variants.push((v.ident.clone(), s));
                 } else {
-                    combine(
-                        &mut errors,
-                        syn::Error::new(
-                            s.span(),
-                            "expected a C++ type name such as \"my_ns::Relu\"",
-                        ),
-                    );
+                    errors.push(syn::Error::new(
+                        s.span(),
+                        "expected a C++ type name such as \"my_ns::Relu\"",
+                    ));
                 }
             }
-            None => combine(
-                &mut errors,
-                syn::Error::new(
-                    v.ident.span(),
-                    format!(
-                        "variant `{}` needs #[cpp = \"my_ns::Type\"]: the C++ type it selects",
-                        v.ident
-                    ),
+            None => errors.push(syn::Error::new(
+                v.ident.span(),
+                format!(
+                    "variant `{}` needs #[cpp = \"my_ns::Type\"]: the C++ type it selects",
+                    v.ident
                 ),
-            ),
+            )),
         }
     }
-    if variants.is_empty() && errors.is_none() {
-        combine(
-            &mut errors,
-            syn::Error::new(
-                ident.span(),
-                "a #[derive(ConstexprEnum)] enum needs at least one variant",
-            ),
-        );
+    if variants.is_empty() && errors.is_empty() {
+        errors.push(syn::Error::new(
+            ident.span(),
+            "a #[derive(ConstexprEnum)] enum needs at least one variant",
+        ));
     }
-    if let Some(e) = errors {
-        return Err(e);
-    }
+    errors.finish()?;
     let c = quote!(::opbox::cuda);
     let p = quote!(::opbox::__private::cuda);
     let ident_str = ident.to_string();

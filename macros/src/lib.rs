@@ -5,6 +5,7 @@
 use proc_macro::TokenStream;
 
 mod builtin;
+mod errors;
 mod extern_kernel;
 mod kernel_arg;
 mod library;

@@ -28,6 +28,7 @@
 //! SHA-256), `impl NativeField` so the type nests, const asserts on the layout, and an inventory
 //! registration.
 
+use crate::errors::Errors;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -52,23 +53,9 @@ struct TypeArgs {
     opaque: Option<Span>,
 }
 
-struct Errors(Option<syn::Error>);
-
-impl Errors {
-    fn push(&mut self, e: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(e),
-            None => self.0 = Some(e),
-        }
-    }
-    fn at(&mut self, span: Span, message: impl std::fmt::Display) {
-        self.push(syn::Error::new(span, message));
-    }
-}
-
 fn try_expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     let ident = &input.ident;
-    let mut errors = Errors(None);
+    let mut errors = Errors::default();
 
     let data =
         match &input.data {
@@ -157,9 +144,7 @@ fn try_expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             );
         }
     }
-    if let Some(e) = errors.0 {
-        return Err(e);
-    }
+    errors.finish()?;
     let Some(name) = args.name else {
         return Ok(TokenStream::new());
     };
