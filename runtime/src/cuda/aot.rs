@@ -65,7 +65,8 @@ pub struct AotJob<'a> {
 }
 
 /// Compiles every kernel for every target and writes the images; returns their paths, devices'
-/// targets first, then the explicit arches (see the module docs). Stops at the first failure.
+/// targets first, then the explicit arches (see the module docs), or the first job's failure
+/// (every job runs either way).
 pub fn compile(kernels: &[AotKernel<'_>], targets: &AotTargets) -> Result<Vec<PathBuf>> {
     let jobs = plan(kernels, targets)?;
     let results = run_jobs(&jobs, default_threads(), &|_, _| {});
@@ -157,17 +158,14 @@ pub fn run_jobs(
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<()>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
-    let report = Mutex::new(());
     let worker = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(job) = jobs.get(i) else { break };
         let result = run_job(job);
-        {
-            // One report at a time: callers draw progress bars and print from here.
-            let _one = report.lock().unwrap_or_else(|e| e.into_inner());
-            on_done(i, &result);
-        }
+        // Reported under the results' lock, so one report runs at a time: callers draw
+        // progress bars and print from here.
         let mut all = results.lock().unwrap_or_else(|e| e.into_inner());
+        on_done(i, &result);
         if let Some(slot) = all.get_mut(i) {
             *slot = Some(result);
         }
