@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{ArgGroup, Args};
-use opbox::aot::{run_request, AotRequest, AotSummary};
+use opbox::aot::{run_request, AotRequest, AotSummary, AotTargets};
 
 use crate::plugin::Plugin;
 use crate::progress::Progress;
@@ -60,10 +60,12 @@ fn parse_arch(arch: &str) -> Result<String, String> {
 
 pub fn run(args: &AotArgs) -> ExitCode {
     let request = AotRequest {
-        arches: args.arches.clone(),
-        devices: args.devices.clone(),
+        targets: AotTargets {
+            arches: args.arches.clone(),
+            devices: args.devices.clone(),
+            out_dir: args.out.clone(),
+        },
         kernels: args.kernels.clone(),
-        out_dir: args.out.clone(),
         jobs: args.jobs,
         list_only: args.list,
     };

@@ -13,6 +13,7 @@
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 
+use super::aot::AotTargets;
 use super::aot_session::{run_request, AotEvent, AotRequest, AotSummary};
 use crate::error::{Error, Result};
 
@@ -119,11 +120,12 @@ pub unsafe fn call_v1(
     request: &AotRequest,
     on_event: &(dyn Fn(AotEvent<'_>) + Sync),
 ) -> Result<AotSummary> {
-    let arches: Vec<CString> = request.arches.iter().map(|a| c_string(a)).collect();
+    let arches: Vec<CString> = request.targets.arches.iter().map(|a| c_string(a)).collect();
     let arch_ptrs: Vec<*const c_char> = arches.iter().map(|a| a.as_ptr()).collect();
     let kernels: Vec<CString> = request.kernels.iter().map(|k| c_string(k)).collect();
     let kernel_ptrs: Vec<*const c_char> = kernels.iter().map(|k| k.as_ptr()).collect();
     let devices = request
+        .targets
         .devices
         .iter()
         .map(|&d| {
@@ -131,7 +133,7 @@ pub unsafe fn call_v1(
                 .map_err(|_| Error::InvalidArgument(format!("aot: device ordinal {d} too large")))
         })
         .collect::<Result<Vec<u32>>>()?;
-    let out_dir = c_string(&request.out_dir.to_string_lossy());
+    let out_dir = c_string(&request.targets.out_dir.to_string_lossy());
     let raw = AotRequestV1 {
         size: std::mem::size_of::<AotRequestV1>(),
         arches: arch_ptrs.as_ptr(),
@@ -333,11 +335,13 @@ unsafe fn decode_request(request: *const AotRequestV1) -> Result<AotRequest> {
             .collect()
     };
     Ok(AotRequest {
-        arches: strings(raw.arches, raw.arch_count)?,
-        devices,
+        targets: AotTargets {
+            arches: strings(raw.arches, raw.arch_count)?,
+            devices,
+            // SAFETY: a NUL-terminated string, per the contract.
+            out_dir: PathBuf::from(unsafe { utf8(raw.out_dir) }.ok_or_else(|| bad("out_dir"))?),
+        },
         kernels: strings(raw.kernels, raw.kernel_count)?,
-        // SAFETY: a NUL-terminated string, per the contract.
-        out_dir: PathBuf::from(unsafe { utf8(raw.out_dir) }.ok_or_else(|| bad("out_dir"))?),
         jobs: raw.jobs as usize,
         list_only: raw.list_only != 0,
     })
@@ -431,7 +435,10 @@ mod tests {
         // An unknown kernel is refused, and the plugin's message comes back as the error.
         let unknown = AotRequest {
             kernels: vec!["no_such_kernel".into()],
-            arches: vec!["sm_90".into()],
+            targets: AotTargets {
+                arches: vec!["sm_90".into()],
+                ..AotTargets::default()
+            },
             ..AotRequest::default()
         };
         // SAFETY: as above.

@@ -3,7 +3,7 @@
 //! events; a plugin runs the same session in its own process image and forwards the events
 //! across the C ABI ([`aot_plugin`](super::aot_plugin)).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::aot::{plan, run_jobs, AotKernel, AotTargets};
 use super::kernels::{registered_kernels, select_kernels, ExternKernelRegistration};
@@ -13,13 +13,10 @@ use crate::error::{Error, Result};
 /// What to compile: the CLI's arguments, parsed.
 #[derive(Clone, Debug, Default)]
 pub struct AotRequest {
-    /// `sm_XX` / `compute_XX`.
-    pub arches: Vec<String>,
-    /// Device ordinals: each device's best target.
-    pub devices: Vec<usize>,
+    /// The devices and arches to compile for, and the output directory.
+    pub targets: AotTargets,
     /// Kernel names to compile; empty means every registered kernel.
     pub kernels: Vec<String>,
-    pub out_dir: PathBuf,
     /// Compile threads; 0 means one per core.
     pub jobs: usize,
     /// List the registered kernels instead of compiling.
@@ -113,12 +110,7 @@ pub fn run_request(
     }
     // Before planning: a missing NVRTC is one clear error, not one failure per job.
     nvrtc::version()?;
-    let targets = AotTargets {
-        devices: request.devices.clone(),
-        arches: request.arches.clone(),
-        out_dir: request.out_dir.clone(),
-    };
-    let jobs = plan(&kernels, &targets)?;
+    let jobs = plan(&kernels, &request.targets)?;
     on_event(AotEvent::Planned { jobs: jobs.len() });
     let threads = match request.jobs {
         0 => super::aot::default_threads(),
