@@ -334,14 +334,18 @@ unsafe fn decode_request(request: *const AotRequestV1) -> Result<AotRequest> {
             .map(|&d| d as usize)
             .collect()
     };
+    // Decoded in the struct's order, so the first bad field is the one reported.
+    let arches = strings(raw.arches, raw.arch_count)?;
+    let kernels = strings(raw.kernels, raw.kernel_count)?;
+    // SAFETY: a NUL-terminated string, per the contract.
+    let out_dir = PathBuf::from(unsafe { utf8(raw.out_dir) }.ok_or_else(|| bad("out_dir"))?);
     Ok(AotRequest {
         targets: AotTargets {
-            arches: strings(raw.arches, raw.arch_count)?,
+            arches,
             devices,
-            // SAFETY: a NUL-terminated string, per the contract.
-            out_dir: PathBuf::from(unsafe { utf8(raw.out_dir) }.ok_or_else(|| bad("out_dir"))?),
+            out_dir,
         },
-        kernels: strings(raw.kernels, raw.kernel_count)?,
+        kernels,
         jobs: raw.jobs as usize,
         list_only: raw.list_only != 0,
     })
