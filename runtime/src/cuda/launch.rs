@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtrMut, DeviceRepr, PushKernelArg};
-use opbox_codegen::cuda::{ConstValue, ElemType, EntryAbi, KernelDecl, ParamKind, ScalarType};
+use opbox_codegen::cuda::{ConstValue, EntryAbi, KernelDecl, ParamKind, ScalarType};
 
 use super::arg::NativeBytes;
 use super::context::{device, MAX_DEVICES};
@@ -115,12 +115,6 @@ const CHUNK: usize = std::mem::size_of::<Chunk>();
 /// The last kernel launched per device, for [`synchronize`]'s message.
 static LAST_LAUNCHED: [AtomicPtr<KernelDecl>; MAX_DEVICES] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];
-
-/// The opbox dtype of a declared element type. Every element type has one
-/// ([`DType::from_elem`]); the `Option` is kept for existing callers.
-pub fn dtype_of(t: ElemType) -> Option<DType> {
-    Some(DType::from_elem(t))
-}
 
 /// Whether tensor `x` holds the elements `kind` (a slice param) declares. A native element's
 /// tensor must carry that element's schema ([`crate::Tensor::from_native_vec`]), with the bytes
