@@ -253,42 +253,31 @@ pub fn compile_for_device(
     cc: (u32, u32),
     cache: Option<&DiskCache>,
 ) -> Result<Compiled> {
-    let alias = match cache {
-        Some(cache) => {
-            let key = device_alias_key(decl, constexprs, cc)?;
-            if let Lookup::Hit(artifact) = cache.load(&key) {
-                DISK_HITS.fetch_add(1, Ordering::Relaxed);
-                return Ok(Compiled {
-                    artifact,
-                    key,
-                    outcome: CacheOutcome::DeviceHit,
-                });
-            }
-            Some((cache, key))
-        }
-        None => None,
+    let Some(cache) = cache else {
+        let target = Target::for_device(cc, &nvrtc::supported_archs()?);
+        return compile_cached(decl, constexprs, target, None);
     };
-    let target = Target::for_device(cc, &nvrtc::supported_archs()?);
-    let compiled = compile_cached(decl, constexprs, target, cache)?;
-    if let Some((cache, key)) = alias {
-        // Losing the alias costs the next process an NVRTC load, nothing more.
-        let _ = cache.store(&key, &compiled.artifact);
+    // Resolved and emitted once, for the alias key and, on a miss, the compile.
+    let built = apply_build(decl)?;
+    let unit = emit_unit(&built.decl, constexprs)?;
+    let key = alias_key(&built, &unit, constexprs, cc);
+    if let Lookup::Hit(artifact) = cache.load(&key) {
+        DISK_HITS.fetch_add(1, Ordering::Relaxed);
+        return Ok(Compiled {
+            artifact,
+            key,
+            outcome: CacheOutcome::DeviceHit,
+        });
     }
+    let target = Target::for_device(cc, &nvrtc::supported_archs()?);
+    let compiled = compile_prepared(&built, &unit, constexprs, target, Some(cache))?;
+    // Losing the alias costs the next process an NVRTC load, nothing more.
+    let _ = cache.store(&key, &compiled.artifact);
     Ok(compiled)
 }
 
-/// The device alias key (see [`compile_for_device`]); computed without NVRTC.
-fn device_alias_key(
-    decl: &KernelDecl,
-    constexprs: &[ConstValue],
-    cc: (u32, u32),
-) -> Result<CacheKey> {
-    let built = apply_build(decl)?;
-    let unit = emit_unit(&built.decl, constexprs)?;
-    Ok(alias_key(&built, &unit, constexprs, cc))
-}
-
-/// The device alias key of an emitted unit.
+/// The device alias key of an emitted unit (see [`compile_for_device`]); computed without
+/// NVRTC.
 fn alias_key(
     built: &Built<'_>,
     unit: &TranslationUnit,
