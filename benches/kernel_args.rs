@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use opbox::cuda::codegen::ConstValue;
-use opbox::cuda::{ConstexprArg, LaunchArg, SpecTable};
+use opbox::kernel::{ConstexprArg, LaunchArg, SpecTable};
 use opbox::prelude::*;
 use opbox::{ConstexprEnum, KernelArg};
 
@@ -107,9 +107,9 @@ fn lowering(c: &mut Criterion) {
     ];
     g.bench_function("from a StableValue stack", |b| {
         b.iter(|| {
-            let structs = opbox::cuda::struct_bytes(&decl, black_box(&stack)).ok();
+            let structs = opbox::kernel::struct_bytes(&decl, black_box(&stack)).ok();
             let structs = structs.unwrap_or_default();
-            let lowered = opbox::cuda::lower_stack(&decl, &stack, &structs).ok();
+            let lowered = opbox::kernel::lower_stack(&decl, &stack, &structs).ok();
             black_box(lowered.map(|(a, _)| a.len()))
         })
     });

@@ -18,7 +18,7 @@ use std::hint::black_box;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use opbox::cuda::cudarc::driver::{LaunchConfig as RawConfig, PushKernelArg};
+use cudarc::driver::{LaunchConfig as RawConfig, PushKernelArg};
 use opbox::cuda::{device, device_count, synchronize};
 use opbox::prelude::*;
 
@@ -210,7 +210,7 @@ fn bench() -> opbox::Result<()> {
         per_round,
         &mut [
             Box::new(|| {
-                opbox::cuda::launch_stack(
+                opbox::kernel::launch_stack(
                     &empty::HANDLE,
                     &LaunchConfig::single(),
                     black_box(&stack),

@@ -80,7 +80,7 @@ fn main() -> opbox::Result<()> {
             };
             println!("no launch: skipped the GPU run: {why}");
             for epi in Epilogue::ALL {
-                let v = opbox::cuda::ConstexprArg::const_value(epi);
+                let v = opbox::kernel::ConstexprArg::const_value(epi);
                 match opbox::cuda::compile_for_arch(decl, &[v], "sm_90") {
                     Ok(a) => println!(
                         "  NVRTC compiled {epi:?} for sm_90: {} bytes",

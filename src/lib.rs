@@ -34,33 +34,106 @@
 
 pub use opbox_macros::{builtin, ConstexprEnum, KernelArg, NativeType};
 pub use opbox_macros::{extern_kernel, stable_fragment, stable_impl, stable_library};
-// The trait, next to the derive of the same name (as serde does with Serialize).
-pub use opbox_runtime::native::NativeType;
-pub use opbox_runtime::*;
+
+// Each public item is re-exported once, by name: the runtime's own module tree (its typemap,
+// its cudarc) stays behind the facade.
+pub use opbox_runtime::dispatch::{init, op, DispatchKey, Library, OpHandle};
+pub use opbox_runtime::error::{Error, Result, Site};
+// The traits, next to the derives of the same names (as serde does with Serialize).
+pub use opbox_runtime::kernel::KernelArg;
+pub use opbox_runtime::native::{BuildOptions, NativeField, NativeType};
+pub use opbox_runtime::scalar::Scalar;
+pub use opbox_runtime::tensor::{DType, Device, Element, Tensor};
+pub use opbox_runtime::value::{StableValue, Stack, Tag};
+
+/// The boxed stack's values beyond [`StableValue`] and [`Stack`]: conversions, lists, and the
+/// live-handle count that leak tests read.
+pub mod value {
+    pub use opbox_runtime::value::{
+        live_handles, FromStable, IntoStable, List, Mismatch, INLINE_SLOTS,
+    };
+}
+
+/// Tensor bookkeeping: live counts and the host alignment.
+pub mod tensor {
+    pub use opbox_runtime::tensor::{live_tensors, live_tensors_on_this_thread, CPU_ALIGN};
+}
+
+/// The boxed kernel ABI and the registry, for code that registers or calls kernels by hand.
+pub mod dispatch {
+    pub use opbox_runtime::dispatch::{
+        boxed_call, registered_ops, take_last_error, BoxedKernelFn, FromStack, IntoStack,
+        KernelArgs, KernelOutputs, KernelRegistration, LibraryKind, LibraryRegistration, OpDef,
+        OpSpec, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+    };
+}
+
+/// Native types, builtins and build options (Warp's side).
+pub mod native {
+    pub use opbox_runtime::native::{
+        bf16, builtins, f16, native_types, register_builtin, register_native_type,
+        resolve_build_options, split_native_name, type_code, validate_native_name,
+        BuildInputsError, BuiltinDecl, BuiltinParam, BuiltinRegistration, BuiltinRegistry,
+        Dependency, FieldType, Initializer, NativeFieldSchema, NativeFn, NativeNameError,
+        NativeRegistry, NativeScalar, NativeSchema, NativeTypeRegistration, Overload,
+        ResolvedBuildOptions,
+    };
+}
+
+/// Kernels, whatever runs them: the argument protocol, launch configs and streams, check and
+/// pack ([`kernel::PreparedLaunch`]), runtime-typed launches from a stack, and the registry.
+pub mod kernel {
+    pub use opbox_runtime::kernel::{
+        kernel_arg_adapters, launch, launch_stack, lower_any, lower_stack, lower_value, prepare,
+        register_kernel_arg_adapter, registered_kernels, select_kernels, struct_bytes, submit,
+        Access, ConstexprArg, ConstexprEnum, DerivedKernelArg, ExternKernelRegistration, In, InOut,
+        KernelArgAdapter, KernelArgStruct, KernelHandle, LaunchArg, LaunchConfig, NativeBytes, Out,
+        OwnedArg, PreparedLaunch, SpecTable, StackArgs, Stream, StructBytes, MAX_LAUNCH_ARGS,
+        MAX_PARAM_BYTES,
+    };
+}
+
+/// The CUDA backend (feature `cuda`, on by default; loaded at run time, so a machine without a
+/// GPU builds and runs every CPU path): devices, NVRTC, the JIT and its caches.
+#[cfg(feature = "cuda")]
+pub mod cuda {
+    pub use opbox_runtime::backend::cuda::{
+        compile_ahead, compile_cached, compile_for_arch, compile_for_device, device, device_count,
+        nvrtc, probe, synchronize, translation_unit, Artifact, CacheOutcome, Compiled, CudaDevice,
+        DiskCache, ImageKind, LoadedKernel, Target,
+    };
+
+    /// The CUDA code model (declarations, emitter, cache key), for tools and tests.
+    pub use opbox_codegen::cuda as codegen;
+
+    // Transitional: the macros' expansions still name these here until they go through
+    // `__private` (in progress); not part of the API.
+    #[doc(hidden)]
+    pub use opbox_runtime::kernel::*;
+}
 
 /// Ahead-of-time compilation: `opbox::aot::compile(&[(&k::DECL).into()], &targets)` for chosen
 /// kernels, or [`aot::run_request`] over every `#[extern_kernel]` linked in (what `opbox aot`
 /// runs). A cdylib plugin calls [`export_aot!`] once so that `opbox aot --plugin` reaches its
 /// kernels.
+#[cfg(feature = "cuda")]
 pub mod aot {
-    pub use opbox_runtime::cuda::aot::{
+    pub use opbox_runtime::backend::cuda::aot::{
         compile, default_threads, plan, run_job, run_jobs, AotJob, AotKernel, AotTargets,
     };
-    pub use opbox_runtime::cuda::aot_session::{
+    pub use opbox_runtime::backend::cuda::aot_session::{
         run_request, AotEvent, AotRequest, AotSummary, CONSTEXPR_SKIP,
     };
-    pub use opbox_runtime::cuda::kernels::{
-        registered_kernels, select_kernels, ExternKernelRegistration,
-    };
 
-    /// The C ABI between `opbox aot --plugin` and a plugin.
+    /// The C ABI between `opbox aot --plugin` and a plugin (`opbox_aot_v1`).
     pub mod plugin {
-        pub use opbox_runtime::cuda::aot_plugin::*;
+        pub use opbox_runtime::abi::aot_v1::*;
     }
 }
 
 /// Exports `opbox_aot_v1` from a cdylib, so that `opbox aot --plugin path/to/lib.so` compiles
 /// the kernels the plugin links. Call it once, at the crate root of the plugin.
+#[cfg(feature = "cuda")]
 #[macro_export]
 macro_rules! export_aot {
     () => {
@@ -81,20 +154,18 @@ macro_rules! export_aot {
 }
 
 /// The kernel caches' counters: `opbox::cache::stats()`.
+#[cfg(feature = "cuda")]
 pub mod cache {
-    pub use opbox_runtime::cuda::jit::{stats, CacheStats};
+    pub use opbox_runtime::backend::cuda::jit::{stats, CacheStats};
 }
-
-/// The kernel argument trait, next to its derive (as `NativeType` is).
-pub use opbox_runtime::cuda::KernelArg;
 
 /// Everything a library author writes against.
 pub mod prelude {
+    pub use crate::kernel::{In, InOut, LaunchConfig, Out};
     pub use crate::{
         extern_kernel, op, stable_fragment, stable_impl, stable_library, DType, Device,
         DispatchKey, Error, Library, OpHandle, Result, Scalar, StableValue, Stack, Tensor,
     };
-    pub use opbox_runtime::cuda::{In, InOut, LaunchConfig, Out};
 }
 
 /// What the macros' expansions name. Not a public API: it changes without notice.
@@ -120,10 +191,10 @@ pub mod __private {
 
     /// What `#[extern_kernel]` expansions name.
     pub mod cuda {
-        pub use opbox_runtime::cuda::codegen::{
+        pub use opbox_codegen::cuda::{
             BuildRef, ConstValue, ConstexprStyle, ElemType, EntryAbi, EnumParam, IncludeEdge,
             KernelDecl, NativeParam, Param, ParamKind, ScalarType, SourceFile,
         };
-        pub use opbox_runtime::cuda::{ExternKernelRegistration, KernelArg, LaunchArg};
+        pub use opbox_runtime::kernel::{ExternKernelRegistration, KernelArg, LaunchArg};
     }
 }

@@ -12,11 +12,12 @@ use std::process::ExitCode;
 
 use harness::{ensure, expect_err, with_gpu, with_nvrtc, Outcome, Test, TestResult};
 use opbox::cuda::codegen::{ConstValue, ParamKind, ScalarType};
-use opbox::cuda::{
-    compile_cached, lower_value, register_kernel_arg_adapter, ConstexprArg, DiskCache, KernelArg,
-    KernelArgAdapter, OwnedArg, Target,
+use opbox::cuda::{compile_cached, DiskCache, Target};
+use opbox::kernel::{
+    lower_value, register_kernel_arg_adapter, ConstexprArg, KernelArgAdapter, OwnedArg,
 };
 use opbox::prelude::*;
+use opbox::KernelArg;
 
 // The example's kernel, struct and enum, so CI compiles exactly what the example launches.
 #[allow(dead_code)]
@@ -290,9 +291,9 @@ fn epilogue_cache() -> TestResult {
 }
 
 fn stack_err(decl: &opbox::cuda::codegen::KernelDecl, stack: &[StableValue]) -> String {
-    match opbox::cuda::struct_bytes(decl, stack) {
+    match opbox::kernel::struct_bytes(decl, stack) {
         Err(e) => e.to_string(),
-        Ok(structs) => match opbox::cuda::lower_stack(decl, stack, &structs) {
+        Ok(structs) => match opbox::kernel::lower_stack(decl, stack, &structs) {
             Err(e) => e.to_string(),
             Ok(_) => "no error".into(),
         },
@@ -390,13 +391,15 @@ fn tile_list() -> StableValue {
 fn lower_scalars(stack: &[StableValue]) -> Result<(Vec<String>, Vec<ConstValue>), String> {
     let mut decl = axpy_free_scalars_decl();
     decl.params.to_mut().remove(0);
-    let structs = opbox::cuda::struct_bytes(&decl, &stack[1..]).map_err(|e| e.to_string())?;
+    let structs = opbox::kernel::struct_bytes(&decl, &stack[1..]).map_err(|e| e.to_string())?;
     let (args, consts) =
-        opbox::cuda::lower_stack(&decl, &stack[1..], &structs).map_err(|e| e.to_string())?;
+        opbox::kernel::lower_stack(&decl, &stack[1..], &structs).map_err(|e| e.to_string())?;
     let shown = args
         .iter()
         .map(|a| match a {
-            opbox::cuda::LaunchArg::Native(n) => format!("{}:{:?}", n.schema.native_name, n.len()),
+            opbox::kernel::LaunchArg::Native(n) => {
+                format!("{}:{:?}", n.schema.native_name, n.len())
+            }
             other => format!("{other:?}"),
         })
         .collect();
@@ -473,7 +476,7 @@ fn stack_structs() -> TestResult {
     let mut decl = scalars::DECL.clone();
     decl.params.to_mut().remove(0);
     let stack = scalar_stack(0, StableValue::none());
-    let structs = opbox::cuda::struct_bytes(&decl, &stack[1..]).map_err(|e| e.to_string())?;
+    let structs = opbox::kernel::struct_bytes(&decl, &stack[1..]).map_err(|e| e.to_string())?;
     let bytes: Vec<u8> = structs[0]
         .iter()
         // SAFETY: struct_bytes builds every byte (padding zeroed) before wrapping it.
@@ -529,9 +532,9 @@ fn stack_enums() -> TestResult {
             ])),
             v,
         ];
-        let structs = opbox::cuda::struct_bytes(&decl, &stack).map_err(|e| e.to_string())?;
+        let structs = opbox::kernel::struct_bytes(&decl, &stack).map_err(|e| e.to_string())?;
         let (_, c) =
-            opbox::cuda::lower_stack(&decl, &stack, &structs).map_err(|e| e.to_string())?;
+            opbox::kernel::lower_stack(&decl, &stack, &structs).map_err(|e| e.to_string())?;
         Ok(c.to_vec())
     };
     ensure(
@@ -578,7 +581,8 @@ fn gpu_stack() -> TestResult {
             StableValue::tensor(y2.clone()),
             StableValue::tensor(x.clone()),
         ];
-        opbox::cuda::launch_stack(&axpy::HANDLE, &LaunchConfig::for_elems(n), &stack).map_err(s)?;
+        opbox::kernel::launch_stack(&axpy::HANDLE, &LaunchConfig::for_elems(n), &stack)
+            .map_err(s)?;
         let (a, b) = (
             y1.to_vec::<f32>().map_err(s)?,
             y2.to_vec::<f32>().map_err(s)?,
@@ -599,7 +603,7 @@ fn gpu_stack() -> TestResult {
             ])),
             StableValue::str("Scale"),
         ];
-        opbox::cuda::launch_stack(&axpy_epilogue::HANDLE, &LaunchConfig::for_elems(n), &stack)
+        opbox::kernel::launch_stack(&axpy_epilogue::HANDLE, &LaunchConfig::for_elems(n), &stack)
             .map_err(s)?;
         let got = out.to_vec::<f32>().map_err(s)?;
         let want: Vec<f32> = (0..n).map(|i| (xs[i] + a[i]) * 0.5).collect();

@@ -3,7 +3,8 @@
 
 use std::mem::{align_of, offset_of, size_of};
 
-use opbox::native::{builtins, native_types, FieldType, Initializer, NativeField, NativeScalar};
+use opbox::native::{builtins, native_types, FieldType, Initializer, NativeScalar};
+use opbox::NativeField;
 use opbox::{builtin, NativeType};
 
 #[derive(Clone, Copy, Debug, PartialEq, NativeType)]

@@ -8,3 +8,4 @@ pub mod builtin;
 pub mod cuda;
 pub mod native;
 pub mod schema;
+pub mod types;

@@ -1,9 +1,10 @@
 //! opbox's runtime: the tagged [`StableValue`] stack, [`Tensor`], and the dispatcher.
 
-#[cfg(feature = "cuda")]
-pub mod cuda;
+pub mod abi;
+pub mod backend;
 pub mod dispatch;
 pub mod error;
+pub mod kernel;
 pub mod native;
 pub mod scalar;
 pub mod tensor;

@@ -7,9 +7,9 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use super::types::{ElemType, ScalarType};
 use crate::build_options::BuildOptions;
 use crate::native::NativeSchema;
+use crate::types::{ElemType, ScalarType};
 
 /// How a parameter crosses to the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

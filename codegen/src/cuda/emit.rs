@@ -18,8 +18,8 @@ use super::directive::{directives, lines, DirectiveKind};
 use super::error::EmitError;
 use super::native_checks::{native_checks, CheckTarget};
 use super::prelude::prelude;
-use super::types::{ConstValue, ElemType};
 use crate::native::NativeSchema;
+use crate::types::{ConstValue, ElemType};
 
 /// What NVRTC gets for one kernel specialization.
 #[derive(Clone, Debug, PartialEq, Eq)]

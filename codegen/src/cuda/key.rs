@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::decl::KernelDecl;
 use super::emit::TranslationUnit;
-use super::types::ConstValue;
+use crate::types::ConstValue;
 
 /// Everything a compiled artifact depends on.
 #[derive(Clone, Copy, Debug)]

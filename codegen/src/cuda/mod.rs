@@ -13,8 +13,8 @@ mod key;
 pub mod native_checks;
 mod prelude;
 mod scan;
-mod types;
 
+pub use crate::types::{ConstValue, ElemType, ScalarType};
 pub use decl::{
     BuildRef, ConstexprStyle, EntryAbi, EnumParam, IncludeEdge, KernelDecl, NativeParam, Param,
     ParamKind, SourceFile,
@@ -24,4 +24,3 @@ pub use emit::{emit, emit_with_structs, TranslationUnit};
 pub use error::{EmitError, ScanError};
 pub use key::{cache_key, CacheKey, KeyInputs};
 pub use scan::{scan_closure, Closure, ScanRequest, ScannedFile, Unresolved};
-pub use types::{ConstValue, ElemType, ScalarType};

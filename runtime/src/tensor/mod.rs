@@ -40,7 +40,7 @@ mod fmt;
 mod layout;
 mod live;
 mod native;
-mod storage;
+pub(crate) mod storage;
 mod transfer;
 mod view_ops;
 

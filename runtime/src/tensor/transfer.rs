@@ -87,14 +87,22 @@ impl Tensor {
     }
 
     /// The device address of this tensor's first element (`offset()` applied) and the number of
-    /// bytes of its storage from there on. Cuda tensors only. The address stays valid while the
-    /// tensor (or any handle sharing its storage) is alive; launch on the device's default
-    /// stream (`opbox_runtime::cuda::device(i)?.stream`) to be ordered after opbox's copies.
-    #[cfg(feature = "cuda")]
+    /// bytes of its storage from there on. Device tensors only. The address stays valid while
+    /// the tensor (or any handle sharing its storage) is alive; launch on the device's default
+    /// stream (`opbox::cuda::device(i)?.stream`) to be ordered after opbox's copies.
     pub fn cuda_ptr(&self) -> Result<(u64, usize)> {
-        let base = self.storage().cuda_ptr("cuda_ptr")?;
         let at = self.offset() * self.dtype().size();
-        Ok((base + at as u64, self.storage().nbytes().saturating_sub(at)))
+        Ok((
+            self.device_ptr()?,
+            self.storage().nbytes().saturating_sub(at),
+        ))
+    }
+
+    /// The device address of this tensor's first element, as a launch passes it.
+    #[inline]
+    pub fn device_ptr(&self) -> Result<u64> {
+        let base = self.storage().device_ptr("cuda_ptr")?;
+        Ok(base + (self.offset() * self.dtype().size()) as u64)
     }
 
     /// Calls `f` with the storage's whole allocation, the byte offset of this tensor's first
@@ -106,7 +114,7 @@ impl Tensor {
         f: impl FnOnce(&mut cudarc::driver::CudaSlice<u8>, usize, &Arc<cudarc::driver::CudaStream>) -> R,
     ) -> Result<R> {
         let at = self.offset() * self.dtype().size();
-        self.storage()
-            .with_cuda_slice("with_cuda_slice", |slice, stream| f(slice, at, stream))
+        crate::backend::cuda::memory::CudaMemory::of(self.storage().memory(), "with_cuda_slice")?
+            .with_slice("with_cuda_slice", |slice, stream| f(slice, at, stream))
     }
 }

@@ -4,7 +4,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
-use opbox_runtime::cuda::{
+use opbox_runtime::backend::cuda::{
     compile_cached, compile_for_device, CacheOutcome, DiskCache, ImageKind, Target,
 };
 
@@ -39,7 +39,7 @@ fn hit_then_rebuild() -> TestResult {
     with_nvrtc(|| {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let cache = DiskCache::new(dir.path());
-        let run = |expected: &str| -> Result<opbox_runtime::cuda::Compiled, String> {
+        let run = |expected: &str| -> Result<opbox_runtime::backend::cuda::Compiled, String> {
             let c = compile_cached(&AXPBY, &[], sm90(), Some(&cache)).map_err(|e| e.to_string())?;
             let got = match &c.outcome {
                 CacheOutcome::Hit => "hit",

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use opbox_codegen::cuda::{ConstValue, ConstexprStyle, ElemType, Param, ParamKind, ScalarType};
-use opbox_runtime::cuda::{compile_cached, ImageKind, Target};
+use opbox_runtime::backend::cuda::{compile_cached, ImageKind, Target};
 use opbox_runtime::Error;
 
 use crate::support::*;
@@ -63,7 +63,7 @@ fn compile(
     decl: &opbox_codegen::cuda::KernelDecl,
     values: &[ConstValue],
     target: Target,
-) -> Result<opbox_runtime::cuda::Artifact, Error> {
+) -> Result<opbox_runtime::backend::cuda::Artifact, Error> {
     compile_cached(decl, values, target, None).map(|c| c.artifact)
 }
 

@@ -4,8 +4,9 @@
 use std::time::Instant;
 
 use opbox_codegen::cuda::{ConstValue, ConstexprStyle, KernelDecl, Param, ParamKind, ScalarType};
-use opbox_runtime::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
-use opbox_runtime::cuda::{device, KernelHandle};
+use opbox_runtime::backend::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+use opbox_runtime::backend::cuda::device;
+use opbox_runtime::kernel::KernelHandle;
 
 use crate::support::*;
 

@@ -8,8 +8,14 @@
 //!
 //! Run one test: `cargo test -p opbox-runtime --test cuda_jit -- NAME_SUBSTRING`.
 
-// The shared harness (tests/harness in the workspace root) names the crate `opbox`.
-extern crate opbox_runtime as opbox;
+// The shared harness (tests/harness in the workspace root) names the facade `opbox`; these are
+// the runtime's paths to what it uses.
+extern crate self as opbox;
+pub use opbox_runtime::{Error, Result};
+mod cuda {
+    pub use opbox_codegen::cuda as codegen;
+    pub use opbox_runtime::backend::cuda::{compile_for_arch, device_count, nvrtc};
+}
 
 #[path = "../../../tests/harness/mod.rs"]
 mod harness;

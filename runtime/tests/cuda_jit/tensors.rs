@@ -1,8 +1,8 @@
 //! CUDA tensor storage: uploads, downloads, device-to-device copies, and a kernel launched on
 //! tensors' device pointers. Skipped, with the reason, without a GPU.
 
-use opbox_runtime::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
-use opbox_runtime::cuda::device;
+use opbox_runtime::backend::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+use opbox_runtime::backend::cuda::device;
 use opbox_runtime::{DType, Device, Tensor};
 
 use crate::gpu::AXPBY_HANDLE;
@@ -28,7 +28,7 @@ fn s<T>(r: opbox_runtime::Result<T>) -> Result<T, String> {
 
 /// Like `with_gpu`, but a test that needs no kernel does not need NVRTC either.
 fn gpu_only(f: impl FnOnce() -> TestResult) -> TestResult {
-    match opbox_runtime::cuda::device_count() {
+    match opbox_runtime::backend::cuda::device_count() {
         Err(opbox_runtime::Error::NoCuda { reason }) => {
             Ok(Outcome::Skip(format!("no GPU ({reason})")))
         }

@@ -3,7 +3,7 @@ use std::borrow::Cow;
 use super::*;
 use crate::cuda::decl::tests::axpby_decl;
 use crate::cuda::decl::{IncludeEdge, Param, ParamKind};
-use crate::cuda::types::ScalarType;
+use crate::types::ScalarType;
 
 const AXPBY: &str =
     "extern \"C\" __global__ void axpby(const float* x, const float* y, float* out,\n\

@@ -13,8 +13,8 @@
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 
-use super::aot::AotTargets;
-use super::aot_session::{run_request, AotEvent, AotRequest, AotSummary};
+use crate::backend::cuda::aot::AotTargets;
+use crate::backend::cuda::aot_session::{run_request, AotEvent, AotRequest, AotSummary};
 use crate::error::{Error, Result};
 
 /// The symbol a plugin exports.

@@ -1,12 +1,12 @@
-//! The in-process kernel cache: one [`KernelHandle`] per kernel declaration (a `static` the
-//! `#[extern_kernel]` macro emits), holding the loaded `CudaFunction` per device and, for kernels
-//! with `#[constexpr]` parameters, per value set.
+//! The in-process kernel cache: each [`KernelHandle`] (a `static` the `#[extern_kernel]` macro
+//! emits) holds its loaded `CudaFunction` per device and, for kernels with `#[constexpr]`
+//! parameters, per value set.
 //!
 //! A repeat lookup is a `OnceLock` read (no lock, no hashing, no file access); a specialization
 //! lookup is a read-locked scan of a short list, comparing values bit for bit. The first lookup
 //! per (device, specialization) compiles through the disk cache and loads the image.
 
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
@@ -16,6 +16,7 @@ use super::artifact::{Artifact, ImageKind};
 use super::context::{device, CudaDevice, MAX_DEVICES};
 use super::jit::{compile_for_device, default_cache, MEMORY_ENTRIES};
 use crate::error::{Error, Result};
+use crate::kernel::{KernelHandle, SpecTable};
 use std::sync::atomic::Ordering;
 
 /// A loaded kernel: the function to launch and where it came from.
@@ -28,100 +29,41 @@ pub struct LoadedKernel {
     pub kind: ImageKind,
 }
 
-struct Specialization<T> {
-    ordinal: usize,
-    values: Vec<ConstValue>,
-    kernel: Arc<T>,
-}
-
-/// The specializations of one kernel: `(device, constexpr values) → T`, read-locked and scanned
-/// (a kernel has few), values compared bit for bit. Generic so that its lookup can be measured
-/// without a GPU (benches/kernel_args.rs).
-pub struct SpecTable<T> {
-    list: RwLock<Vec<Specialization<T>>>,
-}
-
-impl<T> Default for SpecTable<T> {
-    fn default() -> Self {
-        SpecTable::new()
-    }
-}
-
-impl<T> SpecTable<T> {
-    pub const fn new() -> SpecTable<T> {
-        SpecTable {
-            list: RwLock::new(Vec::new()),
-        }
-    }
-
-    /// The entry for `(ordinal, values)`: a read lock, a short scan and an `Arc` clone.
-    #[inline]
-    pub fn find(&self, ordinal: usize, values: &[ConstValue]) -> Option<Arc<T>> {
-        let list = self.list.read().unwrap_or_else(|p| p.into_inner());
-        list.iter()
-            .find(|s| {
-                s.ordinal == ordinal
-                    && s.values.len() == values.len()
-                    && s.values.iter().zip(values).all(|(a, b)| a.same_bits(b))
-            })
-            .map(|s| Arc::clone(&s.kernel))
-    }
-
-    pub fn insert(&self, ordinal: usize, values: &[ConstValue], kernel: Arc<T>) {
-        let mut list = self.list.write().unwrap_or_else(|p| p.into_inner());
-        list.push(Specialization {
-            ordinal,
-            values: values.to_vec(),
-            kernel,
-        });
-    }
-
-    pub fn len(&self) -> usize {
-        self.list.read().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// Per-declaration cache of loaded kernels; `const`-constructible for use in a `static`.
-pub struct KernelHandle {
-    decl: &'static KernelDecl,
+/// One declaration's loaded kernels on CUDA devices; lives in its [`KernelHandle`].
+pub(crate) struct CudaSlots {
     plain: [OnceLock<LoadedKernel>; MAX_DEVICES],
     specialized: SpecTable<LoadedKernel>,
     /// Serializes first loads of this kernel, so concurrent first launches compile once.
     loading: Mutex<()>,
 }
 
-impl KernelHandle {
-    pub const fn new(decl: &'static KernelDecl) -> KernelHandle {
-        KernelHandle {
-            decl,
+impl CudaSlots {
+    pub(crate) const fn new() -> CudaSlots {
+        CudaSlots {
             plain: [const { OnceLock::new() }; MAX_DEVICES],
             specialized: SpecTable::new(),
             loading: Mutex::new(()),
         }
     }
+}
 
-    pub fn decl(&self) -> &'static KernelDecl {
-        self.decl
-    }
-
+/// The CUDA side of a kernel handle: its kernel loaded on a device.
+impl KernelHandle {
     /// The kernel (no `#[constexpr]` params) loaded on device `ordinal`.
     pub fn get(&self, ordinal: usize) -> Result<&LoadedKernel> {
         let slot = self
+            .cuda
             .plain
             .get(ordinal)
             .ok_or_else(|| self.error(format!("device ordinal {ordinal} is out of range")))?;
         if let Some(k) = slot.get() {
             return Ok(k);
         }
-        let _guard = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.cuda.loading.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(k) = slot.get() {
             return Ok(k);
         }
-        let loaded = load(self.decl, &[], device(ordinal)?)?;
+        let loaded = load(self.decl(), &[], device(ordinal)?)?;
         MEMORY_ENTRIES.fetch_add(1, Ordering::Relaxed);
         Ok(slot.get_or_init(|| loaded))
     }
@@ -136,23 +78,25 @@ impl KernelHandle {
         if let Some(k) = self.find(ordinal, values) {
             return Ok(k);
         }
-        let _guard = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.cuda.loading.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(k) = self.find(ordinal, values) {
             return Ok(k);
         }
-        let kernel = Arc::new(load(self.decl, values, device(ordinal)?)?);
+        let kernel = Arc::new(load(self.decl(), values, device(ordinal)?)?);
         MEMORY_ENTRIES.fetch_add(1, Ordering::Relaxed);
-        self.specialized.insert(ordinal, values, kernel.clone());
+        self.cuda
+            .specialized
+            .insert(ordinal, values, kernel.clone());
         Ok(kernel)
     }
 
     fn find(&self, ordinal: usize, values: &[ConstValue]) -> Option<Arc<LoadedKernel>> {
-        self.specialized.find(ordinal, values)
+        self.cuda.specialized.find(ordinal, values)
     }
 
     fn error(&self, message: String) -> Error {
         Error::Cuda {
-            kernel: self.decl.rust_name.to_string(),
+            kernel: self.decl().rust_name.to_string(),
             message,
         }
     }

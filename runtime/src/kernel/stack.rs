@@ -24,8 +24,10 @@ use opbox_codegen::native::{FieldType, NativeScalar, NativeSchema};
 use smallvec::SmallVec;
 
 use super::arg::{LaunchArg, NativeBytes};
-use super::launch::{elem_matches, elem_name, launch, LaunchConfig};
-use super::loader::KernelHandle;
+use super::config::LaunchConfig;
+use super::handle::KernelHandle;
+use super::launch::launch;
+use super::prepare::{elem_matches, elem_name};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::tensor::Device;

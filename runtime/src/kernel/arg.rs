@@ -31,53 +31,14 @@ use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::{OnceLock, RwLock};
 
-use opbox_codegen::cuda::{ConstValue, ElemType, EnumParam, NativeParam, ParamKind, ScalarType};
+use opbox_codegen::cuda::{ConstValue, EnumParam, NativeParam, ParamKind};
 use opbox_codegen::native::NativeSchema;
 
-use super::launch::{In, InOut, Out};
+pub use super::lowered::{LaunchArg, OwnedArg};
+use super::view::{In, InOut, Out};
 use crate::error::{Error, Result};
 use crate::native::NativeType;
-use crate::tensor::Tensor;
-
-/// One launch argument, lowered: what the checked launch pushes.
-#[derive(Clone, Copy, Debug)]
-pub enum LaunchArg<'a> {
-    Tensor(&'a Tensor),
-    I32(i32),
-    I64(i64),
-    U32(u32),
-    U64(u64),
-    F32(f32),
-    F64(f64),
-    Bool(bool),
-    /// A struct by value: its schema and its bytes.
-    Native(NativeBytes<'a>),
-}
-
-impl LaunchArg<'_> {
-    /// What the value is, as messages name it.
-    pub fn describe(&self) -> String {
-        match self {
-            LaunchArg::Tensor(t) => match t.native_schema() {
-                Some(n) => format!(
-                    "{} tensor of {} ({}) values",
-                    device_word(t.device()),
-                    short_name(n.rust_name),
-                    n.native_name
-                ),
-                None => format!("{} {} tensor", t.dtype(), device_word(t.device())),
-            },
-            LaunchArg::I32(_) => "i32".into(),
-            LaunchArg::I64(_) => "i64".into(),
-            LaunchArg::U32(_) => "u32".into(),
-            LaunchArg::U64(_) => "u64".into(),
-            LaunchArg::F32(_) => "f32".into(),
-            LaunchArg::F64(_) => "f64".into(),
-            LaunchArg::Bool(_) => "bool".into(),
-            LaunchArg::Native(n) => short_name(n.schema.rust_name).to_string(),
-        }
-    }
-}
+use crate::tensor::{Element, Tensor};
 
 pub(crate) fn device_word(d: crate::tensor::Device) -> String {
     match d {
@@ -87,7 +48,7 @@ pub(crate) fn device_word(d: crate::tensor::Device) -> String {
     }
 }
 
-fn short_name(path: &str) -> &str {
+pub(crate) fn short_name(path: &str) -> &str {
     path.rsplit("::").next().unwrap_or(path)
 }
 
@@ -144,7 +105,7 @@ impl<'a> NativeBytes<'a> {
     }
 
     /// The bytes, padding possibly uninitialized (for copies that never read them as numbers).
-    pub(crate) fn as_uninit(&self) -> &'a [MaybeUninit<u8>] {
+    pub fn as_uninit(&self) -> &'a [MaybeUninit<u8>] {
         // SAFETY: `ptr` points at `len` bytes borrowed for 'a (see the constructors).
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
@@ -170,7 +131,7 @@ unsafe impl Sync for NativeBytes<'_> {}
     message = "`{Self}` is not a kernel argument type: no `KernelArg` impl",
     label = "this parameter type cannot be passed to a kernel",
     note = "kernel parameters are In<[T]>, Out<[T]>, InOut<[T]> (device buffers), scalars (i32, i64, u32, u64, f32, f64, bool), #[derive(NativeType)] types and #[derive(KernelArg)] structs of those",
-    note = "for a type from another crate (the orphan rule forbids `impl KernelArg for` it): declare a local #[derive(KernelArg)] #[repr(C)] struct that mirrors it, or, for runtime-typed launches, register an adapter: opbox::cuda::register_kernel_arg_adapter::<Foreign, MyAdapter>()"
+    note = "for a type from another crate (the orphan rule forbids `impl KernelArg for` it): declare a local #[derive(KernelArg)] #[repr(C)] struct that mirrors it, or, for runtime-typed launches, register an adapter: opbox::kernel::register_kernel_arg_adapter::<Foreign, MyAdapter>()"
 )]
 pub trait KernelArg {
     /// The value a typed launch takes for this parameter (`&Tensor` for a slice view).
@@ -181,29 +142,11 @@ pub trait KernelArg {
     fn lower<'a>(value: &'a Self::Value<'_>) -> LaunchArg<'a>;
 }
 
-/// A type a slice view may hold: `In<[T]>`.
-pub trait Element {
-    const ELEM: ElemType;
-}
-
-macro_rules! elements {
-    ($($t:ty => $e:ident),* $(,)?) => {$(
-        impl Element for $t {
-            const ELEM: ElemType = ElemType::$e;
-        }
-    )*};
-}
-
-elements! {
-    f32 => F32, f64 => F64, half::f16 => F16, half::bf16 => BF16, i32 => I32, i64 => I64,
-    u32 => U32, u64 => U64, u8 => U8, i8 => I8, bool => Bool,
-}
-
 macro_rules! views {
     ($($view:ident => $kind:ident),*) => {$(
         impl<T: Element> KernelArg for $view<[T]> {
             type Value<'v> = &'v Tensor;
-            const KIND: ParamKind = ParamKind::$kind(T::ELEM);
+            const KIND: ParamKind = ParamKind::$kind(T::DTYPE.elem());
             #[inline]
             fn lower<'a>(value: &'a &Tensor) -> LaunchArg<'a> {
                 LaunchArg::Tensor(value)
@@ -213,28 +156,6 @@ macro_rules! views {
 }
 
 views!(In => In, Out => Out, InOut => InOut);
-
-macro_rules! scalars {
-    ($($t:ty => $v:ident),* $(,)?) => {$(
-        impl KernelArg for $t {
-            type Value<'v> = $t;
-            const KIND: ParamKind = ParamKind::Scalar(ScalarType::$v);
-            #[inline]
-            fn lower<'a>(value: &'a $t) -> LaunchArg<'a> {
-                LaunchArg::$v(*value)
-            }
-        }
-        impl ConstexprArg for $t {
-            const KIND: ParamKind = ParamKind::Constexpr(ScalarType::$v);
-            #[inline]
-            fn const_value(self) -> ConstValue {
-                ConstValue::$v(self)
-            }
-        }
-    )*};
-}
-
-scalars! { i32 => I32, i64 => I64, u32 => U32, u64 => U64, f32 => F32, f64 => F64, bool => Bool }
 
 impl<T: NativeType> KernelArg for T {
     type Value<'v> = T;
@@ -282,23 +203,6 @@ pub struct DerivedKernelArg {
 
 inventory::collect!(DerivedKernelArg);
 
-/// A lowered argument that owns its value: what [`lower_any`] and adapters return.
-#[derive(Clone, Debug)]
-pub enum OwnedArg {
-    Tensor(Tensor),
-    I32(i32),
-    I64(i64),
-    U32(u32),
-    U64(u64),
-    F32(f32),
-    F64(f64),
-    Bool(bool),
-    Native {
-        schema: &'static NativeSchema,
-        bytes: Vec<MaybeUninit<u8>>,
-    },
-}
-
 impl OwnedArg {
     /// A `#[derive(KernelArg)]` or native value, by value (its padding bytes stay unread).
     pub fn native<T: Copy + 'static>(schema: &'static NativeSchema, value: &T) -> OwnedArg {
@@ -312,23 +216,6 @@ impl OwnedArg {
         OwnedArg::Native {
             schema,
             bytes: bytes.into_iter().map(MaybeUninit::new).collect(),
-        }
-    }
-
-    /// The borrowed form the launch pushes.
-    pub fn as_launch_arg(&self) -> LaunchArg<'_> {
-        match self {
-            OwnedArg::Tensor(t) => LaunchArg::Tensor(t),
-            OwnedArg::I32(v) => LaunchArg::I32(*v),
-            OwnedArg::I64(v) => LaunchArg::I64(*v),
-            OwnedArg::U32(v) => LaunchArg::U32(*v),
-            OwnedArg::U64(v) => LaunchArg::U64(*v),
-            OwnedArg::F32(v) => LaunchArg::F32(*v),
-            OwnedArg::F64(v) => LaunchArg::F64(*v),
-            OwnedArg::Bool(v) => LaunchArg::Bool(*v),
-            OwnedArg::Native { schema, bytes } => {
-                LaunchArg::Native(NativeBytes::from_slice(schema, bytes))
-            }
         }
     }
 }
@@ -413,7 +300,7 @@ pub fn lower_any(value: &dyn Any, type_name: &str) -> Result<OwnedArg> {
         }
     }
     Err(Error::InvalidArgument(format!(
-        "cannot pass a value of type `{type_name}` to a kernel: it is not a built-in kernel argument (a scalar or a Tensor), not a #[derive(KernelArg)] struct, and no adapter is registered for it; implement one with opbox::cuda::register_kernel_arg_adapter::<{type_name}, YourAdapter>()"
+        "cannot pass a value of type `{type_name}` to a kernel: it is not a built-in kernel argument (a scalar or a Tensor), not a #[derive(KernelArg)] struct, and no adapter is registered for it; implement one with opbox::kernel::register_kernel_arg_adapter::<{type_name}, YourAdapter>()"
     )))
 }
 

@@ -413,7 +413,7 @@ fn with_site(e: Error, decl: &KernelDecl) -> Error {
 /// The unit NVRTC compiles for `decl`: its own declaration, plus the C++ twins of the structs
 /// that the other kernels in its entry file take (see [`super::kernels::shared_structs`]).
 fn emit_unit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationUnit> {
-    let shared = super::kernels::shared_structs(decl);
+    let shared = crate::kernel::registry::shared_structs(decl);
     emit_with_structs(decl, constexprs, &shared).map_err(|e| Error::InvalidArgument(e.to_string()))
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cuda::artifact::ImageKind;
+use crate::backend::cuda::artifact::ImageKind;
 
 fn artifact() -> Artifact {
     Artifact {

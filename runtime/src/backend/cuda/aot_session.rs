@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use super::aot::{plan, run_jobs, AotKernel, AotTargets};
-use super::kernels::{registered_kernels, select_kernels, ExternKernelRegistration};
 use super::nvrtc;
 use crate::error::{Error, Result};
+use crate::kernel::registry::{registered_kernels, select_kernels, ExternKernelRegistration};
 
 /// What to compile: the CLI's arguments, parsed.
 #[derive(Clone, Debug, Default)]

@@ -1,0 +1,40 @@
+//! The CUDA backend, through cudarc loaded at run time (feature `cuda`, on by default).
+//!
+//! Every entry point probes for the driver or NVRTC first and returns `Error::NoCuda` when one is
+//! missing: cudarc itself panics on a missing library, and a machine without a GPU must still run
+//! every CPU path.
+//!
+//! - [`probe`]: is the driver / NVRTC loadable?
+//! - [`nvrtc`]: compile a translation unit to a cubin or PTX (no GPU needed).
+//! - [`jit`]: declaration → artifact through the content-addressed [`disk_cache`].
+//! - [`context`]: one context and default stream per device; [`stream`]: other streams.
+//! - [`loader`]: the loaded functions each `KernelHandle` caches per device.
+//! - [`submit`]: a prepared launch to `cuLaunchKernel`; [`synchronize`].
+//! - [`memory`]: tensor storage in device memory.
+//! - [`aot`] and [`aot_session`]: every `#[extern_kernel]` compiled ahead of time (`opbox aot`).
+
+pub mod aot;
+pub mod aot_session;
+pub mod artifact;
+pub mod context;
+pub mod disk_cache;
+pub mod jit;
+pub mod loader;
+pub(crate) mod memory;
+pub mod nvrtc;
+pub mod probe;
+pub mod stream;
+pub mod submit;
+
+/// The cudarc this backend is built on, for code that launches around opbox (tests, tools).
+pub use cudarc;
+
+pub use artifact::{Artifact, ImageKind};
+pub use context::{device, device_count, CudaDevice};
+pub use disk_cache::DiskCache;
+pub use jit::{
+    compile_ahead, compile_cached, compile_for_arch, compile_for_device, translation_unit,
+    CacheOutcome, Compiled, Target,
+};
+pub use loader::LoadedKernel;
+pub use submit::synchronize;

@@ -1,0 +1,154 @@
+//! The CUDA half of a launch: a [`PreparedLaunch`] goes to `cuLaunchKernel` with the cached
+//! function handle and the packed parameter buffer (no launch builder, so no per-launch
+//! allocation and no event bookkeeping), on the config's stream or the device's default stream.
+
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Arc;
+
+use cudarc::driver::{result, CudaStream, DevicePtrMut, DriverError};
+use opbox_codegen::cuda::{EntryAbi, KernelDecl};
+
+use super::context::{device, MAX_DEVICES};
+use super::loader::LoadedKernel;
+use super::stream::cuda_stream;
+use crate::error::{Error, Result};
+use crate::kernel::{LaunchArg, NativeBytes, PreparedLaunch, MAX_LAUNCH_ARGS};
+use crate::tensor::Device;
+
+/// The last kernel launched per device, for [`synchronize`]'s message.
+static LAST_LAUNCHED: [AtomicPtr<KernelDecl>; MAX_DEVICES] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];
+
+/// Loads (first time only) and launches `prepared` on its CUDA device.
+pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
+    let handle = prepared.handle();
+    let decl = handle.decl();
+    let ordinal = match prepared.device() {
+        Device::Cuda(i) => i as usize,
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "kernel {}: a launch on {other} reached the CUDA backend",
+                decl.rust_name
+            )))
+        }
+    };
+    let dev = device(ordinal)?;
+    let cfg = prepared.config();
+    let stream: &Arc<CudaStream> = match &cfg.stream {
+        Some(s) => cuda_stream(s, ordinal, decl)?,
+        None => &dev.stream,
+    };
+    let specialized;
+    let loaded: &LoadedKernel = if prepared.constexprs().is_empty() {
+        handle.get(ordinal)?
+    } else {
+        specialized = handle.get_specialized(ordinal, prepared.constexprs())?;
+        &specialized
+    };
+    let mut params = [std::ptr::null_mut(); MAX_LAUNCH_ARGS];
+    let mut pushed = prepared.param_addresses(&mut params);
+    if decl.abi == EntryAbi::ConstantParams {
+        // The one struct goes to the module's `params` symbol, ordered on `stream` before the
+        // launch (and after any earlier launch on it); the entry takes no parameters.
+        let [LaunchArg::Native(n)] = prepared.args() else {
+            return Err(Error::InvalidArgument(format!(
+                "kernel {}: abi constant_params takes exactly one struct argument",
+                decl.rust_name
+            )));
+        };
+        write_params(decl, loaded, stream, ordinal, n)?;
+        pushed = 0;
+    }
+    if let Some(last) = LAST_LAUNCHED.get(ordinal) {
+        last.store((decl as *const KernelDecl).cast_mut(), Ordering::Relaxed);
+    }
+    let failed = |e: DriverError| Error::Cuda {
+        kernel: decl.rust_name.to_string(),
+        message: format!("launch on cuda:{ordinal} failed: {e}"),
+    };
+    stream.context().bind_to_thread().map_err(failed)?;
+    // SAFETY: `params[..pushed]` point into `prepared`'s packed buffer, which outlives the
+    // call; they are exactly the declaration's launch parameters in order (checked by
+    // `prepare`), and the translation unit's static_assert proved at compile time that the
+    // entry's C++ signature is the one the declaration implies. Each holds a device pointer of
+    // a live CUDA tensor (kept alive by the caller's borrow for the call) or a value of that
+    // parameter's size. The function belongs to the module loaded in `stream`'s context, now
+    // current. What the kernel does with the grid and the buffers' lengths is the kernel's
+    // contract, as with any CUDA launch; faults surface as errors at synchronization.
+    unsafe {
+        result::launch_kernel(
+            loaded.function.cu_function(),
+            cfg.grid,
+            cfg.block,
+            cfg.shared_mem_bytes,
+            stream.cu_stream(),
+            &mut params[..pushed],
+        )
+    }
+    .map_err(failed)
+}
+
+/// Copies `n` into `loaded`'s `__constant__ params` symbol on `stream`.
+fn write_params(
+    decl: &KernelDecl,
+    loaded: &LoadedKernel,
+    stream: &Arc<CudaStream>,
+    ordinal: usize,
+    n: &NativeBytes<'_>,
+) -> Result<()> {
+    let driver = |what: &str, e: DriverError| Error::Cuda {
+        kernel: decl.rust_name.to_string(),
+        message: format!("{what} on cuda:{ordinal}: {e}"),
+    };
+    let mut global = loaded
+        .module
+        .get_global("params", stream)
+        .map_err(|e| driver("finding the __constant__ symbol 'params'", e))?;
+    if global.len() != n.len() {
+        return Err(Error::Cuda {
+            kernel: decl.rust_name.to_string(),
+            message: format!(
+                "the module's 'params' symbol has {} bytes, but {} has {}",
+                global.len(),
+                n.schema.rust_name,
+                n.len()
+            ),
+        });
+    }
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(|e| driver("binding the context", e))?;
+    let (dst, _sync) = global.device_ptr_mut(stream);
+    let src = n.as_uninit();
+    // SAFETY: `dst` is the module's `params` symbol, exactly `src.len()` bytes (checked above),
+    // alive while `loaded` is; `src` is borrowed for the call and a pageable source is staged
+    // before the call returns. The copy is ordered on `stream` before the launch that follows.
+    unsafe { result::memcpy_htod_async(dst, src, stream.cu_stream()) }
+        .map_err(|e| driver("writing 'params'", e))
+}
+
+/// Waits for all work on device `ordinal` and returns any fault it raised, such as an illegal
+/// address in a kernel, as `Error::Cuda` naming the last kernel launched there. After such a
+/// fault the device's context is unusable for the rest of the process (CUDA's rule).
+pub fn synchronize(ordinal: usize) -> Result<()> {
+    let dev = device(ordinal)?;
+    dev.context.synchronize().map_err(|e| {
+        let last = LAST_LAUNCHED
+            .get(ordinal)
+            .map(|p| p.load(Ordering::Relaxed))
+            .unwrap_or(std::ptr::null_mut());
+        // SAFETY: LAST_LAUNCHED only ever holds null or a `&'static KernelDecl` (from a
+        // `&'static KernelHandle`), which lives for the whole process.
+        let kernel = match unsafe { last.as_ref() } {
+            Some(d) => d.rust_name.to_string(),
+            None => format!("device cuda:{ordinal}"),
+        };
+        Error::Cuda {
+            kernel,
+            message: format!(
+                "a kernel on cuda:{ordinal} failed (reported at synchronization; this was the last kernel launched there): {e}"
+            ),
+        }
+    })
+}

@@ -1,0 +1,85 @@
+//! [`KernelHandle`]: one per kernel declaration (a `static` that `#[extern_kernel]` emits), and
+//! the backends' caches of what they built from it.
+
+use std::sync::{Arc, RwLock};
+
+use opbox_codegen::cuda::{ConstValue, KernelDecl};
+
+/// Per-declaration state; `const`-constructible for use in a `static`. Each backend keeps its
+/// loaded kernels here, so a repeat launch finds them with no hashing and no lock.
+pub struct KernelHandle {
+    decl: &'static KernelDecl,
+    #[cfg(feature = "cuda")]
+    pub(crate) cuda: crate::backend::cuda::loader::CudaSlots,
+}
+
+impl KernelHandle {
+    pub const fn new(decl: &'static KernelDecl) -> KernelHandle {
+        KernelHandle {
+            decl,
+            #[cfg(feature = "cuda")]
+            cuda: crate::backend::cuda::loader::CudaSlots::new(),
+        }
+    }
+
+    pub fn decl(&self) -> &'static KernelDecl {
+        self.decl
+    }
+}
+
+struct Specialization<T> {
+    ordinal: usize,
+    values: Vec<ConstValue>,
+    kernel: Arc<T>,
+}
+
+/// The specializations of one kernel: `(device, constexpr values) → T`, read-locked and scanned
+/// (a kernel has few), values compared bit for bit. Generic so that its lookup can be measured
+/// without a GPU (benches/kernel_args.rs).
+pub struct SpecTable<T> {
+    list: RwLock<Vec<Specialization<T>>>,
+}
+
+impl<T> Default for SpecTable<T> {
+    fn default() -> Self {
+        SpecTable::new()
+    }
+}
+
+impl<T> SpecTable<T> {
+    pub const fn new() -> SpecTable<T> {
+        SpecTable {
+            list: RwLock::new(Vec::new()),
+        }
+    }
+
+    /// The entry for `(ordinal, values)`: a read lock, a short scan and an `Arc` clone.
+    #[inline]
+    pub fn find(&self, ordinal: usize, values: &[ConstValue]) -> Option<Arc<T>> {
+        let list = self.list.read().unwrap_or_else(|p| p.into_inner());
+        list.iter()
+            .find(|s| {
+                s.ordinal == ordinal
+                    && s.values.len() == values.len()
+                    && s.values.iter().zip(values).all(|(a, b)| a.same_bits(b))
+            })
+            .map(|s| Arc::clone(&s.kernel))
+    }
+
+    pub fn insert(&self, ordinal: usize, values: &[ConstValue], kernel: Arc<T>) {
+        let mut list = self.list.write().unwrap_or_else(|p| p.into_inner());
+        list.push(Specialization {
+            ordinal,
+            values: values.to_vec(),
+            kernel,
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

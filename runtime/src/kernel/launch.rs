@@ -1,0 +1,53 @@
+//! [`launch`]: what `#[extern_kernel]`'s generated `launch(cfg, args…)` calls. Two steps:
+//! check and pack ([`prepare`](super::prepare::prepare), backend-neutral), then submit to the
+//! backend of the tensors' device.
+//!
+//! Kernels run asynchronously: a fault inside one (an illegal address, say) is reported by the
+//! next call that synchronizes, such as `opbox::cuda::synchronize` or a download.
+
+use opbox_codegen::cuda::ConstValue;
+
+use super::arg::LaunchArg;
+use super::config::LaunchConfig;
+use super::handle::KernelHandle;
+use super::prepare::{prepare, PreparedLaunch};
+use crate::error::{Error, Result};
+use crate::tensor::Device;
+
+/// Checks `args` against `handle`'s declaration, then launches it with `cfg`, specialized by
+/// `constexprs` (one value per `#[constexpr]` param, in declaration order).
+#[inline]
+pub fn launch(
+    handle: &'static KernelHandle,
+    cfg: &LaunchConfig,
+    args: &[LaunchArg<'_>],
+    constexprs: &[ConstValue],
+) -> Result<()> {
+    let mut prepared = prepare(handle, cfg, args, constexprs)?;
+    submit(&mut prepared)
+}
+
+/// Runs a prepared launch on its device's backend.
+pub fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
+    match prepared.device() {
+        #[cfg(feature = "cuda")]
+        Device::Cuda(_) => crate::backend::cuda::submit::submit(prepared),
+        device => Err(no_backend(prepared, device)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn no_backend(prepared: &PreparedLaunch<'_>, device: Device) -> Error {
+    let reason = if cfg!(feature = "cuda") {
+        format!("extern kernels run on CUDA devices; its tensors are on {device}")
+    } else {
+        "opbox-runtime was built without its \"cuda\" feature".to_string()
+    };
+    Error::NoCuda {
+        reason: format!(
+            "cannot launch kernel {}: {reason}",
+            prepared.decl().rust_name
+        ),
+    }
+}

@@ -1,0 +1,111 @@
+//! Lowered launch arguments, borrowed ([`LaunchArg`]) and owned ([`OwnedArg`]), and the scalar
+//! parameter types' `KernelArg` and `ConstexprArg` impls: one scalar variant and one impl per
+//! `scalar` row of codegen's type table, generated from it.
+
+use std::mem::MaybeUninit;
+
+use opbox_codegen::cuda::{ConstValue, ParamKind, ScalarType};
+use opbox_codegen::native::NativeSchema;
+
+use super::arg::{device_word, short_name, ConstexprArg, KernelArg, NativeBytes};
+use crate::tensor::Tensor;
+
+macro_rules! define_lowered_args {
+    ($(($v:ident, $t:ty, $r:literal))*) => {
+        /// One launch argument, lowered: what the checked launch pushes.
+        #[derive(Clone, Copy, Debug)]
+        pub enum LaunchArg<'a> {
+            Tensor(&'a Tensor),
+            $($v($t),)*
+            /// A struct by value: its schema and its bytes.
+            Native(NativeBytes<'a>),
+        }
+
+        /// A lowered argument that owns its value: what [`lower_any`](super::lower_any) and
+        /// adapters return.
+        #[derive(Clone, Debug)]
+        pub enum OwnedArg {
+            Tensor(Tensor),
+            $($v($t),)*
+            Native {
+                schema: &'static NativeSchema,
+                bytes: Vec<MaybeUninit<u8>>,
+            },
+        }
+
+        impl LaunchArg<'_> {
+            /// The scalar's type and its bytes (native order, zero-padded to 8), or `None` for
+            /// a tensor or a struct.
+            #[inline]
+            pub fn scalar(&self) -> Option<(ScalarType, [u8; 8])> {
+                match self {
+                    $(LaunchArg::$v(v) => Some((ScalarType::$v, widen(bytemuck::bytes_of(v)))),)*
+                    LaunchArg::Tensor(_) | LaunchArg::Native(_) => None,
+                }
+            }
+        }
+
+        impl OwnedArg {
+            /// The borrowed form the launch pushes.
+            pub fn as_launch_arg(&self) -> LaunchArg<'_> {
+                match self {
+                    OwnedArg::Tensor(t) => LaunchArg::Tensor(t),
+                    $(OwnedArg::$v(v) => LaunchArg::$v(*v),)*
+                    OwnedArg::Native { schema, bytes } => {
+                        LaunchArg::Native(NativeBytes::from_slice(schema, bytes))
+                    }
+                }
+            }
+        }
+
+        $(
+            impl KernelArg for $t {
+                type Value<'v> = $t;
+                const KIND: ParamKind = ParamKind::Scalar(ScalarType::$v);
+                #[inline]
+                fn lower<'a>(value: &'a $t) -> LaunchArg<'a> {
+                    LaunchArg::$v(*value)
+                }
+            }
+
+            impl ConstexprArg for $t {
+                const KIND: ParamKind = ParamKind::Constexpr(ScalarType::$v);
+                #[inline]
+                fn const_value(self) -> ConstValue {
+                    ConstValue::$v(self)
+                }
+            }
+        )*
+    };
+}
+
+opbox_codegen::for_each_scalar_type!(define_lowered_args);
+
+/// A scalar's bytes in the low end of 8.
+#[inline]
+fn widen(b: &[u8]) -> [u8; 8] {
+    let mut out = [0u8; 8];
+    out[..b.len()].copy_from_slice(b);
+    out
+}
+
+impl LaunchArg<'_> {
+    /// What the value is, as messages name it.
+    pub fn describe(&self) -> String {
+        match self {
+            LaunchArg::Tensor(t) => match t.native_schema() {
+                Some(n) => format!(
+                    "{} tensor of {} ({}) values",
+                    device_word(t.device()),
+                    short_name(n.rust_name),
+                    n.native_name
+                ),
+                None => format!("{} {} tensor", t.dtype(), device_word(t.device())),
+            },
+            LaunchArg::Native(n) => short_name(n.schema.rust_name).to_string(),
+            scalar => scalar
+                .scalar()
+                .map_or_else(String::new, |(t, _)| t.rust_name().to_string()),
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! Check and pack: the backend-neutral first half of every launch.
+//!
+//! [`prepare`] checks each argument against the declaration (dtype, device, one device for all,
+//! contiguous, no `Out`/`InOut` sharing storage with an `In`, the constexpr count) and packs the
+//! launch parameters into one 16-aligned buffer. The [`PreparedLaunch`] it returns is what a
+//! backend submits, and what a graph records: it borrows the arguments, so each tensor's
+//! direction (from the declaration) and storage stay at hand without a copy.
+
+use std::mem::MaybeUninit;
+
+use opbox_codegen::cuda::{ConstValue, EntryAbi, KernelDecl, ParamKind};
+
+use super::arg::LaunchArg;
+use super::config::LaunchConfig;
+use super::handle::KernelHandle;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Device};
+
+/// Launch parameters beyond this count are refused (kernels rarely take more than a dozen).
+pub const MAX_LAUNCH_ARGS: usize = 32;
+
+/// Bytes of launch parameters, all together (CUDA's classic limit).
+pub const MAX_PARAM_BYTES: usize = 4096;
+
+/// 16 bytes of launch parameter space, 16-aligned: each parameter starts at a chunk, and the
+/// driver copies as many bytes as the entry's parameter has from the address pushed.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+pub(crate) struct Chunk([MaybeUninit<u8>; 16]);
+
+const CHUNK: usize = std::mem::size_of::<Chunk>();
+
+/// Whether tensor `x` holds the elements `kind` (a slice param) declares. A native element's
+/// tensor must carry that element's schema ([`crate::Tensor::from_native_vec`]), with the bytes
+/// of one element as its last dimension.
+pub(crate) fn elem_matches(kind: ParamKind, x: &crate::Tensor) -> bool {
+    if let Some(n) = kind.native_slice() {
+        let s = n.schema;
+        return x.dtype() == DType::U8
+            && x.shape().last() == Some(&s.size)
+            && x.native_schema()
+                .is_some_and(|t| t.native_name == s.native_name && t.same_contract(s));
+    }
+    match kind {
+        ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => {
+            DType::from_elem(t) == x.dtype()
+        }
+        _ => false,
+    }
+}
+
+/// A slice param's element as messages name it: `f32`, or `Color (my_ns::Color, nt…)`.
+pub(crate) fn elem_name(kind: ParamKind) -> String {
+    if let Some(n) = kind.native_slice() {
+        let s = n.schema;
+        let name = s.rust_name.rsplit("::").next().unwrap_or(s.rust_name);
+        let code = opbox_codegen::native::type_code(s);
+        return format!("{name} ({}, {code})", s.native_name);
+    }
+    match kind {
+        ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => t.to_string(),
+        _ => kind.rust_type(),
+    }
+}
+
+/// Chunks in a launch's parameter buffer.
+const ARENA_CHUNKS: usize = MAX_PARAM_BYTES / CHUNK;
+
+/// A checked launch with its parameters packed: everything a backend needs to submit it.
+pub struct PreparedLaunch<'a> {
+    handle: &'static KernelHandle,
+    config: &'a LaunchConfig,
+    device: Device,
+    args: &'a [LaunchArg<'a>],
+    constexprs: &'a [ConstValue],
+    arena: [Chunk; ARENA_CHUNKS],
+    /// The first chunk of each launch parameter, in order.
+    starts: [u16; MAX_LAUNCH_ARGS],
+    count: u16,
+}
+
+impl<'a> PreparedLaunch<'a> {
+    pub fn handle(&self) -> &'static KernelHandle {
+        self.handle
+    }
+
+    pub fn decl(&self) -> &'static KernelDecl {
+        self.handle.decl()
+    }
+
+    pub fn config(&self) -> &'a LaunchConfig {
+        self.config
+    }
+
+    /// The device of the tensor arguments (`cuda:0` for a launch without tensors).
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The checked arguments, one per launch parameter of [`PreparedLaunch::decl`], in order.
+    pub fn args(&self) -> &'a [LaunchArg<'a>] {
+        self.args
+    }
+
+    /// One value per `#[constexpr]` parameter, in declaration order.
+    pub fn constexprs(&self) -> &'a [ConstValue] {
+        self.constexprs
+    }
+
+    /// The tensor arguments with their declared direction: what a graph derives edges from.
+    pub fn tensors(&self) -> impl Iterator<Item = (Access, &'a crate::Tensor)> + '_ {
+        let decl = self.handle.decl();
+        decl.params
+            .iter()
+            .filter(|p| p.kind.in_launch_abi())
+            .zip(self.args)
+            .filter_map(|(p, a)| match (Access::of(p.kind), *a) {
+                (Some(access), LaunchArg::Tensor(t)) => Some((access, t)),
+                _ => None,
+            })
+    }
+
+    /// Fills `out` with the address of each packed parameter, in order, for a driver call that
+    /// takes `void**`, and returns how many it wrote. The addresses point into `self`.
+    pub fn param_addresses(&mut self, out: &mut [*mut std::ffi::c_void; MAX_LAUNCH_ARGS]) -> usize {
+        let count = self.count as usize;
+        let base = self.arena.as_mut_ptr();
+        for (slot, &start) in out.iter_mut().zip(&self.starts[..count]) {
+            // SAFETY: every start was written by `prepare` and indexes a chunk of the arena.
+            *slot = unsafe { base.add(start as usize) }.cast();
+        }
+        count
+    }
+}
+
+/// Which way a tensor parameter's data flows, from its declaration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+impl Access {
+    /// The direction of a slice parameter, or `None` for a by-value one.
+    pub fn of(kind: ParamKind) -> Option<Access> {
+        match kind {
+            ParamKind::In(_) | ParamKind::NativeIn(_) => Some(Access::Read),
+            ParamKind::Out(_) | ParamKind::NativeOut(_) => Some(Access::Write),
+            ParamKind::InOut(_) | ParamKind::NativeInOut(_) => Some(Access::ReadWrite),
+            _ => None,
+        }
+    }
+}
+
+/// Checks `args` against `handle`'s declaration and packs them for a launch with `cfg`,
+/// specialized by `constexprs` (one value per `#[constexpr]` param, in declaration order).
+pub fn prepare<'a>(
+    handle: &'static KernelHandle,
+    cfg: &'a LaunchConfig,
+    args: &'a [LaunchArg<'a>],
+    constexprs: &'a [ConstValue],
+) -> Result<PreparedLaunch<'a>> {
+    let decl = handle.decl();
+    let kernel = || format!("kernel {}", decl.rust_name);
+    let mut arena = [Chunk([MaybeUninit::uninit(); CHUNK]); ARENA_CHUNKS];
+    // (first chunk) of each pushed parameter.
+    let mut starts = [0u16; MAX_LAUNCH_ARGS];
+    let mut used = 0usize;
+    let mut count = 0usize;
+    // (index, name, device) of the first tensor: all others must be on its device.
+    let mut first: Option<(usize, &str, Device)> = None;
+    // Messages count every declared parameter (constexprs too), as the stack path does.
+    let mut params = decl
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.kind.in_launch_abi());
+    for (index, arg) in args.iter().enumerate() {
+        let Some((decl_index, param)) = params.next() else {
+            return Err(arg_count(decl, args.len()));
+        };
+        if index >= MAX_LAUNCH_ARGS {
+            return Err(Error::InvalidArgument(format!(
+                "{} has more than {MAX_LAUNCH_ARGS} launch parameters",
+                kernel()
+            )));
+        }
+        let bad = |expected: String, got: String| Error::ArgType {
+            op: kernel(),
+            index: decl_index,
+            name: param.name.to_string(),
+            expected,
+            got,
+        };
+        let bytes: &[u8];
+        let scalar_bytes: [u8; 8];
+        let mut native = None;
+        match (param.kind, *arg) {
+            (
+                ParamKind::In(_)
+                | ParamKind::Out(_)
+                | ParamKind::InOut(_)
+                | ParamKind::NativeIn(_)
+                | ParamKind::NativeOut(_)
+                | ParamKind::NativeInOut(_),
+                LaunchArg::Tensor(x),
+            ) => {
+                let on_cuda = matches!(x.device(), Device::Cuda(_));
+                if !elem_matches(param.kind, x) || !on_cuda {
+                    let t = elem_name(param.kind);
+                    return Err(bad(format!("{t} CUDA tensor"), arg.describe()));
+                }
+                if !x.is_contiguous() {
+                    return Err(bad(
+                        format!("contiguous {} CUDA tensor", elem_name(param.kind)),
+                        format!(
+                            "a non-contiguous view (shape {:?}, strides {:?}); call .contiguous() first",
+                            x.shape(),
+                            x.strides()
+                        ),
+                    ));
+                }
+                match first {
+                    None => first = Some((decl_index, &param.name, x.device())),
+                    Some((fi, fname, fdev)) if fdev != x.device() => {
+                        return Err(Error::MixedDevices {
+                            op: kernel(),
+                            first_index: fi,
+                            first_name: fname.to_string(),
+                            first_device: fdev,
+                            index: decl_index,
+                            name: param.name.to_string(),
+                            device: x.device(),
+                        })
+                    }
+                    Some(_) => {}
+                }
+                let ptr = x.device_ptr()?;
+                scalar_bytes = ptr.to_ne_bytes();
+                bytes = &scalar_bytes;
+            }
+            (ParamKind::Scalar(t), a) => match a.scalar() {
+                Some((given, raw)) if given == t => {
+                    scalar_bytes = raw;
+                    bytes = &scalar_bytes[..t.size()];
+                }
+                _ => return Err(bad(t.to_string(), a.describe())),
+            },
+            (ParamKind::Native(p), LaunchArg::Native(n))
+                if n.schema.native_name == p.schema.native_name
+                    && n.schema.same_contract(p.schema)
+                    && n.len() == p.schema.size =>
+            {
+                if p.schema.align > CHUNK {
+                    return Err(bad(
+                        format!("a struct aligned to at most {CHUNK} bytes"),
+                        format!("{} aligned to {}", p.schema.rust_name, p.schema.align),
+                    ));
+                }
+                native = Some(n);
+                bytes = &[];
+            }
+            (kind, a) => return Err(bad(kind.rust_type(), a.describe())),
+        }
+        let len = native.map_or(bytes.len(), |n| n.len());
+        let chunks = len.div_ceil(CHUNK).max(1);
+        if used + chunks > arena.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} has more than {MAX_PARAM_BYTES} bytes of launch parameters",
+                kernel()
+            )));
+        }
+        let region = chunk_bytes(&mut arena[used..used + chunks]);
+        match native {
+            Some(n) => n.copy_to(region),
+            None => {
+                for (d, b) in region.iter_mut().zip(bytes) {
+                    *d = MaybeUninit::new(*b);
+                }
+            }
+        }
+        starts[index] = used as u16;
+        used += chunks;
+        count = index + 1;
+    }
+    if params.next().is_some() {
+        return Err(arg_count(decl, args.len()));
+    }
+    check_aliases(decl, args)?;
+
+    let device = match first {
+        Some((_, _, device)) => device,
+        None => Device::Cuda(0),
+    };
+    if decl.constexpr_params().count() != constexprs.len() {
+        return Err(Error::InvalidArgument(format!(
+            "{} takes {} #[constexpr] values, but {} were given",
+            kernel(),
+            decl.constexpr_params().count(),
+            constexprs.len()
+        )));
+    }
+    if decl.abi == EntryAbi::ConstantParams && !matches!(args, [LaunchArg::Native(_)]) {
+        return Err(Error::InvalidArgument(format!(
+            "{}: abi constant_params takes exactly one struct argument",
+            kernel()
+        )));
+    }
+    Ok(PreparedLaunch {
+        handle,
+        config: cfg,
+        device,
+        args,
+        constexprs,
+        arena,
+        starts,
+        count: count as u16,
+    })
+}
+
+fn arg_count(decl: &KernelDecl, got: usize) -> Error {
+    let expected = decl
+        .params
+        .iter()
+        .filter(|p| p.kind.in_launch_abi())
+        .count();
+    Error::ArgCount {
+        op: format!("kernel {}", decl.rust_name),
+        expected,
+        got,
+        schema: decl.rust_signature(),
+    }
+}
+
+/// An `Out`/`InOut` that shares storage with an `In` would race with the kernel's reads.
+fn check_aliases(decl: &KernelDecl, args: &[LaunchArg<'_>]) -> Result<()> {
+    // `#N` is the declaration's index, as in every other message.
+    let launch_params = || {
+        decl.params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.kind.in_launch_abi())
+    };
+    // Few params: a quadratic scan beats any set, and allocates nothing.
+    for ((i, p), a) in launch_params().zip(args) {
+        let (
+            ParamKind::Out(_)
+            | ParamKind::InOut(_)
+            | ParamKind::NativeOut(_)
+            | ParamKind::NativeInOut(_),
+            LaunchArg::Tensor(w),
+        ) = (p.kind, a)
+        else {
+            continue;
+        };
+        for ((j, q), b) in launch_params().zip(args) {
+            let (ParamKind::In(_) | ParamKind::NativeIn(_), LaunchArg::Tensor(r)) = (q.kind, b)
+            else {
+                continue;
+            };
+            if w.same_storage(r) {
+                return Err(Error::InvalidArgument(format!(
+                    "kernel {} writes argument #{i} ({}) but reads argument #{j} ({}), and they share storage; pass a separate output tensor, or declare the parameter InOut and pass it once",
+                    decl.rust_name, p.name, q.name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The bytes of a run of chunks.
+fn chunk_bytes(chunks: &mut [Chunk]) -> &mut [MaybeUninit<u8>] {
+    let len = std::mem::size_of_val(chunks);
+    // SAFETY: `Chunk` is `repr(C)` over `[MaybeUninit<u8>; 16]` with size 16 (no padding), so a
+    // slice of chunks is `len` contiguous `MaybeUninit<u8>`, borrowed mutably for the result's
+    // lifetime.
+    unsafe { std::slice::from_raw_parts_mut(chunks.as_mut_ptr().cast(), len) }
+}
