@@ -16,11 +16,10 @@
 //! Without a GPU it prints "skipped: no GPU" and exits 0.
 //! `cargo bench --bench launch`; scripts/gpu-check runs it on the GPU machine.
 
+use std::ffi::c_void;
 use std::hint::black_box;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
-
-use std::ffi::c_void;
 
 use cudarc::driver::{sys, LaunchConfig as RawConfig, PushKernelArg};
 use opbox::cuda::{device, device_count, synchronize};
@@ -318,7 +317,7 @@ fn bench() -> opbox::Result<()> {
         "| (a0) raw cuLaunchKernel, empty kernel, packed params | {a0:.3} µs | | (a)/(a0) = {:.3} |",
         a / a0
     );
-    println!("| (a) raw cudarc launch, empty kernel | {a:.3} µs | (anchor 4.04 µs) | 1.00 |");
+    println!("| (a) cudarc launch builder, empty kernel | {a:.3} µs | (anchor 4.04 µs) | 1.00 |");
     println!(
         "| (b) extern_kernel stub launch | {b:.3} µs | | (b)/(a) = {:.3} |",
         b / a

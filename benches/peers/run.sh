@@ -102,7 +102,7 @@ if [[ -z "$build" ]]; then
 fi
 mkdir -p "$build"
 
-cxxflags=(-O2 -std=c++17 "-D_GLIBCXX_USE_CXX11_ABI=$abi" -fno-omit-frame-pointer)
+cxxflags=(-O2 -std=c++17 "-D_GLIBCXX_USE_CXX11_ABI=$abi")
 for d in "${inc[@]}"; do cxxflags+=(-isystem "$d"); done
 ldflags=()
 for d in "${libdirs[@]}"; do ldflags+=(-L "$d" "-Wl,-rpath,$d"); done

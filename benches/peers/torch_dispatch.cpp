@@ -11,16 +11,17 @@
 //   launches an empty `__global__` kernel on the current stream; beside it a bare
 //   `cudaLaunchKernel` of the same kernel with pre-packed arguments (peer_kernel.cu).
 //
-// Output, one line each (parsed by benches/peers/table.py):
+// Output, one line each, figures per call (parsed by benches/peers/table.py; numbers made up):
 //   peer torch info version=2.11.0 calls=2000000 rounds=7 ...
 //   peer torch tensor_op direct_ns=1.9 typed_ns=17.2 boxed_ns=95.1
 //   peer torch int_op direct_ns=0.3 typed_ns=9.8 boxed_ns=60.2
 //   peer torch cuda_launch op_us=2.31 raw_us=2.20
 // or `peer torch <what> unavailable: <reason>` / `peer torch <what> failed: <reason>`.
 //
-// Env: PEER_CALLS (calls per round, default 2000000), PEER_ROUNDS (default 7), PEER_LAUNCHES
-// (launches per CUDA round, default 20000, as benches/launch.rs), PEER_LAUNCH_ROUNDS (default 15),
-// PEER_CUDA_UNAVAILABLE (a reason run.sh gives when it built without CUDA).
+// Env: PEER_CALLS (calls per round, default 2000000; or the first argument), PEER_ROUNDS
+// (default 7), PEER_LAUNCHES (launches per CUDA round, default 20000, as benches/launch.rs),
+// PEER_LAUNCH_ROUNDS (default 15), PEER_CUDA_UNAVAILABLE (a reason run.sh gives when it built
+// without CUDA).
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
@@ -351,7 +352,13 @@ bool part(const char* what, const std::function<void()>& f) {
 int main(int argc, char** argv) {
   long calls = env_long("PEER_CALLS", 2000000);
   if (argc > 1) {
-    calls = std::max(1L, std::strtol(argv[1], nullptr, 10));
+    char* end = nullptr;
+    long v = std::strtol(argv[1], &end, 10);
+    if (end == argv[1] || *end != '\0' || v <= 0) {
+      std::fprintf(stderr, "usage: %s [calls per round, a positive integer]\n", argv[0]);
+      return 2;
+    }
+    calls = v;
   }
   int rounds = static_cast<int>(env_long("PEER_ROUNDS", 7));
   long launches = env_long("PEER_LAUNCHES", 20000);
