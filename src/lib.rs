@@ -88,8 +88,8 @@ pub mod kernel {
         register_kernel_arg_adapter, registered_kernels, select_kernels, struct_bytes, submit,
         Access, ConstexprArg, ConstexprEnum, DerivedKernelArg, ExternKernelRegistration, In, InOut,
         KernelArgAdapter, KernelArgStruct, KernelHandle, LaunchArg, LaunchConfig, NativeBytes, Out,
-        OwnedArg, PreparedLaunch, SpecTable, StackArgs, Stream, StructBytes, MAX_LAUNCH_ARGS,
-        MAX_PARAM_BYTES,
+        OwnedArg, ParamBuffer, PreparedLaunch, SpecTable, StackArgs, Stream, StructBytes,
+        MAX_LAUNCH_ARGS, MAX_PARAM_BYTES,
     };
 }
 

@@ -10,7 +10,7 @@ use opbox_codegen::cuda::ConstValue;
 use super::arg::LaunchArg;
 use super::config::LaunchConfig;
 use super::handle::KernelHandle;
-use super::prepare::{prepare, PreparedLaunch};
+use super::prepare::{prepare, ParamBuffer, PreparedLaunch};
 use crate::error::{Error, Result};
 use crate::tensor::Device;
 
@@ -23,7 +23,8 @@ pub fn launch(
     args: &[LaunchArg<'_>],
     constexprs: &[ConstValue],
 ) -> Result<()> {
-    let mut prepared = prepare(handle, cfg, args, constexprs)?;
+    let mut buffer = ParamBuffer::new();
+    let mut prepared = prepare(handle, cfg, args, constexprs, &mut buffer)?;
     submit(&mut prepared)
 }
 

@@ -29,7 +29,7 @@ pub use arg::{
 pub use config::{LaunchConfig, Stream};
 pub use handle::{KernelHandle, SpecTable};
 pub use launch::{launch, submit};
-pub use prepare::{prepare, Access, PreparedLaunch, MAX_LAUNCH_ARGS, MAX_PARAM_BYTES};
+pub use prepare::{prepare, Access, ParamBuffer, PreparedLaunch, MAX_LAUNCH_ARGS, MAX_PARAM_BYTES};
 pub use registry::{registered_kernels, select_kernels, ExternKernelRegistration};
 pub use stack::{launch_stack, lower_stack, struct_bytes, StackArgs, StructBytes};
 pub use view::{In, InOut, Out};

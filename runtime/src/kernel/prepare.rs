@@ -66,6 +66,28 @@ pub(crate) fn elem_name(kind: ParamKind) -> String {
 /// Chunks in a launch's parameter buffer.
 const ARENA_CHUNKS: usize = MAX_PARAM_BYTES / CHUNK;
 
+/// The space a launch's parameters are packed into. The caller owns it (on its stack), so a
+/// [`PreparedLaunch`] borrows its 4 KiB instead of moving them.
+pub struct ParamBuffer {
+    arena: [Chunk; ARENA_CHUNKS],
+}
+
+impl ParamBuffer {
+    /// An unfilled buffer; [`prepare`] writes what it packs.
+    #[inline]
+    pub fn new() -> ParamBuffer {
+        ParamBuffer {
+            arena: [Chunk([MaybeUninit::uninit(); CHUNK]); ARENA_CHUNKS],
+        }
+    }
+}
+
+impl Default for ParamBuffer {
+    fn default() -> Self {
+        ParamBuffer::new()
+    }
+}
+
 /// A checked launch with its parameters packed: everything a backend needs to submit it.
 pub struct PreparedLaunch<'a> {
     handle: &'static KernelHandle,
@@ -73,7 +95,7 @@ pub struct PreparedLaunch<'a> {
     device: Device,
     args: &'a [LaunchArg<'a>],
     constexprs: &'a [ConstValue],
-    arena: [Chunk; ARENA_CHUNKS],
+    arena: &'a mut ParamBuffer,
     /// The first chunk of each launch parameter, in order.
     starts: [u16; MAX_LAUNCH_ARGS],
     count: u16,
@@ -124,7 +146,7 @@ impl<'a> PreparedLaunch<'a> {
     /// takes `void**`, and returns how many it wrote. The addresses point into `self`.
     pub fn param_addresses(&mut self, out: &mut [*mut std::ffi::c_void; MAX_LAUNCH_ARGS]) -> usize {
         let count = self.count as usize;
-        let base = self.arena.as_mut_ptr();
+        let base = self.arena.arena.as_mut_ptr();
         for (slot, &start) in out.iter_mut().zip(&self.starts[..count]) {
             // SAFETY: every start was written by `prepare` and indexes a chunk of the arena.
             *slot = unsafe { base.add(start as usize) }.cast();
@@ -160,10 +182,11 @@ pub fn prepare<'a>(
     cfg: &'a LaunchConfig,
     args: &'a [LaunchArg<'a>],
     constexprs: &'a [ConstValue],
+    buffer: &'a mut ParamBuffer,
 ) -> Result<PreparedLaunch<'a>> {
     let decl = handle.decl();
     let kernel = || format!("kernel {}", decl.rust_name);
-    let mut arena = [Chunk([MaybeUninit::uninit(); CHUNK]); ARENA_CHUNKS];
+    let arena = &mut buffer.arena;
     // (first chunk) of each pushed parameter.
     let mut starts = [0u16; MAX_LAUNCH_ARGS];
     let mut used = 0usize;
@@ -313,7 +336,7 @@ pub fn prepare<'a>(
         device,
         args,
         constexprs,
-        arena,
+        arena: buffer,
         starts,
         count: count as u16,
     })
