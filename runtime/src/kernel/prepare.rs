@@ -367,19 +367,13 @@ fn check_aliases(decl: &KernelDecl, args: &[LaunchArg<'_>]) -> Result<()> {
     };
     // Few params: a quadratic scan beats any set, and allocates nothing.
     for ((i, p), a) in launch_params().zip(args) {
-        let (
-            ParamKind::Out(_)
-            | ParamKind::InOut(_)
-            | ParamKind::NativeOut(_)
-            | ParamKind::NativeInOut(_),
-            LaunchArg::Tensor(w),
-        ) = (p.kind, a)
+        let (Some(Access::Write | Access::ReadWrite), LaunchArg::Tensor(w)) =
+            (Access::of(p.kind), a)
         else {
             continue;
         };
         for ((j, q), b) in launch_params().zip(args) {
-            let (ParamKind::In(_) | ParamKind::NativeIn(_), LaunchArg::Tensor(r)) = (q.kind, b)
-            else {
+            let (Some(Access::Read), LaunchArg::Tensor(r)) = (Access::of(q.kind), b) else {
                 continue;
             };
             if w.same_storage(r) {
