@@ -107,6 +107,7 @@ pub mod __private {
     pub use opbox_runtime::schema;
     pub use opbox_runtime::typemap::{ty, KernelReturn, RustParam};
     pub use opbox_runtime::Site;
+    pub use opbox_runtime::{BuildOptions, DispatchKey, Result, StableValue, Tensor};
     pub use std::borrow::Cow;
 
     /// What `#[derive(NativeType)]` and `#[builtin]` expansions name.
@@ -123,6 +124,10 @@ pub mod __private {
         pub use opbox_runtime::cuda::codegen::{
             BuildRef, ConstValue, ConstexprStyle, ElemType, EntryAbi, EnumParam, IncludeEdge,
             KernelDecl, NativeParam, Param, ParamKind, ScalarType, SourceFile,
+        };
+        pub use opbox_runtime::cuda::{
+            launch, ConstexprArg, ConstexprEnum, DerivedKernelArg, KernelArgStruct, KernelHandle,
+            LaunchConfig, NativeBytes, OwnedArg,
         };
         pub use opbox_runtime::cuda::{ExternKernelRegistration, KernelArg, LaunchArg};
     }

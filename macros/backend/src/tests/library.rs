@@ -1,31 +1,10 @@
-//! Expansion tests, in-process: the macros' output pretty-printed and checked for the pieces
-//! the runtime and the signature checks rely on. User-facing messages live in the ui-tests.
+//! `#[stable_library]`, `#[stable_fragment]` and `#[stable_impl]`.
 
-use proc_macro2::TokenStream;
 use quote::quote;
 
+use super::{assert_has, compile_errors, pretty};
 use crate::library::{self, Kind};
 use crate::stable_impl;
-
-/// Whitespace does not matter to these checks: macro bodies (`inventory::submit!`) print as
-/// token streams.
-fn squash(s: &str) -> String {
-    s.chars().filter(|c| !c.is_whitespace()).collect()
-}
-
-fn assert_has(out: &str, expected: &str) {
-    assert!(
-        squash(out).contains(&squash(expected)),
-        "missing `{expected}` in:\n{out}"
-    );
-}
-
-fn pretty(tokens: TokenStream) -> String {
-    match syn::parse2::<syn::File>(tokens.clone()) {
-        Ok(file) => prettyplease::unparse(&file),
-        Err(e) => panic!("expansion is not valid Rust ({e}):\n{tokens}"),
-    }
-}
 
 #[test]
 fn a_library_emits_one_module_per_op_with_its_marker_and_checks() {
@@ -102,7 +81,7 @@ fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
         "arg2::<__opbox_op::Op, <f64 as ::opbox::__private::RustParam>::Schema>();",
         "<Result<Tensor> as ::opbox::__private::KernelReturn>::Schema",
         "unsafe extern \"C\" fn __opbox_boxed(",
-        "key: ::opbox::DispatchKey::CPU,",
+        "key: ::opbox::__private::DispatchKey::CPU,",
         "op: <__opbox_op::Op as ::opbox::__private::OpSpec>::NAME,",
     ] {
         assert_has(&out, expected);
@@ -138,4 +117,78 @@ fn library_paths_are_rewritten_for_use_inside_the_impl_module() {
         ));
         assert_has(&out, inside);
     }
+}
+
+#[test]
+fn a_library_reports_every_error_at_once_and_keeps_its_fn() {
+    let out = library::expand(
+        quote!(my lib),
+        quote! {
+            fn mylib(m: &mut Library) {
+                m.def("f(Tensor x) -> Tensor");
+                m.def("f(Tensor x) -> Tensor");
+                m.def("g(Tensr x) -> Tensor");
+                m.register("h");
+            }
+        },
+        Kind::Library,
+    );
+    let errors = compile_errors(out.clone());
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(errors[0].contains("takes the namespace"), "{errors:#?}");
+    assert!(
+        errors[1].contains("unknown library method `register`"),
+        "{errors:#?}"
+    );
+    assert!(errors[2].contains("`f` is already defined"), "{errors:#?}");
+    assert_has(&out.to_string(), "fn mylib(m: &mut Library)");
+}
+
+#[test]
+fn an_impl_reports_its_key_and_every_bad_kernel_together_and_keeps_the_module() {
+    let out = stable_impl::expand(
+        quote!(mylib, Cuda),
+        quote! {
+            mod cuda {
+                pub async fn relu<T>(x: &Tensor) -> Tensor { todo!() }
+                pub fn add(&self, x: &Tensor) -> Tensor { todo!() }
+            }
+        },
+    );
+    let errors = compile_errors(out.clone());
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(errors[0].starts_with("unknown dispatch key `Cuda`: the keys are CPU, CUDA, Meta and CompositeExplicit; did you mean `CUDA`?"), "{errors:#?}");
+    assert!(errors[1].contains("no async"), "{errors:#?}");
+    assert!(errors[2].contains("no async"), "{errors:#?}");
+    assert!(errors[3].contains("cannot take `self`"), "{errors:#?}");
+    // The module as written: no registration, no renamed kernels.
+    let out = out.to_string();
+    assert_has(&out, "mod cuda");
+    assert!(!out.contains("__opbox_boxed"), "{out}");
+}
+
+#[test]
+fn list_and_optional_forms_wrap_the_element_markers() {
+    let out = pretty(library::expand(
+        quote!(mylib),
+        quote! {
+            fn mylib(m: &mut Library) {
+                m.def("f(str[] names, ScalarType[] dtypes, Tensor(a!)? out) -> int[]");
+            }
+        },
+        Kind::Library,
+    ));
+    for expected in [
+        "impl Arg0<::opbox::__private::ty::List<::opbox::__private::ty::Str>> for Op {}",
+        "impl Arg1<::opbox::__private::ty::List<::opbox::__private::ty::ScalarType>> for Op {}",
+        "impl Arg2<::opbox::__private::ty::Optional<::opbox::__private::ty::TensorRef>> for Op {}",
+        "impl Returns<(::opbox::__private::ty::List<::opbox::__private::ty::Int>,)> for Op {}",
+        // A typed list can be borrowed; a list of dtypes only comes as a Vec.
+        "taken as `&[&str]` or `Vec<&str>` or `&[String]` or `Vec<String>`",
+        "taken as `Vec<DType>`",
+        "taken as `Option<&Tensor>`",
+    ] {
+        assert_has(&out, expected);
+    }
+    assert!(!out.contains("TensorVal"), "{out}");
 }

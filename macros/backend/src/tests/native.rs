@@ -1,23 +1,8 @@
-//! Expansion tests of `#[derive(NativeType)]` and `#[builtin]`, in-process. User-facing messages
-//! live in the ui-tests.
+//! `#[derive(NativeType)]`, `#[derive(KernelArg)]` and `#[builtin]`.
 
-use proc_macro2::TokenStream;
 use quote::quote;
 
-fn squash(s: &str) -> String {
-    s.chars().filter(|c| !c.is_whitespace()).collect()
-}
-
-fn pretty(tokens: TokenStream) -> String {
-    match syn::parse2::<syn::File>(tokens.clone()) {
-        Ok(file) => prettyplease::unparse(&file),
-        Err(e) => panic!("expansion is not valid Rust ({e}):\n{tokens}"),
-    }
-}
-
-fn has(out: &str, expected: &str) -> bool {
-    squash(out).contains(&squash(expected))
-}
+use super::{assert_has, compile_errors, has, pretty};
 
 #[test]
 fn exposed_fields_skip_the_skipped_and_keep_their_offsets() {
@@ -55,7 +40,7 @@ fn an_opaque_tuple_struct_exposes_nothing() {
         ),
         "{out}"
     );
-    assert!(has(&out, "fields: &[],"), "{out}");
+    assert!(has(&out, "fields: &[]"), "{out}");
     assert!(!has(&out, "__OpboxNativeField0"), "{out}");
 }
 
@@ -90,4 +75,53 @@ fn a_builtin_keeps_its_body_as_the_cpu_build_and_a_declaration_has_no_fn() {
     ));
     assert!(!has(&decl, "fn touch"), "{decl}");
     assert!(has(&decl, "ret: ::core::option::Option::None"), "{decl}");
+}
+
+#[test]
+fn a_kernel_arg_implements_the_traits_through_the_private_paths() {
+    let out = pretty(crate::kernel_arg::expand(quote! {
+        #[repr(C, align(16))]
+        #[kernel_arg(name = "ops::Params")]
+        struct Params { scale: f32, bias: [f32; 4] }
+    }));
+    for expected in [
+        "impl ::opbox::__private::cuda::KernelArgStruct for Params",
+        "native_name: \"ops::Params\"",
+        "initializer: ::opbox::__private::native::Initializer::Generated",
+        "name: \"bias\", ty: <[f32; 4] as __OpboxKernelArgField1>::FIELD_TYPE",
+        "impl ::opbox::__private::cuda::KernelArg for Params",
+        "::opbox::__private::cuda::DerivedKernelArg",
+    ] {
+        assert_has(&out, expected);
+    }
+    assert!(!out.contains("::opbox::cuda"), "{out}");
+}
+
+#[test]
+fn native_types_and_kernel_args_share_the_repr_rule() {
+    let packed = |derive: fn(proc_macro2::TokenStream) -> proc_macro2::TokenStream| {
+        compile_errors(derive(quote! {
+            #[repr(C, packed)]
+            #[native(name = "a::B")]
+            struct B { x: u8, y: u32 }
+        }))
+    };
+    let native = packed(crate::native_type::expand);
+    let kernel_arg = packed(crate::kernel_arg::expand);
+    assert_eq!(native.len(), 1, "{native:#?}");
+    assert_eq!(kernel_arg.len(), 1, "{kernel_arg:#?}");
+    assert!(native[0].starts_with("a native type cannot be #[repr(packed)]"));
+    assert!(kernel_arg[0].starts_with("a kernel argument struct cannot be #[repr(packed)]"));
+}
+
+#[test]
+fn a_field_named_by_a_cpp_keyword_is_refused_unless_skipped() {
+    let errors = compile_errors(crate::native_type::expand(quote! {
+        #[repr(C)]
+        #[native(name = "a::B")]
+        struct B { class: u32, #[native(skip)] template: u32, r#virtual: u8 }
+    }));
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert!(errors[0].starts_with("field `class` is named by a C++ keyword"));
+    assert!(errors[1].starts_with("field `virtual` is named by a C++ keyword"));
 }
