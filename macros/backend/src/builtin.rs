@@ -77,13 +77,6 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let (vis, sig, body) = match syn::parse2::<ItemFn>(item.clone()) {
-        Ok(f) => (f.vis.clone(), f.sig.clone(), Some(f)),
-        Err(_) => {
-            let f = syn::parse2::<ForeignItemFn>(item)?;
-            (f.vis, f.sig, None)
-        }
-    };
     let mut errors = Errors::default();
     let args = parse_args(attr, &mut errors);
     if let Some(a) = &args {
@@ -91,7 +84,25 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             errors.at(a.native.span(), e);
         }
     }
-    check_sig(&sig, &mut errors);
+    let decl = errors.ok(declaration(item)).map(|(vis, sig, body)| {
+        check_sig(&sig, &mut errors);
+        let params = params(&sig, &mut errors);
+        (vis, sig, body, params)
+    });
+    let (args, (vis, sig, body, params)) = errors.finish_with(args.zip(decl))?;
+    Ok(emit(&vis, &sig, body, &args.native, &params))
+}
+
+/// The fn, with its body (the CPU build) if it has one.
+fn declaration(item: TokenStream) -> syn::Result<(Visibility, Signature, Option<ItemFn>)> {
+    match syn::parse2::<ItemFn>(item.clone()) {
+        Ok(f) => Ok((f.vis.clone(), f.sig.clone(), Some(f))),
+        Err(_) => syn::parse2::<ForeignItemFn>(item).map(|f| (f.vis, f.sig, None)),
+    }
+}
+
+/// `name: Type` per parameter; C++ sees each by name.
+fn params(sig: &Signature, errors: &mut Errors) -> Vec<(syn::Ident, syn::Type)> {
     let mut params = Vec::new();
     for input in &sig.inputs {
         match input {
@@ -110,11 +121,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             },
         }
     }
-    errors.finish()?;
-    let Some(args) = args else {
-        return Ok(TokenStream::new());
-    };
-    Ok(emit(&vis, &sig, body, &args.native, &params))
+    params
 }
 
 fn check_sig(sig: &Signature, errors: &mut Errors) {

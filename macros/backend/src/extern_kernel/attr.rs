@@ -56,15 +56,8 @@ fn parse_pairs(attr: TokenStream, errors: &mut Errors) -> Option<Args> {
             "include_dirs" => include_dirs = errors.ok(lit_str_list(value)).unwrap_or_default(),
             "options" => options = errors.ok(lit_str_list(value)).unwrap_or_default(),
             "abi" => {
-                let abi = errors.ok(lit_str(value));
-                match abi.as_ref().map(|a| (a, a.value())) {
-                    Some((_, v)) if v == "params" => constant_params = false,
-                    Some((_, v)) if v == "constant_params" => constant_params = true,
-                    Some((abi, _)) => errors.at(
-                        abi.span(),
-                        "`abi` is \"params\" (the default: the entry takes the parameters) or \"constant_params\" (an extern \"C\" entry with no parameters reads its one struct from the __constant__ symbol `params`)",
-                    ),
-                    None => {}
+                if let Some(on) = either(value, ("params", "constant_params"), ABI, errors) {
+                    constant_params = on;
                 }
             }
             "build" => match value {
@@ -75,15 +68,8 @@ fn parse_pairs(attr: TokenStream, errors: &mut Errors) -> Option<Args> {
                 ),
             },
             "constexpr" => {
-                let style = errors.ok(lit_str(value));
-                match style.as_ref().map(|s| (s, s.value())) {
-                    Some((_, v)) if v == "define" => template = false,
-                    Some((_, v)) if v == "template" => template = true,
-                    Some((style, _)) => errors.at(
-                        style.span(),
-                        "`constexpr` is \"define\" (each #[constexpr] param becomes a #define, the default) or \"template\" (the entry is a template over them, in order)",
-                    ),
-                    None => {}
+                if let Some(on) = either(value, ("define", "template"), CONSTEXPR, errors) {
+                    template = on;
                 }
             }
             _ => errors.at(
@@ -105,6 +91,29 @@ fn parse_pairs(attr: TokenStream, errors: &mut Errors) -> Option<Args> {
         build,
         constant_params,
     })
+}
+
+const ABI: &str = "`abi` is \"params\" (the default: the entry takes the parameters) or \"constant_params\" (an extern \"C\" entry with no parameters reads its one struct from the __constant__ symbol `params`)";
+
+const CONSTEXPR: &str = "`constexpr` is \"define\" (each #[constexpr] param becomes a #define, the default) or \"template\" (the entry is a template over them, in order)";
+
+/// A string that is one of two words: whether it is the second. Anything else is an error
+/// saying `choices`.
+fn either(
+    value: &Expr,
+    (off, on): (&str, &str),
+    choices: &str,
+    errors: &mut Errors,
+) -> Option<bool> {
+    let lit = errors.ok(lit_str(value))?;
+    match lit.value() {
+        v if v == off => Some(false),
+        v if v == on => Some(true),
+        _ => {
+            errors.at(lit.span(), choices);
+            None
+        }
+    }
 }
 
 fn lit_str(e: &Expr) -> syn::Result<LitStr> {

@@ -65,34 +65,21 @@ fn scalar_tokens(t: ScalarType) -> TokenStream {
 }
 
 fn kind_tokens(k: ParamKind) -> TokenStream {
-    match k {
-        ParamKind::In(t) => {
-            let t = elem_tokens(t);
-            quote!(::opbox::__private::cuda::ParamKind::In(#t))
-        }
-        ParamKind::Out(t) => {
-            let t = elem_tokens(t);
-            quote!(::opbox::__private::cuda::ParamKind::Out(#t))
-        }
-        ParamKind::InOut(t) => {
-            let t = elem_tokens(t);
-            quote!(::opbox::__private::cuda::ParamKind::InOut(#t))
-        }
-        ParamKind::Scalar(t) => {
-            let t = scalar_tokens(t);
-            quote!(::opbox::__private::cuda::ParamKind::Scalar(#t))
-        }
-        ParamKind::Constexpr(t) => {
-            let t = scalar_tokens(t);
-            quote!(::opbox::__private::cuda::ParamKind::Constexpr(#t))
-        }
+    let (variant, of) = match k {
+        ParamKind::In(t) => ("In", elem_tokens(t)),
+        ParamKind::Out(t) => ("Out", elem_tokens(t)),
+        ParamKind::InOut(t) => ("InOut", elem_tokens(t)),
+        ParamKind::Scalar(t) => ("Scalar", scalar_tokens(t)),
+        ParamKind::Constexpr(t) => ("Constexpr", scalar_tokens(t)),
         // Never built by the macro: these come from trait consts (class_tokens).
         ParamKind::Native(_)
         | ParamKind::ConstexprEnum(_)
         | ParamKind::NativeIn(_)
         | ParamKind::NativeOut(_)
-        | ParamKind::NativeInOut(_) => quote!(()),
-    }
+        | ParamKind::NativeInOut(_) => return quote!(()),
+    };
+    let variant = format_ident!("{variant}");
+    quote!(::opbox::__private::cuda::ParamKind::#variant(#of))
 }
 
 fn class_tokens(class: &ParamClass) -> TokenStream {

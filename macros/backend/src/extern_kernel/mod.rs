@@ -32,16 +32,27 @@ fn try_expand(
     item: TokenStream,
     files: &dyn SourceLoader,
 ) -> syn::Result<TokenStream> {
-    let func = valid::declaration(item)?;
     let mut errors = Errors::default();
     let args = attr::parse(attr, &mut errors);
-    valid::check_signature(&func.sig, &mut errors);
-    let params = classify_inputs(&func.sig.inputs, EXTERN_KERNEL, &mut errors);
-    valid::check_variadic(&func.sig, &mut errors);
-    let closure = args.as_ref().and_then(|args| {
-        valid::check_params(args, &func.sig, &params, &mut errors);
-        source::load(args, files, &mut errors)
+    let func = errors.ok(valid::declaration(item));
+    let params = func.as_ref().map(|func| {
+        valid::check_signature(&func.sig, &mut errors);
+        let params = classify_inputs(&func.sig.inputs, EXTERN_KERNEL, &mut errors);
+        valid::check_variadic(&func.sig, &mut errors);
+        params
     });
-    let (args, closure) = errors.finish_with(args.zip(closure))?;
+    if let (Some(args), Some(func), Some(params)) = (&args, &func, &params) {
+        valid::check_params(args, &func.sig, params, &mut errors);
+    }
+    let closure = args
+        .as_ref()
+        .and_then(|args| source::load(args, files, &mut errors));
+    let parts = match (func, args, params, closure) {
+        (Some(func), Some(args), Some(params), Some(closure)) => {
+            Some((func, args, params, closure))
+        }
+        _ => None,
+    };
+    let (func, args, params, closure) = errors.finish_with(parts)?;
     Ok(expand::emit(&func, &args, &params, &closure.files))
 }

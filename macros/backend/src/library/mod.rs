@@ -36,37 +36,39 @@ struct OpDef {
 }
 
 pub fn expand(attr: TokenStream, item: TokenStream, kind: Kind) -> TokenStream {
-    let func: ItemFn = match syn::parse2(item.clone()) {
-        Ok(f) => f,
-        Err(_) => {
-            let message = format!(
-                "#[{}] goes on a function: `fn {}(m: &mut Library) {{ m.def(\"...\"); }}`",
-                kind.attr_name(),
-                "mylib"
-            );
-            return with_item(syn::Error::new(Span::call_site(), message), item);
-        }
-    };
-    match try_expand(attr, &func, kind) {
-        Ok(tokens) => tokens,
-        Err(error) => with_item(error, item),
-    }
+    try_expand(attr, item.clone(), kind).unwrap_or_else(|error| with_item(error, item))
 }
 
-fn try_expand(attr: TokenStream, func: &ItemFn, kind: Kind) -> syn::Result<TokenStream> {
+fn try_expand(attr: TokenStream, item: TokenStream, kind: Kind) -> syn::Result<TokenStream> {
     let mut errors = Errors::default();
     let ns = errors.ok(namespace(attr, kind));
+    let func = errors.ok(syn::parse2::<ItemFn>(item).map_err(|_| {
+        syn::Error::new(
+            Span::call_site(),
+            format!(
+                "#[{}] goes on a function: `fn mylib(m: &mut Library) {{ m.def(\"...\"); }}`",
+                kind.attr_name()
+            ),
+        )
+    }));
     // Without a namespace the defs are still checked, against the one they name if any.
-    let ops = defs::collect(func, ns.as_deref(), &mut errors);
-    errors.finish()?;
-    let Some(ns) = ns else {
-        return Err(syn::Error::new(Span::call_site(), usage(kind)));
+    let ops = func
+        .as_ref()
+        .map(|func| defs::collect(func, ns.as_deref(), &mut errors));
+    let parts = match (ns, func, ops) {
+        (Some(ns), Some(func), Some(ops)) => Some((ns, func, ops)),
+        _ => None,
     };
+    let (ns, func, ops) = errors.finish_with(parts)?;
+    Ok(emit(&ns, &func, &ops, kind))
+}
+
+fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], kind: Kind) -> TokenStream {
     let vis = &func.vis;
     // The markers live in a module named after the function: a library and its fragments can
     // then sit side by side in one Rust module without their marker modules colliding.
     let markers_mod = &func.sig.ident;
-    let markers = ops.iter().map(|op| markers::items(op, &ns));
+    let markers = ops.iter().map(|op| markers::items(op, ns));
     let library_kind = match kind {
         Kind::Library => quote!(Def),
         Kind::Fragment => quote!(Fragment),
@@ -82,7 +84,7 @@ fn try_expand(attr: TokenStream, func: &ItemFn, kind: Kind) -> syn::Result<Token
         }
     });
     let site = paths::site(func.sig.ident.span());
-    Ok(quote! {
+    quote! {
         #[allow(dead_code)]
         #func
 
@@ -99,7 +101,7 @@ fn try_expand(attr: TokenStream, func: &ItemFn, kind: Kind) -> syn::Result<Token
                 ops: &[#(#op_defs),*],
             }
         }
-    })
+    }
 }
 
 fn usage(kind: Kind) -> String {

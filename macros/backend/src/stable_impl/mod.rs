@@ -37,12 +37,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     try_expand(attr, item.clone()).unwrap_or_else(|error| with_item(error, item))
 }
 
-/// `CPU, CUDA, Meta` + `last` + `CompositeExplicit`.
-fn key_list(last: &str) -> String {
+/// The keys for a message: `CPU, CUDA, Meta` + `before_last` + `CompositeExplicit`.
+fn key_list(before_last: &str) -> String {
     let names: Vec<&str> = DispatchKey::ALL.iter().map(|k| k.name()).collect();
     match names.split_last() {
-        Some((tail, [])) => tail.to_string(),
-        Some((tail, init)) => format!("{}{last}{tail}", init.join(", ")),
+        Some((only, [])) => only.to_string(),
+        Some((last, rest)) => format!("{}{before_last}{last}", rest.join(", ")),
         None => String::new(),
     }
 }
@@ -58,16 +58,17 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     if let Some(args) = &args {
         check_key(&args.key, &mut errors);
     }
-    let expanded = match syn::parse2::<Item>(item)? {
-        Item::Mod(module) => expand_module(args.as_ref(), module, &mut errors),
-        Item::Fn(func) => expand_single(args.as_ref(), func, &mut errors),
-        other => {
+    let expanded = match errors.ok(syn::parse2::<Item>(item)) {
+        Some(Item::Mod(module)) => expand_module(args.as_ref(), module, &mut errors),
+        Some(Item::Fn(func)) => expand_single(args.as_ref(), func, &mut errors),
+        Some(other) => {
             errors.at(
                 other.span(),
                 "#[stable_impl] goes on an inline module of kernels (`mod cpu { fn op(..) {..} }`) or on one kernel fn",
             );
             None
         }
+        None => None,
     };
     errors.finish_with(expanded)
 }
@@ -91,9 +92,8 @@ fn check_key(key: &Ident, errors: &mut Errors) {
     );
 }
 
-/// Every fn of the module is a kernel; their registrations are appended to the module.
-/// The expansion, or `None` with the reason in `errors`; without `args` only the kernels'
-/// signatures are checked.
+/// Every fn of the module is a kernel; their registrations are appended to the module. `None`
+/// with the reason in `errors`; without `args` only the kernels' signatures are checked.
 fn expand_module(
     args: Option<&Args>,
     mut module: ItemMod,
@@ -122,6 +122,7 @@ fn expand_module(
     args.map(|_| quote!(#module))
 }
 
+/// The fn and its registration; `None` with the reason in `errors`.
 fn expand_single(args: Option<&Args>, func: ItemFn, errors: &mut Errors) -> Option<TokenStream> {
     kernel::check(&func.sig, errors);
     let args = args?;

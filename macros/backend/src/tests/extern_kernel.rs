@@ -6,7 +6,7 @@ use opbox_codegen::cuda::{Closure, IncludeEdge, ScanError, ScanRequest, ScannedF
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::{assert_has, compile_errors, pretty};
+use super::{assert_has_all, compile_errors, pretty};
 use crate::extern_kernel::{expand, DeclaringFile, SourceLoader};
 
 /// A declaring file and the closure of the one source it holds; any other source is not found.
@@ -75,7 +75,9 @@ fn a_declaration_becomes_static_data_with_every_closure_file_embedded() {
             pub fn axpby_f32(x: In<[f32]>, out: Out<[f32]>, a: f32, n: i64);
         },
     ));
-    for expected in [
+    assert_has_all(
+        &out,
+        &[
         "/// a*x + b*y.",
         "pub mod axpby_f32 {",
         "rust_name: ::opbox::__private::Cow::Borrowed(\"axpby_f32\")",
@@ -88,9 +90,8 @@ fn a_declaration_becomes_static_data_with_every_closure_file_embedded() {
         "constexpr_style: ::opbox::__private::cuda::ConstexprStyle::Defines",
         "pub fn launch(cfg: ::opbox::__private::cuda::LaunchConfig, x: &::opbox::__private::Tensor, out: &::opbox::__private::Tensor, a: f32, n: i64) -> ::opbox::__private::Result<()>",
         "::opbox::__private::cuda::LaunchArg::F32(a)",
-    ] {
-        assert_has(&out, expected);
-    }
+        ],
+    );
     // Without #[constexpr] params there is nothing to specialize.
     assert!(!out.contains("fn specialize"), "{out}");
     // Every path an expansion names is a private re-export.
@@ -109,7 +110,9 @@ fn constexpr_params_are_fixed_by_specialize_and_left_out_of_its_launch() {
             fn tile(out: Out<[f32]>, #[constexpr] width: i32, act: Activation, #[constexpr] epilogue: Epilogue);
         },
     ));
-    for expected in [
+    assert_has_all(
+        &out,
+        &[
         "constexpr_style: ::opbox::__private::cuda::ConstexprStyle::TemplateArgs",
         "ParamKind::Constexpr(::opbox::__private::cuda::ScalarType::I32)",
         "<Epilogue as ::opbox::__private::cuda::ConstexprArg>::KIND",
@@ -117,9 +120,8 @@ fn constexpr_params_are_fixed_by_specialize_and_left_out_of_its_launch() {
         "pub fn specialize(width: i32, epilogue: Epilogue) -> Specialized",
         "values: [::opbox::__private::cuda::ConstValue; 2usize]",
         "pub fn launch(&self, cfg: ::opbox::__private::cuda::LaunchConfig, out: &::opbox::__private::Tensor, act: <Activation as ::opbox::__private::cuda::KernelArg>::Value<'_>)",
-    ] {
-        assert_has(&out, expected);
-    }
+        ],
+    );
 }
 
 #[test]

@@ -1,42 +1,47 @@
 //! `#[stable_library]`, `#[stable_fragment]` and `#[stable_impl]`.
 
+use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::{assert_has, compile_errors, pretty};
+use super::{assert_has, assert_has_all, compile_errors, pretty};
 use crate::library::{self, Kind};
 use crate::stable_impl;
 
+/// `#[stable_library(mylib)] fn mylib(m: &mut Library) { defs }`.
+fn mylib(defs: TokenStream) -> String {
+    pretty(library::expand(
+        quote!(mylib),
+        quote!(fn mylib(m: &mut Library) { #defs }),
+        Kind::Library,
+    ))
+}
+
 #[test]
 fn a_library_emits_one_module_per_op_with_its_marker_and_checks() {
-    let out = pretty(library::expand(
-        quote!(mylib),
-        quote! {
-            fn mylib(m: &mut Library) {
-                m.def("axpby(Tensor x, Tensor y, float a=1.0) -> Tensor");
-                m.def("add.Scalar(Tensor(a!) x, float s) -> ()");
-            }
-        },
-        Kind::Library,
-    ));
-    for expected in [
-        "mod mylib {",
-        "pub mod axpby {",
-        "pub mod add_Scalar {",
-        "pub struct Op;",
-        "impl ::opbox::__private::OpSpec for Op {",
-        "const NAME: &'static str = \"mylib::axpby\";",
-        "const NAME: &'static str = \"mylib::add.Scalar\";",
-        "impl Arity<3usize> for Op {}",
-        "impl Arg0<::opbox::__private::ty::TensorRef> for Op {}",
-        "impl Arg0<::opbox::__private::ty::TensorVal> for Op {}",
-        "impl Arg2<::opbox::__private::ty::Float> for Op {}",
-        "impl Returns<(::opbox::__private::ty::TensorVal,)> for Op {}",
-        "impl Returns<()> for Op {}",
-        "kind: ::opbox::__private::LibraryKind::Def",
-        "namespace: \"mylib\"",
-    ] {
-        assert_has(&out, expected);
-    }
+    let out = mylib(quote! {
+        m.def("axpby(Tensor x, Tensor y, float a=1.0) -> Tensor");
+        m.def("add.Scalar(Tensor(a!) x, float s) -> ()");
+    });
+    assert_has_all(
+        &out,
+        &[
+            "mod mylib {",
+            "pub mod axpby {",
+            "pub mod add_Scalar {",
+            "pub struct Op;",
+            "impl ::opbox::__private::OpSpec for Op {",
+            "const NAME: &'static str = \"mylib::axpby\";",
+            "const NAME: &'static str = \"mylib::add.Scalar\";",
+            "impl Arity<3usize> for Op {}",
+            "impl Arg0<::opbox::__private::ty::TensorRef> for Op {}",
+            "impl Arg0<::opbox::__private::ty::TensorVal> for Op {}",
+            "impl Arg2<::opbox::__private::ty::Float> for Op {}",
+            "impl Returns<(::opbox::__private::ty::TensorVal,)> for Op {}",
+            "impl Returns<()> for Op {}",
+            "kind: ::opbox::__private::LibraryKind::Def",
+            "namespace: \"mylib\"",
+        ],
+    );
     // `Tensor(a!)` may only be borrowed: no by-value marker for add.Scalar's argument 0.
     let add = &out[out.find("pub mod add_Scalar").unwrap_or(0)..];
     assert!(
@@ -75,17 +80,18 @@ fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
             }
         },
     ));
-    for expected in [
-        "use super::mylib::axpby as __opbox_op;",
-        "fn arity<M: __opbox_op::Arity<3usize>>() {}",
-        "arg2::<__opbox_op::Op, <f64 as ::opbox::__private::RustParam>::Schema>();",
-        "<Result<Tensor> as ::opbox::__private::KernelReturn>::Schema",
-        "unsafe extern \"C\" fn __opbox_boxed(",
-        "key: ::opbox::__private::DispatchKey::CPU,",
-        "op: <__opbox_op::Op as ::opbox::__private::OpSpec>::NAME,",
-    ] {
-        assert_has(&out, expected);
-    }
+    assert_has_all(
+        &out,
+        &[
+            "use super::mylib::axpby as __opbox_op;",
+            "fn arity<M: __opbox_op::Arity<3usize>>() {}",
+            "arg2::<__opbox_op::Op, <f64 as ::opbox::__private::RustParam>::Schema>();",
+            "<Result<Tensor> as ::opbox::__private::KernelReturn>::Schema",
+            "unsafe extern \"C\" fn __opbox_boxed(",
+            "key: ::opbox::__private::DispatchKey::CPU,",
+            "op: <__opbox_op::Op as ::opbox::__private::OpSpec>::NAME,",
+        ],
+    );
 }
 
 #[test]
@@ -169,16 +175,12 @@ fn an_impl_reports_its_key_and_every_bad_kernel_together_and_keeps_the_module() 
 
 #[test]
 fn list_and_optional_forms_wrap_the_element_markers() {
-    let out = pretty(library::expand(
-        quote!(mylib),
-        quote! {
-            fn mylib(m: &mut Library) {
-                m.def("f(str[] names, ScalarType[] dtypes, Tensor(a!)? out) -> int[]");
-            }
-        },
-        Kind::Library,
-    ));
-    for expected in [
+    let out = mylib(quote! {
+        m.def("f(str[] names, ScalarType[] dtypes, Tensor(a!)? out) -> int[]");
+    });
+    assert_has_all(
+        &out,
+        &[
         "impl Arg0<::opbox::__private::ty::List<::opbox::__private::ty::Str>> for Op {}",
         "impl Arg1<::opbox::__private::ty::List<::opbox::__private::ty::ScalarType>> for Op {}",
         "impl Arg2<::opbox::__private::ty::Optional<::opbox::__private::ty::TensorRef>> for Op {}",
@@ -187,8 +189,7 @@ fn list_and_optional_forms_wrap_the_element_markers() {
         "taken as `&[&str]` or `Vec<&str>` or `&[String]` or `Vec<String>`",
         "taken as `Vec<DType>`",
         "taken as `Option<&Tensor>`",
-    ] {
-        assert_has(&out, expected);
-    }
+        ],
+    );
     assert!(!out.contains("TensorVal"), "{out}");
 }

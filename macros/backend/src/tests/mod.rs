@@ -28,6 +28,12 @@ fn assert_has(out: &str, expected: &str) {
     assert!(has(out, expected), "missing `{expected}` in:\n{out}");
 }
 
+fn assert_has_all(out: &str, expected: &[&str]) {
+    for e in expected {
+        assert_has(out, e);
+    }
+}
+
 fn pretty(tokens: TokenStream) -> String {
     match syn::parse2::<syn::File>(tokens.clone()) {
         Ok(file) => prettyplease::unparse(&file),

@@ -2,7 +2,7 @@
 
 use quote::quote;
 
-use super::{assert_has, compile_errors, has, pretty};
+use super::{assert_has, assert_has_all, compile_errors, has, pretty};
 
 #[test]
 fn exposed_fields_skip_the_skipped_and_keep_their_offsets() {
@@ -11,7 +11,9 @@ fn exposed_fields_skip_the_skipped_and_keep_their_offsets() {
         #[native(name = "::img::Image")]
         struct Image { handle: Handle, #[native(skip)] cookie: u32, tint: [Color; 2] }
     }));
-    for expected in [
+    assert_has_all(
+        &out,
+        &[
         "unsafe impl ::opbox::__private::native::NativeType for Image",
         "native_name: \"::img::Image\"",
         "initializer: ::opbox::__private::native::Initializer::None",
@@ -20,9 +22,8 @@ fn exposed_fields_skip_the_skipped_and_keep_their_offsets() {
         "::core::mem::offset_of!(Image, tint) >= ::core::mem::offset_of!(Image, handle)",
         "impl ::opbox::__private::native::NativeField for Image",
         "::opbox::__private::native::NativeTypeRegistration",
-    ] {
-        assert!(has(&out, expected), "missing `{expected}` in:\n{out}");
-    }
+        ],
+    );
     assert!(!has(&out, "\"cookie\""), "{out}");
 }
 
@@ -33,14 +34,13 @@ fn an_opaque_tuple_struct_exposes_nothing() {
         #[native(name = "img::Handle", opaque)]
         struct Handle(u64);
     }));
-    assert!(
-        has(
-            &out,
-            "initializer: ::opbox::__private::native::Initializer::Opaque"
-        ),
-        "{out}"
+    assert_has_all(
+        &out,
+        &[
+            "initializer: ::opbox::__private::native::Initializer::Opaque",
+            "fields: &[]",
+        ],
     );
-    assert!(has(&out, "fields: &[]"), "{out}");
     assert!(!has(&out, "__OpboxNativeField0"), "{out}");
 }
 
@@ -54,19 +54,17 @@ fn a_builtin_keeps_its_body_as_the_cpu_build_and_a_declaration_has_no_fn() {
             }
         ),
     ));
-    for expected in [
-        "pub fn lerp(a: f32, b: f32, t: f32) -> f32",
-        "pub const __opbox_builtin_lerp: &'static ::opbox::__private::native::BuiltinDecl",
-        "native_name: \"::m::lerp\"",
-        "name: \"t\", ty: <f32 as __OpboxBuiltinType2>::FIELD_TYPE",
-        "ret: ::core::option::Option::Some(<f32 as __OpboxBuiltinType3>::FIELD_TYPE)",
-        "::opbox::__private::native::BuiltinRegistration",
-    ] {
-        assert!(
-            has(&with_body, expected),
-            "missing `{expected}` in:\n{with_body}"
-        );
-    }
+    assert_has_all(
+        &with_body,
+        &[
+            "pub fn lerp(a: f32, b: f32, t: f32) -> f32",
+            "pub const __opbox_builtin_lerp: &'static ::opbox::__private::native::BuiltinDecl",
+            "native_name: \"::m::lerp\"",
+            "name: \"t\", ty: <f32 as __OpboxBuiltinType2>::FIELD_TYPE",
+            "ret: ::core::option::Option::Some(<f32 as __OpboxBuiltinType3>::FIELD_TYPE)",
+            "::opbox::__private::native::BuiltinRegistration",
+        ],
+    );
     let decl = pretty(crate::builtin::expand(
         quote!(native = "m::touch"),
         quote!(
@@ -74,7 +72,7 @@ fn a_builtin_keeps_its_body_as_the_cpu_build_and_a_declaration_has_no_fn() {
         ),
     ));
     assert!(!has(&decl, "fn touch"), "{decl}");
-    assert!(has(&decl, "ret: ::core::option::Option::None"), "{decl}");
+    assert_has(&decl, "ret: ::core::option::Option::None");
 }
 
 #[test]
@@ -84,16 +82,17 @@ fn a_kernel_arg_implements_the_traits_through_the_private_paths() {
         #[kernel_arg(name = "ops::Params")]
         struct Params { scale: f32, bias: [f32; 4] }
     }));
-    for expected in [
-        "impl ::opbox::__private::cuda::KernelArgStruct for Params",
-        "native_name: \"ops::Params\"",
-        "initializer: ::opbox::__private::native::Initializer::Generated",
-        "name: \"bias\", ty: <[f32; 4] as __OpboxKernelArgField1>::FIELD_TYPE",
-        "impl ::opbox::__private::cuda::KernelArg for Params",
-        "::opbox::__private::cuda::DerivedKernelArg",
-    ] {
-        assert_has(&out, expected);
-    }
+    assert_has_all(
+        &out,
+        &[
+            "impl ::opbox::__private::cuda::KernelArgStruct for Params",
+            "native_name: \"ops::Params\"",
+            "initializer: ::opbox::__private::native::Initializer::Generated",
+            "name: \"bias\", ty: <[f32; 4] as __OpboxKernelArgField1>::FIELD_TYPE",
+            "impl ::opbox::__private::cuda::KernelArg for Params",
+            "::opbox::__private::cuda::DerivedKernelArg",
+        ],
+    );
     assert!(!out.contains("::opbox::cuda"), "{out}");
 }
 
