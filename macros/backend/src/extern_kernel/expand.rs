@@ -174,21 +174,7 @@ pub(super) fn emit(
         let kind = class_tokens(&p.class);
         quote!(::opbox::__private::cuda::Param::new(#name, #kind))
     });
-    let sources = files.iter().map(|f| {
-        let name = &f.name;
-        let path = f.path.display().to_string();
-        let edges = f.includes.iter().map(|e| {
-            let (line, file) = (e.line, e.file);
-            quote!(::opbox::__private::cuda::IncludeEdge { line: #line, file: #file })
-        });
-        quote! {
-            ::opbox::__private::cuda::SourceFile {
-                name: ::opbox::__private::Cow::Borrowed(#name),
-                content: ::opbox::__private::Cow::Borrowed(::core::include_str!(#path)),
-                includes: ::opbox::__private::Cow::Borrowed(&[#(#edges),*]),
-            }
-        }
-    });
+    let sources = files.iter().map(source_file);
     let options = args
         .options
         .iter()
@@ -219,60 +205,15 @@ pub(super) fn emit(
             runtime_params.push(quote!(#name: #ty));
         }
     }
-    let n_const = const_args.len();
-    // With #[constexpr] params: `specialize(constexprs…)` fixes them once and gives a launcher
-    // that takes the runtime params only (CuTe's compiled function, which excludes its
-    // Constexpr args): passing a constexpr to it is a rustc arity error.
-    let specialized = (n_const > 0).then(|| {
-        let doc = format!(
-            " `{rust_name}` with its #[constexpr] params fixed: `launch` takes the runtime params only."
-        );
-        quote! {
-            #[doc = #doc]
-            #[derive(Clone, Copy, Debug)]
-            pub struct Specialized {
-                values: [::opbox::__private::cuda::ConstValue; #n_const],
-            }
-
-            /// Fixes the #[constexpr] params (one specialization, compiled at its first launch and
-            /// cached in memory and on disk); the result launches with the runtime params only.
-            #[inline]
-            pub fn specialize(#(#const_params),*) -> Specialized {
-                Specialized { values: [#(#const_args),*] }
-            }
-
-            impl Specialized {
-                /// The constexpr values, in declaration order.
-                pub fn values(&self) -> &[::opbox::__private::cuda::ConstValue] {
-                    &self.values
-                }
-
-                #[doc = #c_signature_doc]
-                #[allow(clippy::too_many_arguments)]
-                #[inline]
-                pub fn launch(&self, cfg: ::opbox::__private::cuda::LaunchConfig, #(#runtime_params),*) -> ::opbox::__private::Result<()> {
-                    ::opbox::__private::cuda::launch(&HANDLE, &cfg, &[#(#launch_args),*], &self.values)
-                }
-            }
-        }
+    let specialized = (!const_args.is_empty()).then(|| {
+        specialized(
+            &rust_name,
+            &c_signature_doc,
+            (&const_params, &const_args),
+            (&runtime_params, &launch_args),
+        )
     });
-    let build = match &args.build {
-        None => quote!(::core::option::Option::None),
-        Some(path) => {
-            let shown = quote!(#path).to_string().replace(' ', "");
-            quote! {
-                ::core::option::Option::Some(::opbox::__private::cuda::BuildRef {
-                    path: #shown,
-                    get: {
-                        fn __opbox_build_options() -> &'static ::opbox::__private::BuildOptions {
-                            &#path
-                        }
-                        __opbox_build_options
-                    },
-                })
-            }
-        }
-    };
+    let build = build_ref(args.build.as_ref());
     let abi = if args.constant_params {
         quote!(::opbox::__private::cuda::EntryAbi::ConstantParams)
     } else {
@@ -326,6 +267,88 @@ pub(super) fn emit(
             #[inline]
             pub fn launch(cfg: ::opbox::__private::cuda::LaunchConfig, #(#fn_params),*) -> ::opbox::__private::Result<()> {
                 ::opbox::__private::cuda::launch(&HANDLE, &cfg, &[#(#launch_args),*], &[#(#const_args),*])
+            }
+        }
+    }
+}
+
+/// A closure file, its content embedded with `include_str!` so cargo rebuilds when it changes.
+fn source_file(f: &ScannedFile) -> TokenStream {
+    let name = &f.name;
+    let path = f.path.display().to_string();
+    let edges = f.includes.iter().map(|e| {
+        let (line, file) = (e.line, e.file);
+        quote!(::opbox::__private::cuda::IncludeEdge { line: #line, file: #file })
+    });
+    quote! {
+        ::opbox::__private::cuda::SourceFile {
+            name: ::opbox::__private::Cow::Borrowed(#name),
+            content: ::opbox::__private::Cow::Borrowed(::core::include_str!(#path)),
+            includes: ::opbox::__private::Cow::Borrowed(&[#(#edges),*]),
+        }
+    }
+}
+
+/// `build = path::to::OPTIONS` as a `BuildRef`: the path for messages and a fn that reads it.
+fn build_ref(path: Option<&syn::Path>) -> TokenStream {
+    match path {
+        None => quote!(::core::option::Option::None),
+        Some(path) => {
+            let shown = quote!(#path).to_string().replace(' ', "");
+            quote! {
+                ::core::option::Option::Some(::opbox::__private::cuda::BuildRef {
+                    path: #shown,
+                    get: {
+                        fn __opbox_build_options() -> &'static ::opbox::__private::BuildOptions {
+                            &#path
+                        }
+                        __opbox_build_options
+                    },
+                })
+            }
+        }
+    }
+}
+
+/// With #[constexpr] params: `specialize(constexprs…)` fixes them once and gives a launcher that
+/// takes the runtime params only (CuTe's compiled function, which excludes its Constexpr args):
+/// passing a constexpr to it is a rustc arity error. Each pair is (params, the values they
+/// become).
+fn specialized(
+    rust_name: &str,
+    launch_doc: &str,
+    (const_params, const_args): (&[TokenStream], &[TokenStream]),
+    (runtime_params, launch_args): (&[TokenStream], &[TokenStream]),
+) -> TokenStream {
+    let n_const = const_args.len();
+    let doc = format!(
+        " `{rust_name}` with its #[constexpr] params fixed: `launch` takes the runtime params only."
+    );
+    quote! {
+        #[doc = #doc]
+        #[derive(Clone, Copy, Debug)]
+        pub struct Specialized {
+            values: [::opbox::__private::cuda::ConstValue; #n_const],
+        }
+
+        /// Fixes the #[constexpr] params (one specialization, compiled at its first launch and
+        /// cached in memory and on disk); the result launches with the runtime params only.
+        #[inline]
+        pub fn specialize(#(#const_params),*) -> Specialized {
+            Specialized { values: [#(#const_args),*] }
+        }
+
+        impl Specialized {
+            /// The constexpr values, in declaration order.
+            pub fn values(&self) -> &[::opbox::__private::cuda::ConstValue] {
+                &self.values
+            }
+
+            #[doc = #launch_doc]
+            #[allow(clippy::too_many_arguments)]
+            #[inline]
+            pub fn launch(&self, cfg: ::opbox::__private::cuda::LaunchConfig, #(#runtime_params),*) -> ::opbox::__private::Result<()> {
+                ::opbox::__private::cuda::launch(&HANDLE, &cfg, &[#(#launch_args),*], &self.values)
             }
         }
     }

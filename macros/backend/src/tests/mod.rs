@@ -34,11 +34,19 @@ fn assert_has_all(out: &str, expected: &[&str]) {
     }
 }
 
+/// The expansion as Rust source, checked on the way: it parses, and every opbox path it names
+/// is a private re-export (`::opbox::__private::…`), the facade's contract with the macros.
 fn pretty(tokens: TokenStream) -> String {
-    match syn::parse2::<syn::File>(tokens.clone()) {
+    let out = match syn::parse2::<syn::File>(tokens.clone()) {
         Ok(file) => prettyplease::unparse(&file),
         Err(e) => panic!("expansion is not valid Rust ({e}):\n{tokens}"),
-    }
+    };
+    let compact = squash(&out);
+    let public = compact
+        .match_indices("::opbox::")
+        .any(|(i, m)| !compact[i + m.len()..].starts_with("__private::"));
+    assert!(!public, "a public opbox path in:\n{out}");
+    out
 }
 
 /// The messages of the `compile_error!`s in an expansion, in order.

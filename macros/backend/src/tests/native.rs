@@ -93,7 +93,6 @@ fn a_kernel_arg_implements_the_traits_through_the_private_paths() {
             "::opbox::__private::cuda::DerivedKernelArg",
         ],
     );
-    assert!(!out.contains("::opbox::cuda"), "{out}");
 }
 
 #[test]
