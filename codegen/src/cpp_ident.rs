@@ -3,11 +3,13 @@
 
 /// `[A-Za-z_][A-Za-z0-9_]*`, ASCII only.
 pub fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
+    starts_an_identifier(name) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn starts_an_identifier(name: &str) -> bool {
+    name.chars()
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Warp's rule for native names, `^(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*$` (ASCII): identifiers
@@ -23,11 +25,9 @@ pub fn is_qualified_name(name: &str) -> bool {
 pub fn is_type_spelling(name: &str) -> bool {
     !name.is_empty()
         && name.split("::").all(|part| {
-            let mut chars = part.chars();
-            chars
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && chars
+            starts_an_identifier(part)
+                && part
+                    .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '<' | '>' | ',' | ' '))
         })
 }

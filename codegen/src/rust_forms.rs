@@ -65,15 +65,9 @@ impl RustForm {
     /// words, as in `&'a str`).
     pub fn spelling(&self) -> String {
         let chars: Vec<char> = self.tokens.chars().collect();
-        let word = |c: Option<&char>| c.is_some_and(|c| c.is_alphanumeric() || *c == '_');
-        chars
-            .iter()
-            .enumerate()
-            .filter(|&(i, c)| {
-                !c.is_whitespace()
-                    || (word(i.checked_sub(1).and_then(|j| chars.get(j))) && word(chars.get(i + 1)))
-            })
-            .map(|(_, c)| c)
+        (0..chars.len())
+            .filter(|&i| !chars[i].is_whitespace() || between_words(&chars, i))
+            .map(|i| chars[i])
             .collect()
     }
 
@@ -85,15 +79,10 @@ impl RustForm {
 
     /// A wrapper's form with the element spelled out: `Vec<T>` of `i64` is `Vec<i64>`.
     pub fn wrap(&self, element: &str) -> String {
-        let spelling = self.spelling();
-        let chars: Vec<char> = spelling.chars().collect();
-        let is_word = |i: Option<usize>| {
-            i.and_then(|i| chars.get(i))
-                .is_some_and(|c| c.is_alphanumeric() || *c == '_')
-        };
+        let chars: Vec<char> = self.spelling().chars().collect();
         let mut out = String::new();
         for (i, &c) in chars.iter().enumerate() {
-            if c == 'T' && !is_word(i.checked_sub(1)) && !is_word(Some(i + 1)) {
+            if c == 'T' && !word_at(&chars, i.checked_sub(1)) && !word_at(&chars, Some(i + 1)) {
                 out.push_str(element);
             } else {
                 out.push(c);
@@ -101,6 +90,17 @@ impl RustForm {
         }
         out
     }
+}
+
+/// Whether `chars[i]` stands between two word characters.
+fn between_words(chars: &[char], i: usize) -> bool {
+    word_at(chars, i.checked_sub(1)) && word_at(chars, Some(i + 1))
+}
+
+/// Whether there is a word character (part of an identifier) at `i`.
+fn word_at(chars: &[char], i: Option<usize>) -> bool {
+    i.and_then(|i| chars.get(i))
+        .is_some_and(|c| c.is_alphanumeric() || *c == '_')
 }
 
 /// The Rust forms of one schema type, in the order messages list them.

@@ -21,7 +21,7 @@ pub(super) fn collect(func: &ItemFn, ns: Option<&str>, errors: &mut Errors) -> V
     for stmt in &func.block.stmts {
         match stmt {
             Stmt::Expr(expr, _) => collect_calls(expr, &mut literals, errors),
-            other => errors.push(syn::Error::new(other.span(), BODY_ONLY_DEFS)),
+            other => errors.at(other.span(), BODY_ONLY_DEFS),
         }
     }
     let mut ops: Vec<OpDef> = Vec::new();
@@ -36,10 +36,10 @@ pub(super) fn collect(func: &ItemFn, ns: Option<&str>, errors: &mut Errors) -> V
         };
         if let (Some(explicit), Some(ns)) = (&schema.name.namespace, ns) {
             if explicit != ns {
-                errors.push(syn::Error::new(
+                errors.at(
                     lit.span(),
                     format!("this schema names namespace `{explicit}`, but it is inside #[stable_library({ns})]: drop the `{explicit}::` prefix or move it to the library for `{explicit}`"),
-                ));
+                );
                 continue;
             }
         }
@@ -52,7 +52,7 @@ pub(super) fn collect(func: &ItemFn, ns: Option<&str>, errors: &mut Errors) -> V
             } else {
                 format!("operator `{full}` is already defined in this library; give this one an overload name, e.g. `{}.other(...)`", schema.name.name)
             };
-            errors.push(syn::Error::new(lit.span(), message));
+            errors.at(lit.span(), message);
             continue;
         }
         seen.insert(marker.clone(), lit.clone());
@@ -73,30 +73,27 @@ fn collect_calls(expr: &Expr, out: &mut Vec<LitStr>, errors: &mut Errors) {
         ..
     }) = expr
     else {
-        errors.push(syn::Error::new(expr.span(), BODY_ONLY_DEFS));
+        errors.at(expr.span(), BODY_ONLY_DEFS);
         return;
     };
     if let Expr::MethodCall(_) = receiver.as_ref() {
         collect_calls(receiver, out, errors);
     }
     if method != "def" {
-        errors.push(syn::Error::new(
+        errors.at(
             method.span(),
             format!("unknown library method `{method}`; use `m.def(\"schema\")`"),
-        ));
+        );
         return;
     }
     match (args.len(), args.first()) {
         (1, Some(Expr::Lit(lit))) => match &lit.lit {
             Lit::Str(s) => out.push(s.clone()),
-            other => errors.push(syn::Error::new(
-                other.span(),
-                "m.def takes the schema as a string literal",
-            )),
+            other => errors.at(other.span(), "m.def takes the schema as a string literal"),
         },
-        _ => errors.push(syn::Error::new(
+        _ => errors.at(
             args.span(),
             "m.def takes one string literal, the schema, so it can be checked at compile time",
-        )),
+        ),
     }
 }
