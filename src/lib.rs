@@ -105,11 +105,6 @@ pub mod cuda {
 
     /// The CUDA code model (declarations, emitter, cache key), for tools and tests.
     pub use opbox_codegen::cuda as codegen;
-
-    // Transitional: the macros' expansions still name these here until they go through
-    // `__private` (in progress); not part of the API.
-    #[doc(hidden)]
-    pub use opbox_runtime::kernel::*;
 }
 
 /// Ahead-of-time compilation: `opbox::aot::compile(&[(&k::DECL).into()], &targets)` for chosen
@@ -178,6 +173,7 @@ pub mod __private {
     pub use opbox_runtime::schema;
     pub use opbox_runtime::typemap::{ty, KernelReturn, RustParam};
     pub use opbox_runtime::Site;
+    pub use opbox_runtime::{BuildOptions, DispatchKey, Result, StableValue, Tensor};
     pub use std::borrow::Cow;
 
     /// What `#[derive(NativeType)]` and `#[builtin]` expansions name.
@@ -195,6 +191,10 @@ pub mod __private {
             BuildRef, ConstValue, ConstexprStyle, ElemType, EntryAbi, EnumParam, IncludeEdge,
             KernelDecl, NativeParam, Param, ParamKind, ScalarType, SourceFile,
         };
-        pub use opbox_runtime::kernel::{ExternKernelRegistration, KernelArg, LaunchArg};
+        pub use opbox_runtime::kernel::{
+            launch, ConstexprArg, ConstexprEnum, DerivedKernelArg, ExternKernelRegistration,
+            KernelArg, KernelArgStruct, KernelHandle, LaunchArg, LaunchConfig, NativeBytes,
+            OwnedArg,
+        };
     }
 }

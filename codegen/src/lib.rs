@@ -5,7 +5,10 @@
 
 pub mod build_options;
 pub mod builtin;
+pub mod cpp_ident;
 pub mod cuda;
+pub mod dispatch_key;
 pub mod native;
+pub mod rust_forms;
 pub mod schema;
 pub mod types;

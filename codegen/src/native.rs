@@ -11,6 +11,8 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
+use crate::cpp_ident;
+
 pub use crate::types::NativeScalar;
 
 /// The type of one exposed field: a scalar, a fixed array, or another native type.
@@ -194,26 +196,15 @@ impl fmt::Display for NativeNameError {
 
 impl std::error::Error for NativeNameError {}
 
-/// Checks Warp's rule, `^(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*$` (ASCII), without a regex.
+/// Checks Warp's rule ([`cpp_ident::is_qualified_name`]).
 pub fn validate_native_name(name: &str) -> Result<(), NativeNameError> {
-    let err = || NativeNameError {
-        name: name.to_string(),
-    };
-    let rest = name.strip_prefix("::").unwrap_or(name);
-    if rest.is_empty() {
-        return Err(err());
+    if cpp_ident::is_qualified_name(name) {
+        Ok(())
+    } else {
+        Err(NativeNameError {
+            name: name.to_string(),
+        })
     }
-    for part in rest.split("::") {
-        let mut chars = part.chars();
-        match chars.next() {
-            Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
-            _ => return Err(err()),
-        }
-        if !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(err());
-        }
-    }
-    Ok(())
 }
 
 /// A validated native function name, split as Warp splits it: `my_addon::scale` is namespace

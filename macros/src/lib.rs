@@ -1,24 +1,9 @@
-//! opbox's attribute macros. Each is parse → model (opbox-codegen) → validate → expand; on
-//! error the original item is emitted too, so one mistake gives one error and the IDE keeps
-//! working.
+//! opbox's attribute macros: only the entry points. Each is one call into opbox-macros-backend,
+//! which does the work (parse → model → validate → expand) on `proc_macro2` tokens, where it can
+//! be tested in process.
 
+use opbox_macros_backend as backend;
 use proc_macro::TokenStream;
-
-mod builtin;
-mod errors;
-mod extern_kernel;
-mod kernel_arg;
-mod library;
-mod naming;
-#[cfg(test)]
-mod native_tests;
-mod native_type;
-mod rust_forms;
-mod schema_error;
-mod schema_tokens;
-mod stable_impl;
-#[cfg(test)]
-mod tests;
 
 /// Defines the namespace's ops from `m.def("schema")` calls, checked at compile time.
 ///
@@ -32,7 +17,7 @@ mod tests;
 /// (`mylib::axpby`), which `#[stable_impl(mylib, KEY)]` checks kernel signatures against.
 #[proc_macro_attribute]
 pub fn stable_library(attr: TokenStream, item: TokenStream) -> TokenStream {
-    library::expand(attr.into(), item.into(), library::Kind::Library).into()
+    backend::stable_library(attr.into(), item.into()).into()
 }
 
 /// More ops for a namespace that a `#[stable_library]` defines elsewhere. Like a library, it
@@ -40,14 +25,14 @@ pub fn stable_library(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// gives `mod more`, so its kernels are `#[stable_impl(more, CPU)]`.
 #[proc_macro_attribute]
 pub fn stable_fragment(attr: TokenStream, item: TokenStream) -> TokenStream {
-    library::expand(attr.into(), item.into(), library::Kind::Fragment).into()
+    backend::stable_fragment(attr.into(), item.into()).into()
 }
 
 /// Registers kernels for one dispatch key: on a module, every `fn` in it implements the op of
 /// the same name; on a single fn, `#[stable_impl(mylib::axpby, CPU)]` names the op.
 #[proc_macro_attribute]
 pub fn stable_impl(attr: TokenStream, item: TokenStream) -> TokenStream {
-    stable_impl::expand(attr.into(), item.into()).into()
+    backend::stable_impl(attr.into(), item.into()).into()
 }
 
 /// Declares a hand-written CUDA C++ kernel, called through a checked launch stub.
@@ -66,7 +51,14 @@ pub fn stable_impl(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// specialization. NVRTC checks the C++ entry's signature against this declaration.
 #[proc_macro_attribute]
 pub fn extern_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    extern_kernel::expand(attr.into(), item.into()).into()
+    // The declaring file comes from the compiler, which only a proc-macro crate may ask.
+    let declaring_file = || proc_macro::Span::call_site().local_file();
+    backend::extern_kernel(
+        attr.into(),
+        item.into(),
+        &backend::CompilerFiles(declaring_file),
+    )
+    .into()
 }
 
 /// A `#[repr(C)]` struct with a C++ twin of the same layout: `#[native(name = "my_addon::Color",
@@ -79,7 +71,7 @@ pub fn extern_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// schema.
 #[proc_macro_derive(NativeType, attributes(native))]
 pub fn derive_native_type(item: TokenStream) -> TokenStream {
-    native_type::expand(item.into()).into()
+    backend::derive_native_type(item.into()).into()
 }
 
 /// Declares a C++ device function with a Rust signature: `#[builtin(native = "my_addon::scale")]
@@ -88,7 +80,7 @@ pub fn derive_native_type(item: TokenStream) -> TokenStream {
 /// with another return type or native function are an error naming both sites.
 #[proc_macro_attribute]
 pub fn builtin(attr: TokenStream, item: TokenStream) -> TokenStream {
-    builtin::expand(attr.into(), item.into()).into()
+    backend::builtin(attr.into(), item.into()).into()
 }
 
 /// A plain `#[repr(C)]` struct passed to kernels by value: opbox emits a C++ struct that mirrors
@@ -96,12 +88,12 @@ pub fn builtin(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// sources, and checks its layout with the native types' `static_assert`s.
 #[proc_macro_derive(KernelArg, attributes(kernel_arg))]
 pub fn derive_kernel_arg(item: TokenStream) -> TokenStream {
-    kernel_arg::expand_kernel_arg(item.into()).into()
+    backend::derive_kernel_arg(item.into()).into()
 }
 
 /// An enum for `#[constexpr]` parameters: each unit variant names a C++ type
 /// (`#[cpp = "my_ns::Relu"]`), which becomes the kernel's template argument.
 #[proc_macro_derive(ConstexprEnum, attributes(cpp))]
 pub fn derive_constexpr_enum(item: TokenStream) -> TokenStream {
-    kernel_arg::expand_constexpr_enum(item.into()).into()
+    backend::derive_constexpr_enum(item.into()).into()
 }

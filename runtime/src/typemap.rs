@@ -1,23 +1,11 @@
-//! The one table from schema types to Rust types, as traits, so rustc checks every kernel
-//! signature against its schema.
+//! The schema-to-Rust table as traits, so rustc checks every kernel signature against its
+//! schema.
 //!
 //! [`RustParam`] maps a Rust parameter type to a marker in [`ty`]; `#[stable_library]` says,
 //! per op and argument, which markers fit the schema type; `#[stable_impl]` asks rustc whether
-//! the kernel's types do. The same goes for returns through [`KernelReturn`].
-//!
-//! | schema      | parameter                | return          |
-//! |-------------|--------------------------|-----------------|
-//! | Tensor      | `&Tensor`, `Tensor`      | `Tensor`        |
-//! | Tensor(a!)  | `&Tensor`                | `Tensor`        |
-//! | int         | `i64`                    | `i64`           |
-//! | float       | `f64`                    | `f64`           |
-//! | bool        | `bool`                   | `bool`          |
-//! | str         | `&str`, `String`         | `String`        |
-//! | ScalarType  | `DType`                  | `DType`         |
-//! | Device      | `Device`                 | `Device`        |
-//! | Scalar      | `Scalar`                 | `Scalar`        |
-//! | T[]         | `&[T]`, `Vec<T>`         | `Vec<T>`        |
-//! | T?          | `Option<T>`              | `Option<T>`     |
+//! the kernel's types do. The same goes for returns through [`KernelReturn`]. The impls are built
+//! from `opbox_codegen::rust_forms!`, the table the macros read too (which types fit each schema
+//! type is listed there).
 
 use crate::dispatch::KernelOutputs;
 use crate::value::{FromStable, IntoStable, Mismatch, StableValue};
@@ -62,23 +50,23 @@ pub trait ReturnValue: IntoStable {
     type Schema;
 }
 
-macro_rules! map {
-    ($($rust:ty => $schema:ty),+ $(,)?) => {$(
-        impl RustParam for $rust { type Schema = $schema; }
-    )+};
+/// One `RustParam` / `ReturnValue` impl per row of the table, naming the row's marker.
+macro_rules! impl_rust_forms {
+    (
+        base { $($base:ident: param [$($p:ty => $pm:ident),+], ret [$($r:ty => $rm:ident),+], typed_list $typed:literal;)+ }
+        wrap { $($w:ident: param [$($wp:ty),+], ret [$($wr:ty),+];)+ }
+    ) => {
+        $(
+            $(impl RustParam for $p { type Schema = ty::$pm; })+
+            $(impl ReturnValue for $r { type Schema = ty::$rm; })+
+        )+
+        $(
+            $(impl<T: RustParam> RustParam for $wp { type Schema = ty::$w<T::Schema>; })+
+            $(impl<T: ReturnValue> ReturnValue for $wr { type Schema = ty::$w<T::Schema>; })+
+        )+
+    };
 }
-map! {
-    &Tensor => ty::TensorRef,
-    Tensor => ty::TensorVal,
-    i64 => ty::Int,
-    f64 => ty::Float,
-    bool => ty::Bool,
-    &str => ty::Str,
-    String => ty::Str,
-    DType => ty::ScalarType,
-    Device => ty::Device,
-    Scalar => ty::Scalar,
-}
+opbox_codegen::rust_forms!(impl_rust_forms);
 
 // Rust types with no schema type. `#[stable_impl]`'s signature check rejects them at compile
 // time with a message naming the op and argument; their `FromStable` impls never unbox anything
@@ -94,38 +82,6 @@ macro_rules! not_schema {
     )+};
 }
 not_schema!(f32, i8, i16, i32, u8, u16, u32, u64, usize, isize, char);
-
-impl<T: RustParam> RustParam for Option<T> {
-    type Schema = ty::Optional<T::Schema>;
-}
-impl<T: RustParam> RustParam for Vec<T> {
-    type Schema = ty::List<T::Schema>;
-}
-impl<T: RustParam> RustParam for &[T] {
-    type Schema = ty::List<T::Schema>;
-}
-
-macro_rules! ret {
-    ($($rust:ty => $schema:ty),+ $(,)?) => {$(
-        impl ReturnValue for $rust { type Schema = $schema; }
-    )+};
-}
-ret! {
-    Tensor => ty::TensorVal,
-    i64 => ty::Int,
-    f64 => ty::Float,
-    bool => ty::Bool,
-    String => ty::Str,
-    DType => ty::ScalarType,
-    Device => ty::Device,
-    Scalar => ty::Scalar,
-}
-impl<T: ReturnValue> ReturnValue for Option<T> {
-    type Schema = ty::Optional<T::Schema>;
-}
-impl<T: ReturnValue> ReturnValue for Vec<T> {
-    type Schema = ty::List<T::Schema>;
-}
 
 /// What a kernel function returns: one value, a tuple, `()`, or any of them in a `Result`
 /// whose error converts into `opbox::Error`.

@@ -16,127 +16,126 @@
 //! accepts an identical declaration again and refuses the same inputs with another return type
 //! or native function, naming both sites.
 
-use crate::errors::Errors;
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
-use syn::parse::{Parse, ParseStream};
+use quote::{format_ident, quote};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{FnArg, ForeignItemFn, ItemFn, LitStr, Pat, ReturnType, Signature, Visibility};
 
 use opbox_codegen::native::validate_native_name;
 
+use crate::diagnostic::{field_type_of, field_type_trait};
+use crate::errors::{with_item, Errors};
+use crate::naming::unraw;
+use crate::paths;
+
 struct Args {
     native: LitStr,
 }
 
-impl Parse for Args {
-    fn parse(input: ParseStream) -> syn::Result<Args> {
-        let mut native = None;
-        let meta = input.parse_terminated(syn::Meta::parse, syn::Token![,])?;
-        for m in meta {
-            match &m {
-                syn::Meta::NameValue(nv) if nv.path.is_ident("native") => match &nv.value {
-                    syn::Expr::Lit(syn::ExprLit {
-                        lit: syn::Lit::Str(s),
-                        ..
-                    }) => native = Some(s.clone()),
-                    other => {
-                        return Err(syn::Error::new(
-                            other.span(),
-                            "`native` takes a string: native = \"my_addon::scale\"",
-                        ))
-                    }
-                },
-                _ => {
-                    return Err(syn::Error::new(
-                        m.span(),
-                        "unknown #[builtin] argument: expected native = \"ns::function\"",
-                    ))
-                }
-            }
+/// The attribute's arguments, with every wrong one reported.
+fn parse_args(attr: TokenStream, errors: &mut Errors) -> Option<Args> {
+    let meta = errors.ok(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated.parse2(attr))?;
+    let mut native = None;
+    for m in meta {
+        match &m {
+            syn::Meta::NameValue(nv) if nv.path.is_ident("native") => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => native = Some(s.clone()),
+                other => errors.at(
+                    other.span(),
+                    "`native` takes a string: native = \"my_addon::scale\"",
+                ),
+            },
+            _ => errors.at(
+                m.span(),
+                "unknown #[builtin] argument: expected native = \"ns::function\"",
+            ),
         }
-        native.map(|native| Args { native }).ok_or_else(|| {
-            syn::Error::new(
-                Span::call_site(),
-                "#[builtin] needs the C++ function's name: #[builtin(native = \"my_addon::scale\")]",
-            )
-        })
     }
+    if native.is_none() && errors.is_empty() {
+        errors.at(
+            Span::call_site(),
+            "#[builtin] needs the C++ function's name: #[builtin(native = \"my_addon::scale\")]",
+        );
+    }
+    native.map(|native| Args { native })
 }
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     match try_expand(attr, item.clone()) {
         Ok(tokens) => tokens,
-        // The item too, so that one mistake is one error and the IDE keeps the fn.
-        Err(e) => {
-            let e = e.to_compile_error();
-            match syn::parse2::<ItemFn>(item) {
-                Ok(f) => quote!(#f #e),
-                Err(_) => e,
-            }
-        }
+        // A fn with a body is valid Rust on its own, so it stays; a declaration is not.
+        Err(e) => match syn::parse2::<ItemFn>(item) {
+            Ok(f) => with_item(e, f),
+            Err(_) => e.to_compile_error(),
+        },
     }
 }
 
 fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let (vis, sig, body) = match syn::parse2::<ItemFn>(item.clone()) {
-        Ok(f) => (f.vis.clone(), f.sig.clone(), Some(f)),
-        Err(_) => {
-            let f = syn::parse2::<ForeignItemFn>(item)?;
-            (f.vis, f.sig, None)
-        }
-    };
     let mut errors = Errors::default();
-    let args = match syn::parse2::<Args>(attr) {
-        Ok(a) => Some(a),
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
+    let args = parse_args(attr, &mut errors);
     if let Some(a) = &args {
         if let Err(e) = validate_native_name(&a.native.value()) {
-            errors.push(syn::Error::new(a.native.span(), e));
+            errors.at(a.native.span(), e);
         }
     }
-    check_sig(&sig, &mut errors);
+    let decl = errors.ok(declaration(item)).map(|(vis, sig, body)| {
+        check_sig(&sig, &mut errors);
+        let params = params(&sig, &mut errors);
+        (vis, sig, body, params)
+    });
+    let (args, (vis, sig, body, params)) = errors.finish_with(args.zip(decl))?;
+    Ok(emit(&vis, &sig, body, &args.native, &params))
+}
+
+/// The fn, with its body (the CPU build) if it has one.
+fn declaration(item: TokenStream) -> syn::Result<(Visibility, Signature, Option<ItemFn>)> {
+    match syn::parse2::<ItemFn>(item.clone()) {
+        Ok(f) => Ok((f.vis.clone(), f.sig.clone(), Some(f))),
+        Err(_) => syn::parse2::<ForeignItemFn>(item).map(|f| (f.vis, f.sig, None)),
+    }
+}
+
+/// `name: Type` per parameter; C++ sees each by name.
+fn params(sig: &Signature, errors: &mut Errors) -> Vec<(syn::Ident, syn::Type)> {
     let mut params = Vec::new();
     for input in &sig.inputs {
         match input {
-            FnArg::Receiver(r) => errors.push(syn::Error::new(
+            FnArg::Receiver(r) => errors.at(
                 r.span(),
                 "a #[builtin] is a free C++ function: it takes no `self`",
-            )),
+            ),
             FnArg::Typed(t) => match &*t.pat {
                 Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
                     params.push((p.ident.clone(), (*t.ty).clone()))
                 }
-                other => errors.push(syn::Error::new(
+                other => errors.at(
                     other.span(),
                     "a #[builtin] parameter is `name: Type`: C++ sees it by name",
-                )),
+                ),
             },
         }
     }
-    errors.finish()?;
-    let Some(args) = args else {
-        return Ok(TokenStream::new());
-    };
-    Ok(emit(&vis, &sig, body, &args.native, &params))
+    params
 }
 
 fn check_sig(sig: &Signature, errors: &mut Errors) {
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        errors.push(syn::Error::new(
+        errors.at(
             sig.generics.span(),
             "a #[builtin] cannot be generic: declare one #[builtin] per signature (same name, other inputs: an overload)",
-        ));
+        );
     }
     if let Some(a) = &sig.asyncness {
-        errors.push(syn::Error::new(a.span, "a #[builtin] cannot be async"));
+        errors.at(a.span, "a #[builtin] cannot be async");
     }
     if let Some(v) = &sig.variadic {
-        errors.push(syn::Error::new(v.span(), "a #[builtin] cannot be variadic"));
+        errors.at(v.span(), "a #[builtin] cannot be variadic");
     }
 }
 
@@ -148,32 +147,20 @@ fn emit(
     params: &[(syn::Ident, syn::Type)],
 ) -> TokenStream {
     let p = quote!(::opbox::__private::native);
-    let name = sig.ident.to_string();
-    let name = name.strip_prefix("r#").unwrap_or(&name).to_string();
+    let name = unraw(&sig.ident);
     let decl_ident = format_ident!("__opbox_builtin_{}", name);
     // One local trait per parameter (and the return), so that rustc's message for a type that
     // cannot cross names the parameter; each forwards to NativeField.
     let mut traits = Vec::new();
     let mut field_type = |what: String, ty: &syn::Type| {
         let tr = format_ident!("__OpboxBuiltinType{}", traits.len());
-        let message = LitStr::new(
+        traits.push(field_type_trait(
+            &tr,
             &format!("{what} of #[builtin] `{name}` is a `{{Self}}`, which cannot cross to C++"),
-            Span::call_site(),
-        );
-        traits.push(quote! {
-            #[diagnostic::on_unimplemented(
-                message = #message,
-                label = "not native-compatible",
-                note = "a #[builtin] takes and returns scalars (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool), half::f16 or half::bf16 (also opbox::native::f16, bf16), #[derive(NativeType)] types, or fixed arrays [T; N] of those"
-            )]
-            trait #tr {
-                const FIELD_TYPE: #p::FieldType;
-            }
-            impl<T: #p::NativeField> #tr for T {
-                const FIELD_TYPE: #p::FieldType = <T as #p::NativeField>::FIELD_TYPE;
-            }
-        });
-        quote_spanned!(ty.span()=> <#ty as #tr>::FIELD_TYPE)
+            "not native-compatible",
+            &["a #[builtin] takes and returns scalars (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool), half::f16 or half::bf16 (also opbox::native::f16, bf16), #[derive(NativeType)] types, or fixed arrays [T; N] of those"],
+        ));
+        field_type_of(ty, &tr)
     };
     let params: Vec<_> = params
         .iter()
@@ -193,6 +180,7 @@ fn emit(
             quote!(::core::option::Option::Some(#ft))
         }
     };
+    let site = paths::site(Span::call_site());
     quote! {
         #body
 
@@ -211,7 +199,7 @@ fn emit(
         ::opbox::__private::inventory::submit! {
             #p::BuiltinRegistration {
                 decl: #decl_ident,
-                site: ::opbox::__private::Site { file: ::core::file!(), line: ::core::line!() },
+                site: #site,
             }
         }
     }

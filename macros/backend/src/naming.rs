@@ -1,5 +1,5 @@
-//! The names the library macro generates and the impl macro refers to. Both sides call these,
-//! so the convention lives in one place.
+//! The names the macros generate and refer to. The library macro and the impl macro both call
+//! these, so each convention lives in one place.
 
 use proc_macro2::{Ident, Span};
 
@@ -38,4 +38,10 @@ pub fn returns_trait(span: Span) -> Ident {
 /// unresolved-import error, with rustc's "a similar name exists" hint, not one per check.
 pub fn op_module(marker: &str, span: Span) -> Ident {
     Ident::new(marker, span)
+}
+
+/// An identifier as C++ and the registry see it: `r#type` is `type`.
+pub fn unraw(ident: &Ident) -> String {
+    let s = ident.to_string();
+    s.strip_prefix("r#").map(str::to_string).unwrap_or(s)
 }

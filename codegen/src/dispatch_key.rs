@@ -1,0 +1,80 @@
+//! The dispatch keys, listed once: `#[stable_impl(.., KEY)]` is checked against this list, and
+//! the runtime's `DispatchKey` is defined from it.
+
+/// Defines a dispatch-key enum from the one list: the variants (in dispatch-table order), `COUNT`,
+/// `ALL`, `index`, `name`, `from_name` and `Display`.
+///
+/// A macro rather than a type the runtime re-exports, so that the runtime's `DispatchKey` is its
+/// own type and keeps its inherent `for_device` (it maps the runtime's `Device`, which this crate
+/// does not know). [`DispatchKey`] here is the same list, for the macros.
+#[macro_export]
+macro_rules! define_dispatch_keys {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident) => {
+        $crate::define_dispatch_keys! {
+            @keys $(#[$meta])* $vis enum $name {
+                /// Kernels for tensors in host memory.
+                CPU,
+                /// Kernels for tensors on a CUDA device.
+                CUDA,
+                /// Kernels that compute only shapes and dtypes, for tensors with no data.
+                Meta,
+                /// The fallback kernel, written in terms of other ops, for every backend.
+                CompositeExplicit,
+            }
+        }
+    };
+    (@keys $(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$doc:meta])* $key:ident,)+ }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        $vis enum $name {
+            $($(#[$doc])* $key,)+
+        }
+
+        impl $name {
+            pub const COUNT: usize = [$(::core::stringify!($key)),+].len();
+            /// Every key, in dispatch-table order ([`Self::index`]).
+            pub const ALL: [$name; $name::COUNT] = [$($name::$key),+];
+
+            pub const fn index(self) -> usize {
+                self as usize
+            }
+
+            /// The key as `#[stable_impl]` spells it.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $($name::$key => ::core::stringify!($key),)+
+                }
+            }
+
+            pub fn from_name(name: &str) -> ::core::option::Option<$name> {
+                Self::ALL.into_iter().find(|k| k.name() == name)
+            }
+        }
+
+        impl ::core::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+define_dispatch_keys! {
+    /// Which kernel of an op runs: the list `#[stable_impl]` accepts.
+    pub enum DispatchKey
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DispatchKey;
+
+    #[test]
+    fn names_round_trip_and_index_the_table() {
+        for (i, key) in DispatchKey::ALL.into_iter().enumerate() {
+            assert_eq!(key.index(), i);
+            assert_eq!(DispatchKey::from_name(key.name()), Some(key));
+        }
+        assert_eq!(DispatchKey::from_name("Cuda"), None);
+    }
+}

@@ -1,0 +1,162 @@
+//! One op's marker module: the marker type with its `OpSpec` (name and schema as static data),
+//! and the traits `#[stable_impl]` checks a kernel's arity, parameters and return against, each
+//! with a message that names the op, the argument and the Rust types that fit.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::OpDef;
+use crate::diagnostic::on_unimplemented;
+use crate::naming;
+use crate::rust_forms::{forms, spelled, Form, Position};
+use crate::schema_tokens;
+
+/// The marker type of one op, its `OpSpec`, and the traits that check kernel signatures.
+pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
+    let span = op.lit.span();
+    let marker_name = &op.marker;
+    let marker = naming::marker_type(span);
+    let schema_expr = schema_tokens::schema(&op.schema, ns);
+    let mut printed = op.schema.clone();
+    printed.name.namespace = Some(ns.to_string().into());
+    let printed = printed.to_string();
+    let full = op.schema.qualified_name(ns);
+    let arity = op.schema.arguments.len();
+    let arity_trait = naming::arity_trait(span);
+    let arity_message = format!(
+        "`{full}` takes {arity} argument{}, so its kernel must take {arity} parameter{}",
+        if arity == 1 { "" } else { "s" },
+        if arity == 1 { "" } else { "s" }
+    );
+    let schema_note = format!("schema: {printed}");
+
+    let arg_traits = (0..arity.max(naming::ARG_TRAIT_MIN)).map(|index| {
+        let trait_ident = naming::arg_trait(index, span);
+        let Some(arg) = op.schema.arguments.get(index) else {
+            let message = format!("`{full}` has only {arity} argument{}: remove this parameter", if arity == 1 { "" } else { "s" });
+            let attr = on_unimplemented(&message, "not in the schema", &[&schema_note]);
+            return quote! {
+                #attr
+                pub trait #trait_ident<S> {}
+            };
+        };
+        let in_place = arg.is_mutable();
+        let fits = forms(arg.ty, Position::Param { in_place });
+        let shown_ty = match &arg.alias {
+            Some(a) => format!("{}({}{})", arg.ty, a.set, if a.is_write { "!" } else { "" }),
+            None => arg.ty.to_string(),
+        };
+        let message = format!(
+            "`{full}` expects argument #{index} ({}) to be `{shown_ty}`, taken as {}",
+            arg.name,
+            spelled(&fits)
+        );
+        let label = format!("expected {} here", spelled(&fits));
+        let note = if in_place {
+            format!("`{shown_ty}` is written in place: borrow it as `&Tensor` so the caller's tensor is the one that changes; {schema_note}")
+        } else {
+            schema_note.clone()
+        };
+        let impls = fits.iter().map(|f| {
+            let m = &f.marker;
+            quote!(impl #trait_ident<#m> for #marker {})
+        });
+        let attr = on_unimplemented(&message, &label, &[&note]);
+        quote! {
+            #attr
+            pub trait #trait_ident<S> {}
+            #(#impls)*
+        }
+    });
+
+    let returns_trait = naming::returns_trait(span);
+    let return_forms: Vec<_> = op
+        .schema
+        .returns
+        .iter()
+        .map(|r| forms(r.ty, Position::Return))
+        .collect();
+    let return_spelled = match return_forms.len() {
+        0 => "`()`".to_string(),
+        1 => spelled(&return_forms[0]),
+        _ => format!(
+            "a tuple ({})",
+            return_forms
+                .iter()
+                .map(|f| spelled(f))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let returns_message = format!(
+        "`{full}` returns {}, so its kernel must return {return_spelled} (or a Result of it)",
+        match op.schema.returns.len() {
+            0 => "nothing".to_string(),
+            1 => format!("`{}`", op.schema.returns[0].ty),
+            _ => format!(
+                "({})",
+                op.schema
+                    .returns
+                    .iter()
+                    .map(|r| r.ty.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    );
+    let return_impls = cartesian(&return_forms)
+        .into_iter()
+        .map(|markers| quote!(impl #returns_trait<(#(#markers,)*)> for #marker {}));
+
+    let arity_attr = on_unimplemented(
+        &arity_message,
+        "the schema has a different number of arguments",
+        &[&schema_note],
+    );
+    let returns_attr = on_unimplemented(
+        &returns_message,
+        "does not match the schema's return",
+        &[&schema_note],
+    );
+    let op_module = naming::op_module(marker_name, span);
+    quote! {
+        #[doc = #printed]
+        #[allow(non_snake_case)]
+        pub mod #op_module {
+            /// The op's marker type, which `#[stable_impl]` checks kernels against.
+            pub struct #marker;
+
+            impl ::opbox::__private::OpSpec for #marker {
+                const NAME: &'static str = #full;
+                const SCHEMA: &'static ::opbox::__private::schema::Schema = &#schema_expr;
+            }
+
+            #arity_attr
+            pub trait #arity_trait<const N: usize> {}
+            impl #arity_trait<#arity> for #marker {}
+
+            #(#arg_traits)*
+
+            #returns_attr
+            pub trait #returns_trait<S> {}
+            #(#return_impls)*
+        }
+    }
+}
+
+/// Every combination of one form per return.
+fn cartesian(per_return: &[Vec<Form>]) -> Vec<Vec<TokenStream>> {
+    let mut out: Vec<Vec<TokenStream>> = vec![Vec::new()];
+    for options in per_return {
+        let mut next = Vec::new();
+        for prefix in &out {
+            for f in options {
+                let mut row = prefix.clone();
+                row.push(f.marker.clone());
+                next.push(row);
+            }
+        }
+        out = next;
+    }
+    out
+}

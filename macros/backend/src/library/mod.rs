@@ -1,0 +1,131 @@
+//! `#[stable_library(ns)]` and `#[stable_fragment(ns)]`: the `m.def("schema")` calls of the body
+//! (`defs.rs`, parsed and checked with opbox-codegen's schema parser), then a module of op
+//! markers with their signature-check traits (`markers.rs`) and the library's registration.
+
+mod defs;
+mod markers;
+
+use opbox_codegen::schema::Schema;
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Ident, ItemFn, LitStr};
+
+use crate::errors::{with_item, Errors};
+use crate::paths;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Library,
+    Fragment,
+}
+
+impl Kind {
+    fn attr_name(self) -> &'static str {
+        match self {
+            Kind::Library => "stable_library",
+            Kind::Fragment => "stable_fragment",
+        }
+    }
+}
+
+struct OpDef {
+    lit: LitStr,
+    schema: Schema,
+    marker: String,
+}
+
+pub fn expand(attr: TokenStream, item: TokenStream, kind: Kind) -> TokenStream {
+    try_expand(attr, item.clone(), kind).unwrap_or_else(|error| with_item(error, item))
+}
+
+fn try_expand(attr: TokenStream, item: TokenStream, kind: Kind) -> syn::Result<TokenStream> {
+    let mut errors = Errors::default();
+    let ns = errors.ok(namespace(attr, kind));
+    let func = errors.ok(syn::parse2::<ItemFn>(item).map_err(|_| {
+        syn::Error::new(
+            Span::call_site(),
+            format!(
+                "#[{}] goes on a function: `fn mylib(m: &mut Library) {{ m.def(\"...\"); }}`",
+                kind.attr_name()
+            ),
+        )
+    }));
+    // Without a namespace the defs are still checked, against the one they name if any.
+    let ops = func
+        .as_ref()
+        .map(|func| defs::collect(func, ns.as_deref(), &mut errors));
+    let parts = match (ns, func, ops) {
+        (Some(ns), Some(func), Some(ops)) => Some((ns, func, ops)),
+        _ => None,
+    };
+    let (ns, func, ops) = errors.finish_with(parts)?;
+    Ok(emit(&ns, &func, &ops, kind))
+}
+
+fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], kind: Kind) -> TokenStream {
+    let vis = &func.vis;
+    // The markers live in a module named after the function: a library and its fragments can
+    // then sit side by side in one Rust module without their marker modules colliding.
+    let markers_mod = &func.sig.ident;
+    let markers = ops.iter().map(|op| markers::items(op, ns));
+    let library_kind = match kind {
+        Kind::Library => quote!(Def),
+        Kind::Fragment => quote!(Fragment),
+    };
+    let op_defs = ops.iter().map(|op| {
+        let marker = format_ident!("{}", op.marker, span = op.lit.span());
+        let site = paths::site(op.lit.span());
+        quote_spanned! {op.lit.span()=>
+            ::opbox::__private::OpDef {
+                schema: <#markers_mod::#marker::Op as ::opbox::__private::OpSpec>::SCHEMA,
+                site: #site,
+            }
+        }
+    });
+    let site = paths::site(func.sig.ident.span());
+    quote! {
+        #[allow(dead_code)]
+        #func
+
+        #[allow(non_camel_case_types, dead_code)]
+        #vis mod #markers_mod {
+            #(#markers)*
+        }
+
+        ::opbox::__private::inventory::submit! {
+            ::opbox::__private::LibraryRegistration {
+                namespace: #ns,
+                kind: ::opbox::__private::LibraryKind::#library_kind,
+                site: #site,
+                ops: &[#(#op_defs),*],
+            }
+        }
+    }
+}
+
+fn usage(kind: Kind) -> String {
+    format!(
+        "#[{}] takes the namespace as a plain identifier: #[{}(mylib)]",
+        kind.attr_name(),
+        kind.attr_name()
+    )
+}
+
+/// The namespace the attribute names.
+fn namespace(attr: TokenStream, kind: Kind) -> syn::Result<String> {
+    let span = if attr.is_empty() {
+        Span::call_site()
+    } else {
+        attr.span()
+    };
+    let namespace: Ident = syn::parse2(attr).map_err(|_| syn::Error::new(span, usage(kind)))?;
+    let ns = namespace.to_string();
+    if ns == "_" {
+        return Err(syn::Error::new(
+            namespace.span(),
+            "a library cannot define the wildcard namespace `_`",
+        ));
+    }
+    Ok(ns)
+}

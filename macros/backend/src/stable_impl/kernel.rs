@@ -1,0 +1,147 @@
+//! One kernel: the checks rustc runs on its signature (arity, each parameter, the return, against
+//! the op's marker traits) and its registration under the dispatch key, with the boxed shim the
+//! dispatcher calls.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+use syn::{FnArg, Ident, ItemFn, Path, ReturnType, Signature, Type};
+
+use crate::errors::Errors;
+use crate::naming;
+use crate::paths::{self, join, respan};
+
+/// Replaces every lifetime with `'_`, so a parameter type can be named inside a check fn
+/// where the kernel's own lifetime parameters are not in scope.
+struct EraseLifetimes;
+impl VisitMut for EraseLifetimes {
+    fn visit_lifetime_mut(&mut self, lifetime: &mut syn::Lifetime) {
+        *lifetime = syn::Lifetime::new("'_", lifetime.span());
+    }
+}
+
+/// What makes a fn no kernel, each at its own span.
+pub(super) fn check(sig: &Signature, errors: &mut Errors) {
+    let plain = sig
+        .asyncness
+        .iter()
+        .map(|t| t.span())
+        .chain(sig.generics.type_params().map(|t| t.span()))
+        .chain(sig.generics.const_params().map(|t| t.span()))
+        .chain(sig.variadic.iter().map(|v| v.span()));
+    for bad in plain {
+        errors.at(
+            bad,
+            "an op kernel is a plain fn: no async, no type or const generics",
+        );
+    }
+    for input in &sig.inputs {
+        if let FnArg::Receiver(r) = input {
+            errors.at(r.span(), "an op kernel is a free fn; it cannot take `self`");
+        }
+    }
+}
+
+/// The kernel's signature checks and its registration with a boxed shim, for a fn that passed
+/// [`check`].
+pub(super) fn items(library: &Path, op: &Ident, func: &ItemFn, key: &Ident) -> TokenStream {
+    let sig = &func.sig;
+    let fn_ident = &sig.ident;
+    let op_name = op.to_string();
+    let params: Vec<(Span, Type)> = sig
+        .inputs
+        .iter()
+        .filter_map(|input| match input {
+            FnArg::Typed(pat) => {
+                let mut ty: Type = (*pat.ty).clone();
+                EraseLifetimes.visit_type_mut(&mut ty);
+                Some((pat.ty.span(), ty))
+            }
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    let arity = params.len();
+    // Everything below names the op through this one import: if the op does not exist, that is
+    // a single unresolved-import error, and rustc stays quiet about the paths through it.
+    let ops_module = join(library, naming::op_module(&op_name, op.span()));
+    let ops_module = respan(&ops_module, op.span());
+    let ops: Path = syn::parse_quote!(__opbox_op);
+    let marker: &Path = &join(&ops, naming::marker_type(op.span()));
+    let library = &ops;
+    let arity_trait = join(library, naming::arity_trait(op.span()));
+    let ident_span = sig.ident.span();
+    let arity_marker = respan(marker, ident_span);
+    let arity_trait = respan(&arity_trait, ident_span);
+    let arity_check = quote_spanned! {ident_span=>
+        fn arity<M: #arity_trait<#arity>>() {}
+        arity::<#arity_marker>();
+    };
+    let arg_checks = params.iter().enumerate().map(|(index, (span, ty))| {
+        let arg_trait = join(library, naming::arg_trait(index, *span));
+        let check = format_ident!("arg{}", index, span = *span);
+        let arg_trait = respan(&arg_trait, *span);
+        let marker = respan(marker, *span);
+        quote_spanned! {*span=>
+            fn #check<M: #arg_trait<S>, S>() {}
+            #check::<#marker, <#ty as ::opbox::__private::RustParam>::Schema>();
+        }
+    });
+    let (ret_span, ret_ty) = match &sig.output {
+        ReturnType::Default => (sig.ident.span(), quote!(())),
+        ReturnType::Type(_, ty) => {
+            let mut ty: Type = (**ty).clone();
+            EraseLifetimes.visit_type_mut(&mut ty);
+            (ty.span(), quote!(#ty))
+        }
+    };
+    let returns_trait = join(library, naming::returns_trait(ret_span));
+    let returns_trait = respan(&returns_trait, ret_span);
+    let returns_marker = respan(marker, ret_span);
+    let returns_check = quote_spanned! {ret_span=>
+        fn returns<M: #returns_trait<S>, S>() {}
+        returns::<#returns_marker, <#ret_ty as ::opbox::__private::KernelReturn>::Schema>();
+    };
+    let gets = params
+        .iter()
+        .enumerate()
+        .map(|(i, (span, _))| quote_spanned!(*span=> __opbox_args.get(#i)?));
+    let site = paths::site(sig.ident.span());
+    let fn_name = fn_ident.to_string();
+    quote! {
+        const _: () = {
+            use #ops_module as __opbox_op;
+
+            #[allow(dead_code)]
+            fn __opbox_signature_check() {
+                #arity_check
+                #(#arg_checks)*
+                #returns_check
+            }
+
+            unsafe extern "C" fn __opbox_boxed(
+                stack: *mut ::opbox::__private::StableValue,
+                num_args: u64,
+                num_outputs: u64,
+            ) -> i32 {
+                // SAFETY: the dispatcher calls this through the BoxedKernelFn contract, which is
+                // exactly boxed_call's precondition.
+                unsafe {
+                    ::opbox::__private::boxed_call::<#marker>(stack, num_args, num_outputs, |__opbox_args, __opbox_outs| {
+                        ::opbox::__private::KernelReturn::write(#fn_ident(#(#gets),*), __opbox_outs)
+                    })
+                }
+            }
+
+            ::opbox::__private::inventory::submit! {
+                ::opbox::__private::KernelRegistration {
+                    op: <#marker as ::opbox::__private::OpSpec>::NAME,
+                    key: ::opbox::__private::DispatchKey::#key,
+                    kernel: __opbox_boxed,
+                    site: #site,
+                    function: ::core::concat!(::core::module_path!(), "::", #fn_name),
+                }
+            }
+        };
+    }
+}

@@ -1,0 +1,195 @@
+//! `#[stable_library]`, `#[stable_fragment]` and `#[stable_impl]`.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::{assert_has, assert_has_all, compile_errors, pretty};
+use crate::library::{self, Kind};
+use crate::stable_impl;
+
+/// `#[stable_library(mylib)] fn mylib(m: &mut Library) { defs }`.
+fn mylib(defs: TokenStream) -> String {
+    pretty(library::expand(
+        quote!(mylib),
+        quote!(fn mylib(m: &mut Library) { #defs }),
+        Kind::Library,
+    ))
+}
+
+#[test]
+fn a_library_emits_one_module_per_op_with_its_marker_and_checks() {
+    let out = mylib(quote! {
+        m.def("axpby(Tensor x, Tensor y, float a=1.0) -> Tensor");
+        m.def("add.Scalar(Tensor(a!) x, float s) -> ()");
+    });
+    assert_has_all(
+        &out,
+        &[
+            "mod mylib {",
+            "pub mod axpby {",
+            "pub mod add_Scalar {",
+            "pub struct Op;",
+            "impl ::opbox::__private::OpSpec for Op {",
+            "const NAME: &'static str = \"mylib::axpby\";",
+            "const NAME: &'static str = \"mylib::add.Scalar\";",
+            "impl Arity<3usize> for Op {}",
+            "impl Arg0<::opbox::__private::ty::TensorRef> for Op {}",
+            "impl Arg0<::opbox::__private::ty::TensorVal> for Op {}",
+            "impl Arg2<::opbox::__private::ty::Float> for Op {}",
+            "impl Returns<(::opbox::__private::ty::TensorVal,)> for Op {}",
+            "impl Returns<()> for Op {}",
+            "kind: ::opbox::__private::LibraryKind::Def",
+            "namespace: \"mylib\"",
+        ],
+    );
+    // `Tensor(a!)` may only be borrowed: no by-value marker for add.Scalar's argument 0.
+    let add = &out[out.find("pub mod add_Scalar").unwrap_or(0)..];
+    assert!(
+        !add.contains("impl Arg0<::opbox::__private::ty::TensorVal>"),
+        "{add}"
+    );
+    // The default survives as exact f64 bits.
+    assert!(
+        out.contains(&format!("f64::from_bits({}u64)", 1.0f64.to_bits())),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_fragment_registers_as_a_fragment_under_its_own_module() {
+    let out = pretty(library::expand(
+        quote!(mylib),
+        quote!(
+            fn more(m: &mut Library) {
+                m.def("count(Tensor x) -> int");
+            }
+        ),
+        Kind::Fragment,
+    ));
+    assert!(out.contains("mod more {"), "{out}");
+    assert_has(&out, "kind: ::opbox::__private::LibraryKind::Fragment");
+}
+
+#[test]
+fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
+    let out = pretty(stable_impl::expand(
+        quote!(mylib, CPU),
+        quote! {
+            mod cpu {
+                pub fn axpby(x: &Tensor, y: &Tensor, a: f64) -> Result<Tensor> { todo!() }
+            }
+        },
+    ));
+    assert_has_all(
+        &out,
+        &[
+            "use super::mylib::axpby as __opbox_op;",
+            "fn arity<M: __opbox_op::Arity<3usize>>() {}",
+            "arg2::<__opbox_op::Op, <f64 as ::opbox::__private::RustParam>::Schema>();",
+            "<Result<Tensor> as ::opbox::__private::KernelReturn>::Schema",
+            "unsafe extern \"C\" fn __opbox_boxed(",
+            "key: ::opbox::__private::DispatchKey::CPU,",
+            "op: <__opbox_op::Op as ::opbox::__private::OpSpec>::NAME,",
+        ],
+    );
+}
+
+#[test]
+fn library_paths_are_rewritten_for_use_inside_the_impl_module() {
+    for (written, inside) in [
+        (quote!(mylib, CPU), "use super::mylib::f as __opbox_op;"),
+        (
+            quote!(crate::ops::mylib, CPU),
+            "use crate::ops::mylib::f as __opbox_op;",
+        ),
+        (
+            quote!(self::mylib, CPU),
+            "use super::mylib::f as __opbox_op;",
+        ),
+        (
+            quote!(super::mylib, CPU),
+            "use super::super::mylib::f as __opbox_op;",
+        ),
+    ] {
+        let out = pretty(stable_impl::expand(
+            written,
+            quote!(
+                mod k {
+                    pub fn f(a: i64) -> i64 {
+                        a
+                    }
+                }
+            ),
+        ));
+        assert_has(&out, inside);
+    }
+}
+
+#[test]
+fn a_library_reports_every_error_at_once_and_keeps_its_fn() {
+    let out = library::expand(
+        quote!(my lib),
+        quote! {
+            fn mylib(m: &mut Library) {
+                m.def("f(Tensor x) -> Tensor");
+                m.def("f(Tensor x) -> Tensor");
+                m.def("g(Tensr x) -> Tensor");
+                m.register("h");
+            }
+        },
+        Kind::Library,
+    );
+    let errors = compile_errors(out.clone());
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(errors[0].contains("takes the namespace"), "{errors:#?}");
+    assert!(
+        errors[1].contains("unknown library method `register`"),
+        "{errors:#?}"
+    );
+    assert!(errors[2].contains("`f` is already defined"), "{errors:#?}");
+    assert_has(&out.to_string(), "fn mylib(m: &mut Library)");
+}
+
+#[test]
+fn an_impl_reports_its_key_and_every_bad_kernel_together_and_keeps_the_module() {
+    let out = stable_impl::expand(
+        quote!(mylib, Cuda),
+        quote! {
+            mod cuda {
+                pub async fn relu<T>(x: &Tensor) -> Tensor { todo!() }
+                pub fn add(&self, x: &Tensor) -> Tensor { todo!() }
+            }
+        },
+    );
+    let errors = compile_errors(out.clone());
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(errors[0].starts_with("unknown dispatch key `Cuda`: the keys are CPU, CUDA, Meta and CompositeExplicit; did you mean `CUDA`?"), "{errors:#?}");
+    assert!(errors[1].contains("no async"), "{errors:#?}");
+    assert!(errors[2].contains("no async"), "{errors:#?}");
+    assert!(errors[3].contains("cannot take `self`"), "{errors:#?}");
+    // The module as written: no registration, no renamed kernels.
+    let out = out.to_string();
+    assert_has(&out, "mod cuda");
+    assert!(!out.contains("__opbox_boxed"), "{out}");
+}
+
+#[test]
+fn list_and_optional_forms_wrap_the_element_markers() {
+    let out = mylib(quote! {
+        m.def("f(str[] names, ScalarType[] dtypes, Tensor(a!)? out) -> int[]");
+    });
+    assert_has_all(
+        &out,
+        &[
+        "impl Arg0<::opbox::__private::ty::List<::opbox::__private::ty::Str>> for Op {}",
+        "impl Arg1<::opbox::__private::ty::List<::opbox::__private::ty::ScalarType>> for Op {}",
+        "impl Arg2<::opbox::__private::ty::Optional<::opbox::__private::ty::TensorRef>> for Op {}",
+        "impl Returns<(::opbox::__private::ty::List<::opbox::__private::ty::Int>,)> for Op {}",
+        // A typed list can be borrowed; a list of dtypes only comes as a Vec.
+        "taken as `&[&str]` or `Vec<&str>` or `&[String]` or `Vec<String>`",
+        "taken as `Vec<DType>`",
+        "taken as `Option<&Tensor>`",
+        ],
+    );
+    assert!(!out.contains("TensorVal"), "{out}");
+}
