@@ -169,6 +169,7 @@ pub mod __private {
     pub use inventory;
     pub use opbox_runtime::dispatch::{
         boxed_call, KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec,
+        TypedKernel,
     };
     pub use opbox_runtime::schema;
     pub use opbox_runtime::typemap::{ty, KernelReturn, RustParam};

@@ -110,6 +110,7 @@ opbox::__private::inventory::submit! {
         op: "leaks::manual",
         key: DispatchKey::CPU,
         kernel: manual_kernel,
+        typed: None,
         site: opbox::Site { file: file!(), line: line!() },
         function: "leaks::manual_kernel",
     }

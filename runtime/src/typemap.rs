@@ -8,7 +8,7 @@
 //! type is listed there).
 
 use crate::dispatch::KernelOutputs;
-use crate::value::{FromStable, IntoStable, Mismatch, StableValue};
+use crate::value::{FromStable, IntoStable, Mismatch, StableValue, TypedKey};
 use crate::{DType, Device, Error, Result, Scalar, Tensor};
 
 /// Markers for the schema-side shape of a Rust type. Only rustc sees them.
@@ -36,8 +36,11 @@ pub mod ty {
     label = "not a type the boxed ABI can pass",
     note = "schema types map to Rust types: Tensor → &Tensor or Tensor, int → i64, float → f64, bool → bool, str → &str or String, ScalarType → DType, Device → Device, Scalar → Scalar, T[] → &[T] or Vec<T>, T? → Option<T>"
 )]
-pub trait RustParam {
+pub trait RustParam: TypedKey {
     type Schema;
+    /// The type's [`TypedKey::Key`], reachable through this trait so that a kernel's typed entry
+    /// names it under the same obligation as the signature check (one error, not two).
+    type Key: 'static;
 }
 
 /// A Rust type a kernel can return as one value.
@@ -46,7 +49,7 @@ pub trait RustParam {
     label = "not a type the boxed ABI can return",
     note = "return types map as: Tensor → Tensor, int → i64, float → f64, bool → bool, str → String, T[] → Vec<T>, T? → Option<T>; several returns are a tuple, none is ()"
 )]
-pub trait ReturnValue: IntoStable {
+pub trait ReturnValue: IntoStable + 'static {
     type Schema;
 }
 
@@ -57,11 +60,14 @@ macro_rules! impl_rust_forms {
         wrap { $($w:ident: param [$($wp:ty),+], ret [$($wr:ty),+];)+ }
     ) => {
         $(
-            $(impl RustParam for $p { type Schema = ty::$pm; })+
+            $(impl RustParam for $p { type Schema = ty::$pm; type Key = <Self as TypedKey>::Key; })+
             $(impl ReturnValue for $r { type Schema = ty::$rm; })+
         )+
         $(
-            $(impl<T: RustParam> RustParam for $wp { type Schema = ty::$w<T::Schema>; })+
+            $(impl<T: RustParam> RustParam for $wp {
+                type Schema = ty::$w<T::Schema>;
+                type Key = <Self as TypedKey>::Key;
+            })+
             $(impl<T: ReturnValue> ReturnValue for $wr { type Schema = ty::$w<T::Schema>; })+
         )+
     };
@@ -73,7 +79,7 @@ opbox_codegen::rust_forms!(impl_rust_forms);
 // and only keep the boxing shim from adding a second, less helpful error for the same parameter.
 macro_rules! not_schema {
     ($($rust:ty),+) => {$(
-        impl RustParam for $rust { type Schema = ty::Rust<$rust>; }
+        impl RustParam for $rust { type Schema = ty::Rust<$rust>; type Key = $rust; }
         impl<'a> FromStable<'a> for $rust {
             fn from_stable(_: &'a StableValue) -> Result<Self, Mismatch> {
                 Err(Mismatch)
@@ -92,21 +98,34 @@ not_schema!(f32, i8, i16, i32, u8, u16, u32, u64, usize, isize, char);
 pub trait KernelReturn {
     /// A tuple of the returns' schema markers.
     type Schema;
+    /// What a typed call receives: the return without its `Result`.
+    type Value: 'static;
     fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()>;
+    fn into_value(self) -> Result<Self::Value>;
 }
 
 impl KernelReturn for () {
     type Schema = ();
+    type Value = ();
     fn write(self, _: &mut KernelOutputs<'_>) -> Result<()> {
+        Ok(())
+    }
+    #[inline]
+    fn into_value(self) -> Result<()> {
         Ok(())
     }
 }
 
 impl<T: ReturnValue> KernelReturn for T {
     type Schema = (T::Schema,);
+    type Value = T;
     #[inline]
     fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()> {
         outs.push(self.into_stable())
+    }
+    #[inline]
+    fn into_value(self) -> Result<T> {
+        Ok(self)
     }
 }
 
@@ -114,6 +133,11 @@ macro_rules! return_tuple {
     ($($name:ident),+) => {
         impl<$($name: ReturnValue),+> KernelReturn for ($($name,)+) {
             type Schema = ($($name::Schema,)+);
+            type Value = Self;
+            #[inline]
+            fn into_value(self) -> Result<Self> {
+                Ok(self)
+            }
             #[allow(non_snake_case)]
             fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()> {
                 let ($($name,)+) = self;
@@ -131,6 +155,14 @@ return_tuple!(A, B, C, D, E, F);
 
 impl<R: KernelReturn, E: Into<Error>> KernelReturn for Result<R, E> {
     type Schema = R::Schema;
+    type Value = R::Value;
+    #[inline]
+    fn into_value(self) -> Result<R::Value> {
+        match self {
+            Ok(r) => r.into_value(),
+            Err(e) => Err(e.into()),
+        }
+    }
     #[inline]
     fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()> {
         match self {

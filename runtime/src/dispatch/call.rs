@@ -2,12 +2,19 @@
 
 use opbox_codegen::schema::Schema;
 
-use crate::value::{StableValue, Stack};
+use crate::value::{Devices, StableValue, Stack, TypedKey};
 use crate::{DType, Device, Error, Result, Scalar, Tensor};
 
 /// The arguments of a typed call: a tuple of values that box (`(&x, &y, 2.0)`), or `()`.
 pub trait IntoStack {
+    /// The tuple of the elements' [`TypedKey`] keys: equal to a kernel's parameter key exactly
+    /// when the kernel can take these values as they are.
+    type Key: 'static;
+
     fn push_onto(self, stack: &mut Stack<'_>);
+
+    /// Records the devices of the tensors among the arguments.
+    fn note_devices(&self, devices: &mut Devices);
 
     /// Pushes for one typed call, borrowing tensor handles.
     ///
@@ -23,24 +30,33 @@ pub trait IntoStack {
 }
 
 /// A value a typed call can return, taken out of its output slot.
-pub trait FromOutput: Sized {
+pub trait FromOutput: Sized + 'static {
     /// The value, or the slot back so the error can describe it.
     fn from_output(value: StableValue) -> Result<Self, StableValue>;
 }
 
 /// The result of a typed call: one value, a tuple of values, or `()`.
-pub trait FromStack: Sized {
+pub trait FromStack: Sized + 'static {
     const COUNT: usize;
     fn from_stack(op: &str, schema: &Schema, stack: &mut Stack) -> Result<Self>;
 }
 
 impl IntoStack for () {
+    type Key = ();
     fn push_onto(self, _: &mut Stack<'_>) {}
+    fn note_devices(&self, _: &mut Devices) {}
 }
 
 macro_rules! into_stack_tuple {
     ($($name:ident),+) => {
         impl<$($name: crate::value::IntoStable),+> IntoStack for ($($name,)+) {
+            type Key = ($(<$name as TypedKey>::Key,)+);
+            #[allow(non_snake_case)]
+            #[inline]
+            fn note_devices(&self, devices: &mut Devices) {
+                let ($($name,)+) = self;
+                $($name.note_devices(devices);)+
+            }
             #[allow(non_snake_case)]
             fn push_onto(self, stack: &mut Stack<'_>) {
                 let ($($name,)+) = self;
@@ -68,7 +84,12 @@ into_stack_tuple!(A, B, C, D, E, F, G, H, I, J);
 into_stack_tuple!(A, B, C, D, E, F, G, H, I, J, K);
 into_stack_tuple!(A, B, C, D, E, F, G, H, I, J, K, L);
 
+/// The key of an argument list that is already boxed: no kernel's typed entry has it.
+pub struct BoxedArgs;
+
 impl IntoStack for Stack<'_> {
+    type Key = BoxedArgs;
+    fn note_devices(&self, _: &mut Devices) {}
     fn push_onto(self, stack: &mut Stack<'_>) {
         for value in self {
             stack.push_value(value);

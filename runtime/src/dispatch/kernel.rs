@@ -194,22 +194,43 @@ fn refuse<S: OpSpec>(null: Option<bool>, num_args: usize, num_outputs: usize) ->
 #[cold]
 #[inline(never)]
 fn kernel_failed<S: OpSpec>(error: Error) -> i32 {
-    set_last_error(match error {
-        Error::Message(message) => Error::Kernel {
-            op: S::NAME.to_string(),
-            message,
-        },
-        other => other,
-    });
+    set_last_error(kernel_error(S::NAME, error));
     STATUS_ERROR
 }
 
 #[cold]
 #[inline(never)]
 fn kernel_panicked<S: OpSpec>(payload: Box<dyn std::any::Any + Send>) -> i32 {
-    set_last_error(Error::KernelPanic {
-        op: S::NAME.to_string(),
-        message: panic_message(payload.as_ref()),
-    });
+    set_last_error(panic_error(S::NAME, payload));
     STATUS_PANIC
+}
+
+/// What a kernel's error becomes at the dispatcher, on the boxed and the typed path alike: a
+/// bare message gains the op's name.
+#[cold]
+#[inline(never)]
+pub(crate) fn kernel_error(op: &str, error: Error) -> Error {
+    match error {
+        Error::Message(message) => Error::Kernel {
+            op: op.to_string(),
+            message,
+        },
+        other => other,
+    }
+}
+
+/// The error a caught kernel panic becomes, on the boxed and the typed path alike.
+#[cold]
+#[inline(never)]
+pub(crate) fn panic_error(op: &str, payload: Box<dyn std::any::Any + Send>) -> Error {
+    let message = panic_message(payload.as_ref());
+    // A payload whose own Drop panics would unwind out of here, across the C edge, and abort:
+    // drop it under catch_unwind, and leak whatever that second panic carries.
+    if let Err(second) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(second);
+    }
+    Error::KernelPanic {
+        op: op.to_string(),
+        message,
+    }
 }

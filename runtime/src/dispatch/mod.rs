@@ -9,6 +9,7 @@ mod op;
 mod registration;
 mod registry;
 pub(crate) mod suggest;
+mod typed;
 
 pub use call::{FromStack, IntoStack};
 pub use kernel::{
@@ -20,3 +21,4 @@ pub use library::Library;
 pub use op::{init, op, OpHandle};
 pub use registration::{KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec};
 pub use registry::registered_ops;
+pub use typed::TypedKernel;

@@ -3,11 +3,14 @@
 use opbox_codegen::schema::{BaseType, DefaultValue, Schema};
 
 use super::call::{FromStack, IntoStack};
-use super::kernel::{take_last_error, STATUS_OK};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::kernel::{self, panic_error, take_last_error, STATUS_OK};
 use super::key::DispatchKey;
 use super::registry::{check, OpEntry};
 use super::suggest::closest;
-use crate::value::{List, StableValue, Stack};
+use super::typed::{restore, type_id};
+use crate::value::{Devices, List, StableValue, Stack};
 use crate::{DType, Device, Error, Result};
 
 /// Collects and checks every registration now, returning the first problem found (all of
@@ -49,9 +52,45 @@ impl OpHandle {
         self.entry.available_keys()
     }
 
-    /// Typed call: boxes `args` (a tuple), calls, and unboxes the result as `R` — a single
-    /// value, a tuple, or `()`. Trailing arguments with defaults may be left out.
+    /// Typed call: `args` (a tuple) in, the result as `R` out — a single value, a tuple, or
+    /// `()`. Trailing arguments with defaults may be left out.
+    ///
+    /// When `args` and `R` are exactly the dispatched kernel's parameter and return types (up
+    /// to lifetimes), the kernel is called directly, with nothing boxed; otherwise the
+    /// arguments are boxed and converted as [`call_boxed`](Self::call_boxed) does. Both give
+    /// the same results and errors.
+    #[inline]
     pub fn call<A: IntoStack, R: FromStack>(&self, args: A) -> Result<R> {
+        let mut devices = Devices::default();
+        args.note_devices(&mut devices);
+        if let Ok(device) = devices.single() {
+            let key = device.map_or(DispatchKey::CPU, DispatchKey::for_device);
+            if let Some(slot) = self.entry.slot_for(key) {
+                if let Some((id, erased)) = slot.typed {
+                    if id == type_id::<(A::Key, R)>() {
+                        // SAFETY: the slot's key is `(A's key, R)`, which TypedKernel's contract
+                        // ties to exactly this fn type.
+                        let kernel = unsafe { restore::<A, R>(erased) };
+                        return self.finish_typed(catch_unwind(AssertUnwindSafe(|| kernel(args))));
+                    }
+                }
+            }
+        }
+        self.call_via_stack(args)
+    }
+
+    /// A typed entry's outcome, with its errors and panics named as the boxed path names them.
+    #[inline]
+    fn finish_typed<R>(&self, outcome: std::thread::Result<Result<R>>) -> Result<R> {
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(kernel::kernel_error(self.name(), error)),
+            Err(payload) => Err(panic_error(self.name(), payload)),
+        }
+    }
+
+    /// The typed call through the boxed path: box, call, unbox.
+    fn call_via_stack<A: IntoStack, R: FromStack>(&self, args: A) -> Result<R> {
         let mut stack = Stack::new();
         // SAFETY: `stack` is local and dropped before this function returns, while `args`'
         // borrows last at least as long as the call.
@@ -377,6 +416,7 @@ mod tests {
             op: "t::pick",
             key: DispatchKey::CPU,
             kernel: pick,
+            typed: None,
             site,
             function: "pick",
         }));

@@ -4,6 +4,7 @@ use opbox_codegen::schema::Schema;
 
 use super::kernel::BoxedKernelFn;
 use super::key::DispatchKey;
+use super::typed::TypedKernel;
 use crate::error::Site;
 
 /// Implemented by the marker type `#[stable_library]` generates for each op.
@@ -42,6 +43,9 @@ pub struct KernelRegistration {
     pub op: &'static str,
     pub key: DispatchKey,
     pub kernel: BoxedKernelFn,
+    /// The Rust function itself, for typed calls of exactly its parameter types; None for a
+    /// hand-written boxed kernel.
+    pub typed: Option<TypedKernel>,
     pub site: Site,
     /// The implementing function's path, which tells a repeated registration of one function
     /// from two different functions.

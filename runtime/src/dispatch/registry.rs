@@ -1,5 +1,6 @@
 //! Collects every registration once, checks it, and freezes it into lock-free lookup tables.
 
+use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -14,6 +15,8 @@ use crate::{Error, Result};
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KernelSlot {
     pub(crate) kernel: BoxedKernelFn,
+    /// The typed entry's key and erased fn (see `TypedKernel`).
+    pub(crate) typed: Option<(TypeId, fn())>,
     pub(crate) site: Site,
     pub(crate) function: &'static str,
 }
@@ -32,9 +35,15 @@ pub(crate) struct OpEntry {
 impl OpEntry {
     /// The exact key's kernel, else the CompositeExplicit one.
     pub(crate) fn kernel_for(&self, key: DispatchKey) -> Option<BoxedKernelFn> {
+        self.slot_for(key).map(|slot| slot.kernel)
+    }
+
+    /// The exact key's kernel slot, else the CompositeExplicit one.
+    #[inline]
+    pub(crate) fn slot_for(&self, key: DispatchKey) -> Option<&KernelSlot> {
         self.kernels[key.index()]
-            .or(self.kernels[DispatchKey::CompositeExplicit.index()])
-            .map(|slot| slot.kernel)
+            .as_ref()
+            .or(self.kernels[DispatchKey::CompositeExplicit.index()].as_ref())
     }
 
     pub(crate) fn available_keys(&self) -> Vec<String> {
@@ -144,6 +153,7 @@ pub(crate) fn collect(
             None => {
                 *slot = Some(KernelSlot {
                     kernel: reg.kernel,
+                    typed: reg.typed.map(|t| (t.key(), t.erased())),
                     site: reg.site,
                     function: reg.function,
                 })
@@ -223,6 +233,7 @@ mod tests {
             op,
             key,
             kernel: noop,
+            typed: None,
             site: site(line),
             function,
         }))

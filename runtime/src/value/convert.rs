@@ -3,6 +3,7 @@
 
 use super::list::List;
 use super::stable_value::StableValue;
+use super::typed_key::TypedKey;
 use crate::{DType, Device, Scalar, Tensor};
 
 /// A value of the wrong kind; the caller knows what it expected and builds the error.
@@ -26,8 +27,9 @@ pub trait FromStable<'a>: Sized {
     }
 }
 
-/// Turns a Rust value into an owned [`StableValue`].
-pub trait IntoStable {
+/// Turns a Rust value into an owned [`StableValue`]. Its [`TypedKey`] lets a typed call skip
+/// the boxing when the value is exactly what the kernel takes.
+pub trait IntoStable: TypedKey {
     fn into_stable(self) -> StableValue;
 
     /// Boxes for a call whose stack is dropped before the call returns, so borrowed handles

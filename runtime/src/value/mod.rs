@@ -27,6 +27,7 @@ mod live;
 mod stable_value;
 mod stack;
 mod tag;
+mod typed_key;
 
 #[cfg(test)]
 mod tests;
@@ -37,3 +38,4 @@ pub use live::live_handles;
 pub use stable_value::StableValue;
 pub use stack::{Stack, INLINE_SLOTS};
 pub use tag::Tag;
+pub use typed_key::{Devices, RefKey, SliceKey, StrKey, TypedKey};

@@ -106,6 +106,7 @@ pub(super) fn items(library: &Path, op: &Ident, func: &ItemFn, key: &Ident) -> T
         .iter()
         .enumerate()
         .map(|(i, (span, _))| quote_spanned!(*span=> __opbox_args.get(#i)?));
+    let typed = typed_entry(fn_ident, &params, &ret_ty, ret_span);
     let site = paths::site(sig.ident.span());
     let fn_name = fn_ident.to_string();
     quote! {
@@ -133,15 +134,52 @@ pub(super) fn items(library: &Path, op: &Ident, func: &ItemFn, key: &Ident) -> T
                 }
             }
 
+            #typed
+
             ::opbox::__private::inventory::submit! {
                 ::opbox::__private::KernelRegistration {
                     op: <#marker as ::opbox::__private::OpSpec>::NAME,
                     key: ::opbox::__private::DispatchKey::#key,
                     kernel: __opbox_boxed,
+                    typed: ::core::option::Option::Some(__OPBOX_TYPED),
                     site: #site,
                     function: ::core::concat!(::core::module_path!(), "::", #fn_name),
                 }
             }
+        };
+    }
+}
+
+/// The kernel's typed entry: `__opbox_typed` takes the parameters as one tuple and returns the
+/// value without its `Result`, and `__OPBOX_TYPED` erases it behind the key of those types.
+/// Each key is named through `RustParam` (and the return through `KernelReturn`) at the span the
+/// signature check uses, so a type that is no parameter gets the check's one error, not another.
+fn typed_entry(
+    fn_ident: &Ident,
+    params: &[(Span, Type)],
+    ret_ty: &TokenStream,
+    ret_span: Span,
+) -> TokenStream {
+    let binds: Vec<Ident> = (0..params.len())
+        .map(|i| format_ident!("__opbox_a{}", i))
+        .collect();
+    let tys = params.iter().map(|(_, ty)| ty);
+    let keys = params.iter().map(|(span, ty)| {
+        quote_spanned! {*span=> <#ty as ::opbox::__private::RustParam>::Key }
+    });
+    let value = quote_spanned! {ret_span=>
+        <#ret_ty as ::opbox::__private::KernelReturn>::Value
+    };
+    quote! {
+        fn __opbox_typed((#(#binds,)*): (#(#tys,)*)) -> ::opbox::__private::Result<#value> {
+            ::opbox::__private::KernelReturn::into_value(#fn_ident(#(#binds),*))
+        }
+
+        // SAFETY: the key is the TypedKey key of `__opbox_typed`'s parameter tuple, element by
+        // element (RustParam::Key is TypedKey::Key), and the fn's lifetimes are all its own
+        // (the parameter types were written with every lifetime elided).
+        const __OPBOX_TYPED: ::opbox::__private::TypedKernel = unsafe {
+            ::opbox::__private::TypedKernel::new::<(#(#keys,)*), _, #value>(__opbox_typed)
         };
     }
 }
