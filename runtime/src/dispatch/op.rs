@@ -63,7 +63,7 @@ impl OpHandle {
     pub fn call<A: IntoStack, R: FromStack>(&self, args: A) -> Result<R> {
         let mut devices = Devices::default();
         args.note_devices(&mut devices);
-        if let Ok(device) = devices.single() {
+        if let Some(device) = devices.single() {
             let key = device.map_or(DispatchKey::CPU, DispatchKey::for_device);
             if let Some(slot) = self.entry.slot_for(key) {
                 if let Some((id, erased)) = slot.typed {

@@ -38,15 +38,11 @@ impl Devices {
         }
     }
 
-    /// The one device of all tensors (None: the call has none), or `Err(())` when they differ:
-    /// the boxed path then builds the error that names both arguments.
+    /// The one device of all tensors (None: the call has none), or None when they differ: the
+    /// boxed path then builds the error that names both arguments.
     #[inline]
-    pub fn single(&self) -> Result<Option<Device>, ()> {
-        if self.mixed {
-            Err(())
-        } else {
-            Ok(self.first)
-        }
+    pub fn single(&self) -> Option<Option<Device>> {
+        (!self.mixed).then_some(self.first)
     }
 }
 
