@@ -33,17 +33,44 @@ impl<'a> Stack<'a> {
     /// Boxes and pushes one value; a `&Tensor` is borrowed for `'a`, not counted.
     #[inline]
     pub fn push<V: IntoStable + 'a>(&mut self, value: V) -> &mut Stack<'a> {
+        self.make_room();
         // SAFETY: `V: 'a`, and the stack cannot outlive `'a`; borrowed values leave it only by
         // reference or converted to owned ones (`pop`, `take`, iteration).
-        self.values.push(unsafe { value.into_stable_for_call() });
+        let value = unsafe { value.into_stable_for_call() };
+        self.push_with_room(value);
         self
     }
 
     /// Pushes an already boxed value.
     #[inline]
     pub fn push_value(&mut self, value: StableValue) -> &mut Stack<'a> {
-        self.values.push(value);
+        self.make_room();
+        self.push_with_room(value);
         self
+    }
+
+    /// Room for one more value. Growing first, before the value exists, lets it be built in its
+    /// slot: `SmallVec::push` keeps it alive across the possible grow call, so it is stored to
+    /// a temporary as two 8-byte halves and copied as one 16-byte load, which the CPU cannot
+    /// forward from those stores (a stall of about 5 ns per push, measured on the dispatch
+    /// bench).
+    #[inline]
+    fn make_room(&mut self) {
+        if self.values.len() == self.values.capacity() {
+            self.values.reserve(1);
+        }
+    }
+
+    #[inline]
+    fn push_with_room(&mut self, value: StableValue) {
+        let len = self.values.len();
+        debug_assert!(len < self.values.capacity());
+        // SAFETY: `make_room` left capacity for slot `len`, which is past the initialised
+        // values; writing it and then counting it keeps the vector's invariant.
+        unsafe {
+            self.values.as_mut_ptr().add(len).write(value);
+            self.values.set_len(len + 1);
+        }
     }
 
     #[inline]
@@ -121,7 +148,7 @@ impl<'a> Stack<'a> {
             match len - count {
                 0 => {}
                 // The usual single output: one move, not a memmove call.
-                1 => std::ptr::write(base, std::ptr::read(base.add(count))),
+                1 => StableValue::move_by_halves(base.add(count), base),
                 rest => std::ptr::copy(base.add(count), base, rest),
             }
             self.values.set_len(len - count);

@@ -33,8 +33,8 @@ pub use artifact::{Artifact, ImageKind};
 pub use context::{device, device_count, CudaDevice};
 pub use disk_cache::DiskCache;
 pub use jit::{
-    compile_ahead, compile_cached, compile_for_arch, compile_for_device, translation_unit,
-    CacheOutcome, Compiled, Target,
+    compile_ahead, compile_cached, compile_for_arch, compile_for_device, default_cache,
+    translation_unit, CacheOutcome, Compiled, Target,
 };
 pub use loader::LoadedKernel;
 pub use submit::synchronize;
