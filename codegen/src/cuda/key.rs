@@ -13,7 +13,11 @@ use sha2::{Digest, Sha256};
 
 use super::decl::KernelDecl;
 use super::emit::TranslationUnit;
+use crate::native::NativeSchema;
 use crate::types::ConstValue;
+
+/// A digest of this crate's sources (build.rs): what the device alias names the emitter by.
+const CODEGEN_DIGEST: &str = env!("OPBOX_CODEGEN_DIGEST");
 
 /// Everything a compiled artifact depends on.
 #[derive(Clone, Copy, Debug)]
@@ -78,31 +82,75 @@ pub fn cache_key(k: &KeyInputs<'_>) -> CacheKey {
     for o in k.options {
         r.put("option", o.as_bytes());
     }
-    r.put("preamble", k.decl.preamble.as_bytes());
-    r.put("entry", k.decl.entry.as_bytes());
-    r.put(
-        "constexpr_style",
-        format!("{:?}", k.decl.constexpr_style).as_bytes(),
-    );
-    for p in k.decl.params.iter() {
-        r.put("param", format!("{}: {:?}", p.name, p.kind).as_bytes());
-    }
-    for v in k.constexprs {
-        r.put("constexpr", v.key_text().as_bytes());
-    }
-    for f in k.decl.sources.iter() {
-        r.put("file", f.name.as_bytes());
-        r.put("content", f.content.as_bytes());
-        for e in f.includes.iter() {
-            r.put("include", format!("{}->{}", e.line, e.file).as_bytes());
-        }
-    }
-    if let Some(b) = &k.build {
-        r.put("build_options", b);
-    }
+    r.put_decl(k.decl, k.constexprs, k.build);
     r.put("unit", k.unit.source.as_bytes());
     r.put("name_expression", k.unit.name_expression.as_bytes());
     CacheKey(r.0.finalize().into())
+}
+
+/// Everything a device alias depends on (see the runtime's `compile_for_device`).
+#[derive(Clone, Copy, Debug)]
+pub struct AliasInputs<'a> {
+    pub opbox_version: &'a str,
+    /// The device's `major * 10 + minor`.
+    pub arch: u32,
+    /// The NVRTC options the runtime passes, without the include paths (machine paths).
+    pub options: &'a [String],
+    pub decl: &'a KernelDecl,
+    pub constexprs: &'a [ConstValue],
+    pub build: Option<[u8; 32]>,
+    /// The structs of the entry file's other kernels, which the unit defines too.
+    pub shared_structs: &'a [&'static NativeSchema],
+}
+
+/// The device alias: the full key's inputs without NVRTC's version and without the emitted unit.
+/// A first launch computes it without emitting anything; in place of the unit it names what the
+/// unit is made from: the emitter (by [`CODEGEN_DIGEST`]), every declaration field the emitter
+/// reads, and the shared structs.
+pub fn alias_key(k: &AliasInputs<'_>) -> CacheKey {
+    let mut r = Records(Sha256::new());
+    r.put("opbox-device-alias", b"2");
+    r.put("opbox_version", k.opbox_version.as_bytes());
+    r.put("codegen", CODEGEN_DIGEST.as_bytes());
+    r.put("arch", &k.arch.to_le_bytes());
+    for o in k.options {
+        r.put("option", o.as_bytes());
+    }
+    r.put("rust_name", k.decl.rust_name.as_bytes());
+    r.put("abi", format!("{:?}", k.decl.abi).as_bytes());
+    r.put_decl(k.decl, k.constexprs, k.build);
+    for s in k.shared_structs {
+        r.put("shared_struct", format!("{s:?}").as_bytes());
+    }
+    CacheKey(r.0.finalize().into())
+}
+
+impl Records {
+    /// The declaration's part of both keys: what the emitter reads from it, and the values.
+    fn put_decl(&mut self, decl: &KernelDecl, constexprs: &[ConstValue], build: Option<[u8; 32]>) {
+        self.put("preamble", decl.preamble.as_bytes());
+        self.put("entry", decl.entry.as_bytes());
+        self.put(
+            "constexpr_style",
+            format!("{:?}", decl.constexpr_style).as_bytes(),
+        );
+        for p in decl.params.iter() {
+            self.put("param", format!("{}: {:?}", p.name, p.kind).as_bytes());
+        }
+        for v in constexprs {
+            self.put("constexpr", v.key_text().as_bytes());
+        }
+        for f in decl.sources.iter() {
+            self.put("file", f.name.as_bytes());
+            self.put("content", f.content.as_bytes());
+            for e in f.includes.iter() {
+                self.put("include", format!("{}->{}", e.line, e.file).as_bytes());
+            }
+        }
+        if let Some(b) = &build {
+            self.put("build_options", b);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -22,5 +22,5 @@ pub use decl::{
 pub use directive::{directives, Directive, DirectiveKind};
 pub use emit::{emit, emit_with_structs, TranslationUnit};
 pub use error::{EmitError, ScanError};
-pub use key::{cache_key, CacheKey, KeyInputs};
+pub use key::{alias_key, cache_key, AliasInputs, CacheKey, KeyInputs};
 pub use scan::{scan_closure, Closure, ScanRequest, ScannedFile, Unresolved};

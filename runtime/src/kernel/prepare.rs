@@ -193,6 +193,8 @@ pub fn prepare<'a>(
     let mut count = 0usize;
     // (index, name, device) of the first tensor: all others must be on its device.
     let mut first: Option<(usize, &str, Device)> = None;
+    // Whether a tensor is written: only then can two arguments alias harmfully.
+    let mut writes = false;
     // Messages count every declared parameter (constexprs too), as the stack path does.
     let mut params = decl
         .params
@@ -244,6 +246,7 @@ pub fn prepare<'a>(
                         ),
                     ));
                 }
+                writes |= !matches!(Access::of(param.kind), Some(Access::Read));
                 match first {
                     None => first = Some((decl_index, &param.name, x.device())),
                     Some((fi, fname, fdev)) if fdev != x.device() => {
@@ -310,17 +313,22 @@ pub fn prepare<'a>(
     if params.next().is_some() {
         return Err(arg_count(decl, args.len()));
     }
-    check_aliases(decl, args)?;
+    if writes {
+        check_aliases(decl, args)?;
+    }
 
     let device = match first {
         Some((_, _, device)) => device,
         None => Device::Cuda(0),
     };
-    if decl.constexpr_params().count() != constexprs.len() {
+    // Every param the loop did not take is a constexpr (`in_launch_abi`), and the loop took one
+    // per argument.
+    let declared_constexprs = decl.params.len().saturating_sub(args.len());
+    if declared_constexprs != constexprs.len() {
         return Err(Error::InvalidArgument(format!(
             "{} takes {} #[constexpr] values, but {} were given",
             kernel(),
-            decl.constexpr_params().count(),
+            declared_constexprs,
             constexprs.len()
         )));
     }

@@ -116,3 +116,75 @@ fn records_cannot_run_together() {
         key(&["a".into(), "bc".into()])
     );
 }
+
+fn alias_of(decl: &KernelDecl, options: &[String], constexprs: &[ConstValue]) -> CacheKey {
+    alias_key(&AliasInputs {
+        opbox_version: "0.1.0",
+        arch: 90,
+        options,
+        decl,
+        constexprs,
+        build: None,
+        shared_structs: &[],
+    })
+}
+
+#[test]
+fn the_alias_moves_with_every_field_the_emitter_reads_and_not_with_the_site() {
+    let base = axpby_decl("");
+    let options = vec!["--gpu-architecture=sm_90".to_string()];
+    let key = alias_of(&base, &options, &[]);
+    let changed = |edit: &dyn Fn(&mut KernelDecl)| {
+        let mut d = axpby_decl("");
+        edit(&mut d);
+        alias_of(&d, &options, &[])
+    };
+    assert_ne!(key, changed(&|d| d.rust_name = "other".into()));
+    assert_ne!(key, changed(&|d| d.entry = "other".into()));
+    assert_ne!(key, changed(&|d| d.preamble = "#define X 1\n".into()));
+    assert_ne!(
+        key,
+        changed(&|d| d.abi = crate::cuda::EntryAbi::ConstantParams)
+    );
+    assert_ne!(
+        key,
+        changed(&|d| {
+            let mut sources = d.sources.to_vec();
+            sources[0].content = format!("{} ", sources[0].content).into();
+            d.sources = sources.into();
+        })
+    );
+    assert_ne!(
+        key,
+        changed(&|d| {
+            let mut params = d.params.to_vec();
+            params.pop();
+            d.params = params.into();
+        })
+    );
+    // Where the Rust declaration sits is not in the unit, so it stays out of the alias.
+    assert_eq!(
+        key,
+        changed(&|d| d.declared_at = "src/elsewhere.rs:99".into())
+    );
+    assert_ne!(key, alias_of(&base, &[], &[]));
+    assert_ne!(key, alias_of(&base, &options, &[ConstValue::I32(1)]));
+}
+
+#[test]
+fn the_alias_is_never_a_full_key() {
+    let decl = axpby_decl("");
+    let unit = emit(&decl, &[]).expect("emit");
+    let options = vec!["--gpu-architecture=sm_90".to_string()];
+    let full = cache_key(&KeyInputs {
+        opbox_version: "0.1.0",
+        nvrtc_version: (0, 0),
+        arch: "sm_90",
+        options: &options,
+        decl: &decl,
+        constexprs: &[],
+        unit: &unit,
+        build: None,
+    });
+    assert_ne!(full, alias_of(&decl, &options, &[]));
+}

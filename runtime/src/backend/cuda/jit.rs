@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use opbox_codegen::cuda::{
-    cache_key, emit_with_structs, CacheKey, ConstValue, KernelDecl, KeyInputs, TranslationUnit,
+    alias_key, cache_key, emit_with_structs, AliasInputs, CacheKey, ConstValue, KernelDecl,
+    KeyInputs, TranslationUnit,
 };
 
 use super::artifact::{Artifact, ImageKind};
@@ -176,7 +177,7 @@ pub fn compile_ahead(
     let compiled = compile_prepared(&built, &unit, constexprs, target, cache)?;
     if let (Some(cache), ImageKind::Cubin) = (cache, target.kind) {
         let cc = (target.arch / 10, target.arch % 10);
-        let key = alias_key(&built, &unit, constexprs, cc);
+        let key = device_alias(&built, constexprs, cc);
         // Losing the alias costs a launch an NVRTC load later, nothing more.
         let _ = cache.store(&key, &compiled.artifact);
     }
@@ -257,10 +258,9 @@ pub fn compile_for_device(
         let target = Target::for_device(cc, &nvrtc::supported_archs()?);
         return compile_cached(decl, constexprs, target, None);
     };
-    // Resolved and emitted once, for the alias key and, on a miss, the compile.
+    // The alias needs no unit: it is emitted only for a compile.
     let built = apply_build(decl)?;
-    let unit = emit_unit(&built.decl, constexprs)?;
-    let key = alias_key(&built, &unit, constexprs, cc);
+    let key = device_alias(&built, constexprs, cc);
     if let Lookup::Hit(artifact) = cache.load(&key) {
         DISK_HITS.fetch_add(1, Ordering::Relaxed);
         return Ok(Compiled {
@@ -270,40 +270,32 @@ pub fn compile_for_device(
         });
     }
     let target = Target::for_device(cc, &nvrtc::supported_archs()?);
+    let unit = emit_unit(&built.decl, constexprs)?;
     let compiled = compile_prepared(&built, &unit, constexprs, target, Some(cache))?;
     // Losing the alias costs the next process an NVRTC load, nothing more.
     let _ = cache.store(&key, &compiled.artifact);
     Ok(compiled)
 }
 
-/// The device alias key of an emitted unit (see [`compile_for_device`]); computed without
-/// NVRTC.
-fn alias_key(
-    built: &Built<'_>,
-    unit: &TranslationUnit,
-    constexprs: &[ConstValue],
-    cc: (u32, u32),
-) -> CacheKey {
+/// The device alias key (see [`compile_for_device`]): computed without NVRTC and without
+/// emitting the unit, which in a fresh process costs more than the rest of a first launch's
+/// lookup together.
+fn device_alias(built: &Built<'_>, constexprs: &[ConstValue], cc: (u32, u32)) -> CacheKey {
     let decl: &KernelDecl = &built.decl;
     let arch = cc.0 * 10 + cc.1;
-    let options = options_for(
-        decl,
-        Target {
-            kind: ImageKind::Cubin,
-            arch,
-        },
-    );
-    cache_key(&KeyInputs {
+    let target = Target {
+        kind: ImageKind::Cubin,
+        arch,
+    };
+    let shared = crate::kernel::registry::shared_structs(decl);
+    alias_key(&AliasInputs {
         opbox_version: env!("CARGO_PKG_VERSION"),
-        // Not a real NVRTC version: with the arch label below, it keeps alias keys apart from
-        // every full key.
-        nvrtc_version: (0, 0),
-        arch: &format!("device-alias:sm_{arch}"),
-        options: &options,
+        arch,
+        options: &portable_options(decl, target),
         decl,
         constexprs,
-        unit,
         build: built.key,
+        shared_structs: &shared,
     })
 }
 
@@ -356,13 +348,21 @@ pub fn translation_unit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<
 /// NVRTC options for `decl` on `target`: the arch, C++17, the CUDA headers when a toolkit is
 /// installed (for <cuda_fp16.h> and friends), then the declaration's own options.
 pub fn options_for(decl: &KernelDecl, target: Target) -> Vec<String> {
+    let mut options = portable_options(decl, target);
+    let own = options.split_off(2);
+    for dir in cuda_include_dirs() {
+        options.push(format!("--include-path={}", dir.display()));
+    }
+    options.extend(own);
+    options
+}
+
+/// [`options_for`] without the toolkit's include paths, which differ between machines.
+fn portable_options(decl: &KernelDecl, target: Target) -> Vec<String> {
     let mut options = vec![
         format!("--gpu-architecture={}", target.name()),
         "-std=c++17".to_string(),
     ];
-    for dir in cuda_include_dirs() {
-        options.push(format!("--include-path={}", dir.display()));
-    }
     options.extend(decl.options.iter().map(|o| o.to_string()));
     options
 }

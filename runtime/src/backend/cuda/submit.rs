@@ -66,7 +66,7 @@ pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
         kernel: decl.rust_name.to_string(),
         message: format!("launch on cuda:{ordinal} failed: {e}"),
     };
-    stream.context().bind_to_thread().map_err(failed)?;
+    make_current(stream).map_err(failed)?;
     // SAFETY: `params[..pushed]` point into `prepared`'s packed buffer, which outlives the
     // call; they are exactly the declaration's launch parameters in order (checked by
     // `prepare`), and the translation unit's static_assert proved at compile time that the
@@ -86,6 +86,19 @@ pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
         )
     }
     .map_err(failed)
+}
+
+/// Makes `stream`'s context current on this thread, as cudarc's `bind_to_thread` does (one
+/// `cuCtxGetCurrent`), without the atomic swap of cudarc's recorded-error slot that it adds to
+/// every launch: an error cudarc recorded surfaces at its next `bind_to_thread`, which every
+/// synchronize, copy and allocation makes.
+#[inline]
+fn make_current(stream: &CudaStream) -> std::result::Result<(), DriverError> {
+    let ctx = stream.context();
+    match result::ctx::get_current()? {
+        Some(current) if current == ctx.cu_ctx() => Ok(()),
+        _ => ctx.bind_to_thread(),
+    }
 }
 
 /// Copies `n` into `loaded`'s `__constant__ params` symbol on `stream`.
