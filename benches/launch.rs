@@ -223,7 +223,7 @@ fn bench() -> opbox::Result<()> {
     empty::launch(LaunchConfig::single(), &x)?;
     synchronize(0)?;
 
-    let (rounds, per_round) = (15, 20_000);
+    let (rounds, per_round) = (31, 20_000);
     let function = &empty::HANDLE.get(0)?.function;
     let (ptr, _) = x.cuda_ptr()?;
     let raw_cfg = RawConfig {
