@@ -29,7 +29,13 @@ pub(super) fn read_entry(path: &Path, key: &CacheKey) -> Read {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Read::Missing,
         Err(e) if is_symlink_refusal(&e) => return Read::NotAFile("a symbolic link"),
-        Err(e) => return Read::Unreadable(e),
+        // A socket cannot be opened at all (ENXIO): say what it is, rather than unreadable.
+        Err(e) => {
+            return match fs::symlink_metadata(path) {
+                Ok(m) if !m.is_file() => Read::NotAFile(kind_of(&m.file_type())),
+                _ => Read::Unreadable(e),
+            }
+        }
     };
     let meta = match file.metadata() {
         Ok(m) => m,
