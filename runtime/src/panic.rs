@@ -17,7 +17,7 @@ pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 }
 
 /// The payload's message; the payload is dropped where a panic of its own cannot escape.
-pub(crate) fn dispose(payload: Box<dyn Any + Send>) -> String {
+fn dispose(payload: Box<dyn Any + Send>) -> String {
     let message = message_of(payload.as_ref());
     if let Err(second) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
         // Dropping this one could panic as well: keep it.

@@ -1,7 +1,6 @@
 //! The boxed kernel ABI, and the helper every generated shim calls.
 
 use std::cell::RefCell;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::registration::OpSpec;
 use crate::value::{FromStable, StableValue};
@@ -154,10 +153,12 @@ pub unsafe fn boxed_call<S: OpSpec>(
         slots: outputs,
         written: 0,
     };
-    match catch_unwind(AssertUnwindSafe(|| body(&args, &mut outs))) {
+    // The payload of a panic is dropped inside `catch` too: one whose own drop panics must not
+    // unwind past the C edge.
+    match crate::panic::catch(|| body(&args, &mut outs)) {
         Ok(Ok(())) => STATUS_OK,
         Ok(Err(error)) => kernel_failed::<S>(error),
-        Err(payload) => kernel_panicked::<S>(payload),
+        Err(message) => kernel_panicked::<S>(message),
     }
 }
 
@@ -218,9 +219,7 @@ fn kernel_failed<S: OpSpec>(error: Error) -> i32 {
 
 #[cold]
 #[inline(never)]
-fn kernel_panicked<S: OpSpec>(payload: Box<dyn std::any::Any + Send>) -> i32 {
-    // Dropped inside `dispose`: a payload whose own drop panics must not unwind past the C edge.
-    let message = crate::panic::dispose(payload);
+fn kernel_panicked<S: OpSpec>(message: String) -> i32 {
     set_last_error(Error::KernelPanic {
         op: S::NAME.to_string(),
         message,
