@@ -28,7 +28,7 @@ mod keys;
 mod raw;
 
 use std::borrow::Cow;
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 use std::sync::LazyLock;
 
 use harness::Test;
@@ -99,6 +99,24 @@ fn variant(tag: &str) -> KernelDecl {
         includes: entry.includes.clone(),
     }]);
     decl
+}
+
+/// This binary again, as a child: `configure` adds its flag (and environment). Returns the exit
+/// status and stdout, and the whole output as text for a failure message.
+fn run_child(
+    configure: impl FnOnce(&mut Command) -> &mut Command,
+) -> Result<(std::process::ExitStatus, String, String), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = configure(&mut Command::new(exe))
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let shown = format!(
+        "child: {}\n{stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok((out.status, stdout, shown))
 }
 
 const TESTS: &[Test] = &[

@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::path::Path;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::Barrier;
 
 use opbox::cache::stats;
@@ -73,26 +73,20 @@ pub fn unreadable_cache() -> TestResult {
             ],
         )?;
         // Without NVRTC, the error says the cache could not serve the launch either.
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let out = Command::new(exe)
-            .arg(CHILD)
-            .arg(dir.path())
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-            .map_err(|e| e.to_string())?;
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        if out.status.code() == Some(NVRTC_FOUND.into()) {
+        let (status, stdout, shown) =
+            crate::run_child(|c| c.arg(CHILD).arg(dir.path()).env_remove("LD_LIBRARY_PATH"))?;
+        if status.code() == Some(NVRTC_FOUND.into()) {
             return Ok(Outcome::Skip(format!(
                 "a child without LD_LIBRARY_PATH still loads libnvrtc ({})",
                 stdout.trim()
             )));
         }
         ensure(
-            out.status.success()
+            status.success()
                 && stdout.contains("CUDA is not available: NVRTC")
                 && stdout.contains("the disk cache could not serve it either: cannot read")
                 && stdout.contains("Not a directory"),
-            || format!("child: {}\n{stdout}", out.status),
+            || shown,
         )?;
         Ok(Outcome::Pass)
     })

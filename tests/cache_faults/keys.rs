@@ -5,7 +5,7 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use opbox::cuda::{compile_ahead, DiskCache, Target};
 
@@ -16,7 +16,6 @@ const CHILD: &str = "--child-compile-ahead";
 pub fn two_cuda_homes() -> TestResult {
     with_nvrtc(|| {
         let root = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut entries = Vec::new();
         for (home, cccl) in [("cuda-a", false), ("cuda-b", true)] {
             // A stand-in toolkit: what the lookup looks for, so its dirs reach NVRTC's options.
@@ -29,20 +28,13 @@ pub fn two_cuda_homes() -> TestResult {
             .map_err(|e| e.to_string())?;
             fs::write(include.join("cuda_fp16.h"), "// stand-in\n").map_err(|e| e.to_string())?;
             let cache = root.path().join(format!("{home}-cache"));
-            let out = Command::new(&exe)
-                .arg(CHILD)
-                .arg(&cache)
-                .env("CUDA_HOME", root.path().join(home))
-                .env_remove("CUDA_PATH")
-                .output()
-                .map_err(|e| e.to_string())?;
-            ensure(out.status.success(), || {
-                format!(
-                    "child under {home}: {}{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                )
+            let (status, _, shown) = crate::run_child(|c| {
+                c.arg(CHILD)
+                    .arg(&cache)
+                    .env("CUDA_HOME", root.path().join(home))
+                    .env_remove("CUDA_PATH")
             })?;
+            ensure(status.success(), || format!("under {home}: {shown}"))?;
             entries.push(entry_names(&cache)?);
         }
         ensure(entries[0].len() == 2 && entries[0] == entries[1], || {

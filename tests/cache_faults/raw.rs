@@ -6,7 +6,7 @@
 //!    null pointer otherwise; a Tensor value with a stray aux owns its reference; a DType,
 //!    Device or Scalar payload that does not decode is named as invalid.
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use opbox::dispatch::{
     leaked_panic_payloads, take_last_error, BoxedKernelFn, KernelRegistration, STATUS_ERROR,
@@ -21,23 +21,12 @@ use crate::harness::{ensure, s, Outcome, TestResult};
 const CHILD: &str = "--child-bomb";
 
 pub fn bomb() -> TestResult {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let out = Command::new(exe)
-        .arg(CHILD)
-        .output()
-        .map_err(|e| e.to_string())?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (status, stdout, shown) = crate::run_child(|c| c.arg(CHILD))?;
     ensure(
-        out.status.success()
+        status.success()
             && stdout.contains("cache_faults::bomb panicked: a non-string panic payload")
             && stdout.contains("leaked 1"),
-        || {
-            format!(
-                "child: {}\n{stdout}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            )
-        },
+        || shown,
     )?;
     Ok(Outcome::Pass)
 }
