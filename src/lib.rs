@@ -66,6 +66,8 @@ pub mod dispatch {
         KernelArgs, KernelOutputs, KernelRegistration, LibraryKind, LibraryRegistration, OpDef,
         OpSpec, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
     };
+    /// Panic payloads leaked because dropping them panicked too (the process lives on).
+    pub use opbox_runtime::panic::leaked_panic_payloads;
 }
 
 /// Native types, builtins and build options (Warp's side).
@@ -99,8 +101,8 @@ pub mod kernel {
 pub mod cuda {
     pub use opbox_runtime::backend::cuda::{
         compile_ahead, compile_cached, compile_for_arch, compile_for_device, default_cache, device,
-        device_count, nvrtc, probe, synchronize, translation_unit, Artifact, CacheOutcome,
-        Compiled, CudaDevice, DiskCache, ImageKind, LoadedKernel, Target,
+        device_count, nvrtc, probe, synchronize, translation_unit, ArchVariant, Artifact,
+        CacheOutcome, Compiled, CudaDevice, DiskCache, ImageKind, LoadedKernel, Lookup, Target,
     };
 
     /// The CUDA code model (declarations, emitter, cache key), for tools and tests.

@@ -15,7 +15,8 @@ use crate::progress::Progress;
     ArgGroup::new("what").required(true).multiple(true).args(["arches", "devices", "list"])
 ))]
 pub struct AotArgs {
-    /// A target: sm_XX writes a cubin, compute_XX writes PTX (repeat, or separate with commas).
+    /// A target: sm_XX writes a cubin, compute_XX writes PTX, either with NVRTC's a or f suffix
+    /// where it has one (sm_90a); repeat, or separate with commas.
     #[arg(short, long = "arch", value_name = "ARCH", value_delimiter = ',', value_parser = parse_arch)]
     pub arches: Vec<String>,
 
@@ -51,11 +52,15 @@ pub struct AotArgs {
     pub quiet: bool,
 }
 
-/// `sm_90` / `compute_90`, checked while parsing so a typo is a usage error naming the flag.
+/// `sm_90` / `compute_90` / `sm_90a`, checked while parsing so that a typo, or an arch this
+/// NVRTC does not support, is a usage error naming the flag.
 fn parse_arch(arch: &str) -> Result<String, String> {
-    opbox::cuda::Target::parse(arch)
-        .map(|_| arch.to_owned())
-        .map_err(|e| e.to_string())
+    let target = opbox::cuda::Target::parse(arch).map_err(|e| e.to_string())?;
+    match target.check_supported() {
+        // Without NVRTC only the spelling can be checked; the run then says NVRTC is missing.
+        Ok(()) | Err(opbox::Error::NoCuda { .. }) => Ok(arch.to_owned()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 pub fn run(args: &AotArgs) -> ExitCode {

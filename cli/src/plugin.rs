@@ -21,7 +21,7 @@ impl Plugin {
         // SAFETY: loading runs the library's initializers (its inventory registrations); the
         // user named this library as an opbox plugin, which is what they are asking to run.
         let library = unsafe { libloading::Library::new(path) }
-            .map_err(|e| refuse(format!("cannot be loaded: {e}")))?;
+            .map_err(|e| refuse(format!("cannot be loaded: {}", with_sources(&e))))?;
         // SAFETY: the symbol, when present, is `export_aot!`'s entry, of exactly this type.
         let entry = unsafe { library.get::<AotEntryV1>(AOT_ENTRY_V1) }
             .map(|symbol| *symbol)
@@ -55,4 +55,17 @@ impl Plugin {
             other => other,
         })
     }
+}
+
+/// `e` and each error under it: libloading says "dlopen failed" and keeps dlerror's reason
+/// ("...: invalid ELF header") as its source.
+fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    text
 }

@@ -59,6 +59,14 @@ fn main() -> ExitCode {
             constexpr_named,
         ),
         ("usage_errors_name_the_flag", usage_errors),
+        (
+            "arches_are_checked_against_what_nvrtc_supports",
+            arches_nvrtc_supports,
+        ),
+        (
+            "a_cache_that_cannot_be_written_fails_the_run",
+            unwritable_cache,
+        ),
         ("in_process_device_target", device_target),
         (
             "aot_fills_the_disk_cache_and_device_alias",
@@ -294,6 +302,79 @@ fn usage_errors() -> TestResult {
     Ok(Outcome::Pass)
 }
 
+/// Out-of-range, signed and zero-padded arches are usage errors (exit 2), not one failure per
+/// kernel; NVRTC's suffixed targets are accepted and compiled.
+fn arches_nvrtc_supports() -> TestResult {
+    with_nvrtc(|| {
+        for arch in ["sm_0", "compute_1000", "sm_4294967295", "sm_+90", "sm_090"] {
+            let o = in_process(&["aot", "--arch", arch, "-k", "twice"])?;
+            ensure(
+                o.status.code() == Some(2)
+                    && text(&o.stderr)
+                        .contains(&format!("invalid value '{arch}' for '--arch <ARCH>'")),
+                || show(&o),
+            )?;
+        }
+        let o = in_process(&["aot", "--arch", "compute_1000"])?;
+        ensure(
+            text(&o.stderr).contains("is not supported by NVRTC") && text(&o.stderr).contains("90"),
+            || show(&o),
+        )?;
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let out_s = dir.path().to_string_lossy().into_owned();
+        let o = in_process(&[
+            "aot",
+            "-a",
+            "sm_90a,sm_100f",
+            "-k",
+            "twice",
+            "--out",
+            &out_s,
+        ])?;
+        ensure(o.status.success(), || show(&o))?;
+        ensure(
+            file_names(&text(&o.stdout)) == ["twice.sm_100f.cubin", "twice.sm_90a.cubin"],
+            || show(&o),
+        )?;
+        check_images(&text(&o.stdout))?;
+        Ok(Outcome::Pass)
+    })
+}
+
+/// `OPBOX_CACHE_DIR` names a file: nothing can reach the cache, so every job fails (exit 1)
+/// saying why, instead of "2 written".
+fn unwritable_cache() -> TestResult {
+    with_nvrtc(|| {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let file = dir.path().join("not-a-dir");
+        std::fs::write(&file, "").map_err(|e| e.to_string())?;
+        let out_s = dir.path().join("out").to_string_lossy().into_owned();
+        let o = this_binary(
+            &[(CHILD, Path::new("1")), ("OPBOX_CACHE_DIR", &file)],
+            &[
+                "opbox",
+                "aot",
+                "-a",
+                "sm_90",
+                "-k",
+                "twice,negate",
+                "--out",
+                &out_s,
+            ],
+        )?;
+        let stderr = text(&o.stderr);
+        ensure(o.status.code() == Some(1), || show(&o))?;
+        ensure(
+            stderr.contains("kernel cache: cannot")
+                && stderr.contains("not-a-dir")
+                && stderr.contains("0 written")
+                && stderr.contains("2 failed"),
+            || show(&o),
+        )?;
+        Ok(Outcome::Pass)
+    })
+}
+
 fn device_target() -> TestResult {
     with_gpu(|| {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -458,17 +539,21 @@ fn plugin_refusals() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let fake = dir.path().join("libfake.so");
     std::fs::write(&fake, "not a shared library").map_err(|e| e.to_string())?;
-    let o = standalone(&[
-        "aot",
-        "--arch",
-        "sm_90",
-        "--plugin",
-        &fake.to_string_lossy(),
-    ])?;
-    ensure(
-        o.status.code() == Some(2) && text(&o.stderr).contains("cannot be loaded"),
-        || show(&o),
-    )?;
+    let empty = dir.path().join("libempty.so");
+    std::fs::write(&empty, "").map_err(|e| e.to_string())?;
+    // Each says dlopen's own reason, which starts with the path it was given.
+    for lib in [fake.as_path(), empty.as_path(), Path::new("/bin/ls")] {
+        if !lib.is_file() {
+            continue;
+        }
+        let lib = lib.to_string_lossy();
+        let o = standalone(&["aot", "--arch", "sm_90", "--plugin", &lib])?;
+        ensure(
+            o.status.code() == Some(2)
+                && text(&o.stderr).contains(&format!("cannot be loaded: dlopen failed: {lib}: ")),
+            || show(&o),
+        )?;
+    }
     // A real library that is not a plugin: the message says what to add.
     let plugin = plugin_path()?;
     let libc = [

@@ -6,6 +6,7 @@ pub mod dispatch;
 pub mod error;
 pub mod kernel;
 pub mod native;
+pub mod panic;
 pub mod scalar;
 pub mod tensor;
 pub mod typemap;

@@ -25,19 +25,49 @@ pub fn lines(text: &str) -> impl Iterator<Item = &str> {
 
 /// All `#include` and `#pragma once` directives of `text`, in order.
 pub fn directives(text: &str) -> Vec<Directive> {
+    classify(text)
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, line)| match line {
+            Line::Directive(rest) => parse_directive(rest).map(|kind| Directive {
+                line: (i + 1) as u32,
+                kind,
+            }),
+            Line::Blank | Line::Text => None,
+        })
+        .collect()
+}
+
+/// What one line is to the preprocessor, comments removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Line<'a> {
+    /// Nothing but blanks and comments.
+    Blank,
+    /// A directive: the text after its `#`, leading blanks trimmed (`ifndef X_H`).
+    Directive(&'a str),
+    /// Anything else: code the compiler sees.
+    Text,
+}
+
+/// Every line of `text`, classified, in order (one entry per line, so index + 1 is the line).
+pub(crate) fn classify(text: &str) -> Vec<Line<'_>> {
     let mut out = Vec::new();
     let mut in_block_comment = false;
-    for (i, line) in lines(text).enumerate() {
+    for line in lines(text) {
         // A comment ending on this line counts as blank space before a possible `#`.
         let code_start = skip_comment_prefix(line, &mut in_block_comment);
-        if let Some(rest) = code_start {
-            if let Some(kind) = parse_directive(rest) {
-                out.push(Directive {
-                    line: (i + 1) as u32,
-                    kind,
-                });
-            }
-        }
+        let kind = match code_start.map(skip_blanks_and_inline_comments) {
+            None => Line::Blank,
+            Some(rest) => match rest.strip_prefix('#') {
+                Some(directive) => Line::Directive(directive.trim_start_matches([' ', '\t'])),
+                // A block comment left open runs to the end of the line.
+                None if rest.is_empty() || rest.starts_with("//") || rest.starts_with("/*") => {
+                    Line::Blank
+                }
+                None => Line::Text,
+            },
+        };
+        out.push(kind);
         track_comments(code_start.unwrap_or(""), &mut in_block_comment);
     }
     out
@@ -89,11 +119,9 @@ fn track_comments(code: &str, in_block_comment: &mut bool) {
     }
 }
 
-/// Parses `# include "x"`, `#include <x>` and `#pragma once`, with any blanks (and inline block
-/// comments before the `#`) around the tokens.
-fn parse_directive(code: &str) -> Option<DirectiveKind> {
-    let rest = skip_blanks_and_inline_comments(code).strip_prefix('#')?;
-    let rest = rest.trim_start_matches([' ', '\t']);
+/// Parses the text after the `#` of `include "x"`, `include <x>` and `pragma once`, with any
+/// blanks around the tokens.
+fn parse_directive(rest: &str) -> Option<DirectiveKind> {
     if let Some(arg) = rest.strip_prefix("include") {
         // `#include_next` and `#includefoo` are other words.
         if arg.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {

@@ -6,9 +6,11 @@
 //! `<opbox-check:NAME>` for a signature mismatch.
 //!
 //! Inlining (rather than NVRTC's virtual headers) keeps resolution exactly what the scanner
-//! decided, whatever the spelling of each include. A header with `#pragma once` is wrapped in a
-//! generated include guard, which is what `#pragma once` means; an include that closes a cycle
-//! (only possible between guarded headers, see the scanner) expands to nothing, as it would there.
+//! decided, whatever the spelling of each include. Each guarded header (`#pragma once`, or a
+//! whole-file `#ifndef` guard, see the `guard` module) is written once, at its first inclusion:
+//! a later inclusion, and an include that closes a cycle (only possible between guarded headers,
+//! see the scanner), expands to a comment, as the preprocessor would expand it to nothing. So a
+//! diamond lattice of headers costs each header once, not once per path to it.
 
 use std::fmt::Write as _;
 
@@ -16,6 +18,7 @@ use super::cstr::escape;
 use super::decl::{ConstexprStyle, EntryAbi, KernelDecl, NativeParam, ParamKind, SourceFile};
 use super::directive::{directives, lines, DirectiveKind};
 use super::error::EmitError;
+use super::guard::{include_guard, undefines, Guard};
 use super::native_checks::{native_checks, CheckTarget};
 use super::prelude::prelude;
 use crate::native::NativeSchema;
@@ -113,12 +116,7 @@ pub fn emit_with_structs(
             ),
         }
     }
-    Inliner {
-        decl,
-        stack: Vec::new(),
-        out: &mut src,
-    }
-    .inline(0)?;
+    Inliner::new(decl, &mut src).inline(0)?;
     if !natives.is_empty() {
         let roots: Vec<&'static NativeSchema> = natives.iter().map(|n| n.schema).collect();
         let checks =
@@ -218,31 +216,53 @@ fn constexpr_literals(
     Ok(out)
 }
 
+/// Above this a unit is a runaway include lattice of unguarded headers, which the preprocessor
+/// too would expand exponentially; no real kernel comes near it.
+const MAX_UNIT_BYTES: usize = 64 << 20;
+
 struct Inliner<'a> {
     decl: &'a KernelDecl,
     /// Files being expanded, outermost first.
     stack: Vec<usize>,
+    /// Per file: written once already.
+    emitted: Vec<bool>,
+    /// Per file, once asked: a second inclusion expands to nothing (see `included_once`).
+    once: Vec<Option<bool>>,
     out: &'a mut String,
 }
 
-impl Inliner<'_> {
+impl<'a> Inliner<'a> {
+    fn new(decl: &'a KernelDecl, out: &'a mut String) -> Inliner<'a> {
+        let n = decl.sources.len();
+        Inliner {
+            decl,
+            stack: Vec::new(),
+            emitted: vec![false; n],
+            once: vec![None; n],
+            out,
+        }
+    }
+
     fn inline(&mut self, index: usize) -> Result<(), EmitError> {
         let decl = self.decl;
+        if self.out.len() > MAX_UNIT_BYTES {
+            return Err(EmitError::UnitTooLarge {
+                kernel: decl.rust_name.to_string(),
+                limit: MAX_UNIT_BYTES,
+            });
+        }
         let file: &SourceFile = &decl.sources[index];
         let name = escape(&file.name);
+        // Each pragma line becomes a blank one: the file is written once anyway
+        // (`included_once`), and NVRTC warns about `#pragma once` in a main file.
         let once = directives(&file.content)
             .into_iter()
             .filter(|d| d.kind == DirectiveKind::PragmaOnce)
             .map(|d| d.line)
             .collect::<Vec<_>>();
-        if !once.is_empty() {
-            let _ = writeln!(
-                self.out,
-                "#ifndef OPBOX_ONCE_{index}\n#define OPBOX_ONCE_{index}"
-            );
-        }
         let _ = writeln!(self.out, "#line 1 \"{name}\"");
         self.stack.push(index);
+        self.emitted[index] = true;
         let mut edges = file.includes.iter().peekable();
         let total = line_count(&file.content);
         for (i, text) in lines(&file.content).take(total).enumerate() {
@@ -257,18 +277,26 @@ impl Inliner<'_> {
                         line,
                     });
                 }
+                let target_name = || escape(&decl.sources[target].name).replace("*/", "* /");
                 if self.stack.contains(&target) {
                     let _ = writeln!(
                         self.out,
                         "/* opbox: include cycle ends here: {} is guarded */",
-                        escape(&decl.sources[target].name).replace("*/", "* /")
+                        target_name()
+                    );
+                    continue;
+                }
+                if self.emitted[target] && self.included_once(target) {
+                    let _ = writeln!(
+                        self.out,
+                        "/* opbox: {} is already included */",
+                        target_name()
                     );
                     continue;
                 }
                 self.inline(target)?;
                 let _ = writeln!(self.out, "#line {} \"{name}\"", line + 1);
             } else if once.contains(&line) {
-                // Replaced by the guard around the file; NVRTC would warn about it in a main file.
                 self.out.push('\n');
             } else {
                 self.out.push_str(text);
@@ -283,10 +311,24 @@ impl Inliner<'_> {
             });
         }
         self.stack.pop();
-        if !once.is_empty() {
-            self.out.push_str("#endif\n");
-        }
         Ok(())
+    }
+
+    /// Whether including file `index` again adds nothing, as the preprocessor decides it: the
+    /// file has `#pragma once`, or a whole-file guard whose macro no file of the closure
+    /// `#undef`s.
+    fn included_once(&mut self, index: usize) -> bool {
+        if let Some(known) = self.once[index] {
+            return known;
+        }
+        let sources = &self.decl.sources;
+        let once = match include_guard(&sources[index].content) {
+            Some(Guard::PragmaOnce) => true,
+            Some(Guard::Macro(name)) => !sources.iter().any(|f| undefines(&f.content, &name)),
+            None => false,
+        };
+        self.once[index] = Some(once);
+        once
     }
 }
 

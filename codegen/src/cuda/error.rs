@@ -91,6 +91,8 @@ pub enum EmitError {
     },
     /// Two by-value struct params use one C++ name with two layouts.
     NativeConflict { kernel: String, message: String },
+    /// Unguarded headers include each other so often that the unit passes `limit` bytes.
+    UnitTooLarge { kernel: String, limit: usize },
 }
 
 impl fmt::Display for EmitError {
@@ -116,6 +118,11 @@ impl fmt::Display for EmitError {
                 "kernel `{kernel}`: #[constexpr] {param} is a float, which cannot be a C++17 template argument; use constexpr = \"define\" or an integer"
             ),
             EmitError::NoSource { kernel } => write!(f, "kernel `{kernel}` has no source file"),
+            EmitError::UnitTooLarge { kernel, limit } => write!(
+                f,
+                "kernel `{kernel}`: the translation unit passes {} MiB because headers without include guards are included again and again; add `#pragma once` to them",
+                limit >> 20
+            ),
             EmitError::BadInclude { kernel, file, line } => write!(
                 f,
                 "kernel `{kernel}`: include at {file}:{line} points outside the embedded sources"

@@ -9,6 +9,7 @@ mod decl;
 mod directive;
 mod emit;
 mod error;
+mod guard;
 mod key;
 pub mod native_checks;
 mod prelude;

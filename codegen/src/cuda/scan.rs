@@ -11,8 +11,9 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use super::decl::{IncludeEdge, SourceFile};
-use super::directive::{directives, lines, DirectiveKind};
+use super::directive::{directives, DirectiveKind};
 use super::error::ScanError;
+use super::guard::include_guard;
 
 /// Deeper nesting than this is treated as a runaway include chain.
 const MAX_DEPTH: usize = 200;
@@ -164,7 +165,7 @@ impl Scanner {
                 continue;
             };
             if let Some(&j) = self.index.get(&target) {
-                if self.stack.contains(&j) && !is_guarded(&self.files[j].content) {
+                if self.stack.contains(&j) && include_guard(&self.files[j].content).is_none() {
                     let mut chain = self.chain_names();
                     chain.push(self.files[j].name.clone());
                     return Err(ScanError::Cycle { chain });
@@ -223,34 +224,6 @@ fn read_text(path: &Path) -> Result<String, ScanError> {
             e.utf8_error().valid_up_to()
         ),
     })
-}
-
-/// `#pragma once`, or a classic `#ifndef X` / `#define X` guard as the first two directives.
-pub(crate) fn is_guarded(content: &str) -> bool {
-    if directives(content)
-        .iter()
-        .any(|d| d.kind == DirectiveKind::PragmaOnce)
-    {
-        return true;
-    }
-    let mut significant = lines(content)
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("//"))
-        .filter_map(|l| l.strip_prefix('#'))
-        .map(|l| l.split_whitespace().collect::<Vec<_>>());
-    match (significant.next(), significant.next()) {
-        (Some(a), Some(b)) => {
-            let guard = match a.as_slice() {
-                ["ifndef", name] => Some(*name),
-                ["if", cond] => cond
-                    .strip_prefix("!defined(")
-                    .and_then(|c| c.strip_suffix(')')),
-                _ => None,
-            };
-            matches!((guard, b.as_slice()), (Some(g), ["define", name, ..]) if g == *name)
-        }
-        _ => false,
-    }
 }
 
 fn slash_path(p: &Path) -> String {

@@ -88,10 +88,10 @@ pub unsafe fn serve_v1(
     // SAFETY: forwarded from this function's contract.
     let decoded = unsafe { decode_request(request) };
     // A panic must not unwind into the caller's C frame.
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let outcome = crate::panic::catch(|| {
         let request = decoded?;
         run_request(&request, &|event| send(&emit, event))
-    }));
+    });
     let refused = |message: String| {
         let message = c_string(&message);
         emit(&AotEventV1 {
@@ -106,7 +106,9 @@ pub unsafe fn serve_v1(
         // The host wraps the message in its own error again: send it without the kind.
         Ok(Err(Error::InvalidArgument(message))) => refused(message),
         Ok(Err(e)) => refused(e.to_string()),
-        Err(_) => refused("aot: the plugin panicked while compiling".into()),
+        Err(message) => refused(format!(
+            "aot: the plugin panicked while compiling: {message}"
+        )),
     }
 }
 

@@ -1,7 +1,6 @@
 //! The boxed kernel ABI, and the helper every generated shim calls.
 
 use std::cell::RefCell;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::registration::OpSpec;
 use crate::value::{FromStable, StableValue};
@@ -110,16 +109,6 @@ fn too_many_outputs(declared: usize) -> Error {
     ))
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a non-string panic payload".to_string()
-    }
-}
-
 /// Runs a kernel body behind the boxed ABI: checks the counts, catches errors and panics, and
 /// turns them into a status. Generated shims call this; so can hand-written ones.
 ///
@@ -135,19 +124,25 @@ pub unsafe fn boxed_call<S: OpSpec>(
     let schema = S::SCHEMA;
     let counts = (usize::try_from(num_args), usize::try_from(num_outputs));
     let (Ok(num_args), Ok(num_outputs)) = counts else {
-        return refuse::<S>(None, 0, 0);
+        return refuse::<S>(Refusal::Overflow);
     };
-    if num_args != schema.arguments.len() || num_outputs != schema.returns.len() || stack.is_null()
-    {
-        return refuse::<S>(Some(stack.is_null()), num_args, num_outputs);
+    if num_args != schema.arguments.len() || num_outputs != schema.returns.len() {
+        return refuse::<S>(Refusal::Counts(num_args, num_outputs));
     }
-    // SAFETY: the caller guarantees `stack` points to `num_args + num_outputs` initialised,
-    // unaliased values (checked non-null above); the two halves do not overlap.
-    let (inputs, outputs) = unsafe {
-        (
-            std::slice::from_raw_parts(stack, num_args),
-            std::slice::from_raw_parts_mut(stack.add(num_args), num_outputs),
-        )
+    // An op with no arguments and no results reads no stack, so any pointer will do.
+    let (inputs, outputs): (&[StableValue], &mut [StableValue]) = if num_args + num_outputs == 0 {
+        (&[], &mut [])
+    } else if stack.is_null() {
+        return refuse::<S>(Refusal::Null(num_args + num_outputs));
+    } else {
+        // SAFETY: the caller guarantees `stack` points to `num_args + num_outputs` initialised,
+        // unaliased values (checked non-null above); the two halves do not overlap.
+        unsafe {
+            (
+                std::slice::from_raw_parts(stack, num_args),
+                std::slice::from_raw_parts_mut(stack.add(num_args), num_outputs),
+            )
+        }
     };
     let args = KernelArgs {
         op: S::NAME,
@@ -158,30 +153,48 @@ pub unsafe fn boxed_call<S: OpSpec>(
         slots: outputs,
         written: 0,
     };
-    match catch_unwind(AssertUnwindSafe(|| body(&args, &mut outs))) {
+    // The payload of a panic is dropped inside `catch` too: one whose own drop panics must not
+    // unwind past the C edge.
+    match crate::panic::catch(|| body(&args, &mut outs)) {
         Ok(Ok(())) => STATUS_OK,
         Ok(Err(error)) => kernel_failed::<S>(error),
-        Err(payload) => kernel_panicked::<S>(payload),
+        Err(message) => kernel_panicked::<S>(message),
     }
 }
 
 // The failure paths of `boxed_call`, out of line so that every generated shim's hot path stays
 // short: each records the error for `take_last_error` and returns the status.
 
-/// A stack that does not match the schema: `null` is None when the counts overflowed usize.
+/// Why a stack was refused before the kernel ran.
+enum Refusal {
+    /// A count does not fit in usize.
+    Overflow,
+    /// (arguments, outputs) that differ from the schema's.
+    Counts(usize, usize),
+    /// A null stack for this many values.
+    Null(usize),
+}
+
+/// A stack that does not match the schema.
 #[cold]
 #[inline(never)]
-fn refuse<S: OpSpec>(null: Option<bool>, num_args: usize, num_outputs: usize) -> i32 {
+fn refuse<S: OpSpec>(why: Refusal) -> i32 {
     let schema = S::SCHEMA;
-    set_last_error(match null {
-        None => Error::InvalidArgument(format!("{}: stack size does not fit in memory", S::NAME)),
-        Some(null) if null || num_args != schema.arguments.len() => Error::ArgCount {
+    set_last_error(match why {
+        Refusal::Overflow => {
+            Error::InvalidArgument(format!("{}: stack size does not fit in memory", S::NAME))
+        }
+        Refusal::Null(values) => Error::InvalidArgument(format!(
+            "{}: the stack pointer is null, but the call passes {values} values",
+            S::NAME
+        )),
+        Refusal::Counts(num_args, _) if num_args != schema.arguments.len() => Error::ArgCount {
             op: S::NAME.to_string(),
             expected: schema.arguments.len(),
-            got: if null { 0 } else { num_args },
+            got: num_args,
             schema: schema.to_string(),
         },
-        Some(_) => Error::ReturnCount {
+        Refusal::Counts(_, num_outputs) => Error::ReturnCount {
             op: S::NAME.to_string(),
             expected: schema.returns.len(),
             got: num_outputs,
@@ -200,8 +213,8 @@ fn kernel_failed<S: OpSpec>(error: Error) -> i32 {
 
 #[cold]
 #[inline(never)]
-fn kernel_panicked<S: OpSpec>(payload: Box<dyn std::any::Any + Send>) -> i32 {
-    set_last_error(panic_error(S::NAME, payload));
+fn kernel_panicked<S: OpSpec>(message: String) -> i32 {
+    set_last_error(panic_error(S::NAME, message));
     STATUS_PANIC
 }
 
@@ -219,16 +232,11 @@ pub(crate) fn kernel_error(op: &str, error: Error) -> Error {
     }
 }
 
-/// The error a caught kernel panic becomes, on the boxed and the typed path alike.
+/// The error a caught kernel panic (its message, from `crate::panic::catch`) becomes, on the
+/// boxed and the typed path alike.
 #[cold]
 #[inline(never)]
-pub(crate) fn panic_error(op: &str, payload: Box<dyn std::any::Any + Send>) -> Error {
-    let message = panic_message(payload.as_ref());
-    // A payload whose own Drop panics would unwind out of here, across the C edge, and abort:
-    // drop it under catch_unwind, and leak whatever that second panic carries.
-    if let Err(second) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-        std::mem::forget(second);
-    }
+pub(crate) fn panic_error(op: &str, message: String) -> Error {
     Error::KernelPanic {
         op: op.to_string(),
         message,

@@ -3,8 +3,6 @@
 use opbox_codegen::schema::{BaseType, DefaultValue, Schema};
 
 use super::call::{FromStack, IntoStack};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
 use super::kernel::{self, panic_error, take_last_error, STATUS_OK};
 use super::key::DispatchKey;
 use super::registry::{check, OpEntry};
@@ -71,7 +69,7 @@ impl OpHandle {
                         // SAFETY: the slot's key is `(A's key, R)`, which TypedKernel's contract
                         // ties to exactly this fn type.
                         let kernel = unsafe { restore::<A, R>(erased) };
-                        return self.finish_typed(catch_unwind(AssertUnwindSafe(|| kernel(args))));
+                        return self.finish_typed(crate::panic::catch(|| kernel(args)));
                     }
                 }
             }
@@ -81,11 +79,11 @@ impl OpHandle {
 
     /// A typed entry's outcome, with its errors and panics named as the boxed path names them.
     #[inline]
-    fn finish_typed<R>(&self, outcome: std::thread::Result<Result<R>>) -> Result<R> {
+    fn finish_typed<R>(&self, outcome: std::result::Result<Result<R>, String>) -> Result<R> {
         match outcome {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(kernel::kernel_error(self.name(), error)),
-            Err(payload) => Err(panic_error(self.name(), payload)),
+            Err(message) => Err(panic_error(self.name(), message)),
         }
     }
 

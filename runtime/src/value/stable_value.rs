@@ -42,8 +42,10 @@ const _: () = assert!(std::mem::size_of::<StableValue>() == 16);
 const _: () = assert!(std::mem::align_of::<StableValue>() == 8);
 
 /// `aux` of a Tensor value that borrows its handle instead of owning a reference. Only typed
-/// calls make these, for a stack that is dropped before the call returns.
-const TENSOR_BORROWED: u32 = 1;
+/// calls make these, for a stack that is dropped before the call returns. One exact value, not a
+/// flag bit: a foreign value with a stray aux is an owner, and is released, not leaked.
+/// ([`StableValue::from_raw_parts`] never makes one.) Odd, as the flag bit was.
+const TENSOR_BORROWED: u32 = 0x424F_5257;
 
 const SCALAR_INT: u32 = 0;
 const SCALAR_FLOAT: u32 = 1;
@@ -156,7 +158,7 @@ impl StableValue {
     }
 
     fn is_borrowed_tensor(&self) -> bool {
-        self.tag == Tag::Tensor as u32 && self.aux & TENSOR_BORROWED != 0
+        self.tag == Tag::Tensor as u32 && self.aux == TENSOR_BORROWED
     }
 
     pub fn list(v: List) -> StableValue {
@@ -170,8 +172,14 @@ impl StableValue {
     ///
     /// # Safety
     /// For the Str, Tensor and List tags the payload must be null (Tensor only) or a handle that
-    /// opbox made and whose ownership passes to the new value: the value releases it on drop.
+    /// opbox made and whose ownership passes to the new value: the value releases it on drop,
+    /// whatever `aux` says (a Tensor value built here is never a borrowed one).
     pub unsafe fn from_raw_parts(tag: u32, aux: u32, payload: u64) -> StableValue {
+        let aux = if tag == Tag::Tensor as u32 && aux == TENSOR_BORROWED {
+            0
+        } else {
+            aux
+        };
         StableValue {
             tag,
             aux,
@@ -303,12 +311,31 @@ impl StableValue {
         Some(unsafe { Tensor::from_raw(ptr) })
     }
 
-    /// What this value is, for error messages: `int`, `Tensor`, `int[]`, `a null Tensor handle`.
+    /// What this value is, for error messages: `int`, `Tensor`, `int[]`, `a null Tensor handle`,
+    /// `an invalid ScalarType (code 99)`: a value whose tag is right but whose payload does not
+    /// decode says so, so the message never reads "expects X, but got X".
     pub fn describe(&self) -> String {
         match self.tag() {
             None => format!("an invalid tag {}", self.tag),
             Some(Tag::Tensor) if self.raw_ptr().is_null() => "a null Tensor handle".to_string(),
             Some(Tag::Str) if self.raw_ptr().is_null() => "a null str handle".to_string(),
+            Some(tag @ Tag::DType) if self.as_dtype().is_none() => {
+                format!(
+                    "an invalid {} (code {})",
+                    tag.schema_name(),
+                    self.raw_bits()
+                )
+            }
+            Some(tag @ Tag::Device) if self.as_device().is_none() => {
+                format!(
+                    "an invalid {} (bits {:#x})",
+                    tag.schema_name(),
+                    self.raw_bits()
+                )
+            }
+            Some(tag @ Tag::Scalar) if self.as_scalar().is_none() => {
+                format!("an invalid {} (kind {})", tag.schema_name(), self.aux)
+            }
             Some(Tag::List) => match self.as_list() {
                 Some(list) => list.describe(),
                 None => "a null list handle".to_string(),

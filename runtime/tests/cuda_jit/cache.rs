@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 
 use opbox_runtime::backend::cuda::{
-    compile_cached, compile_for_device, CacheOutcome, DiskCache, ImageKind, Target,
+    compile_cached, compile_for_device, CacheOutcome, DiskCache, Target,
 };
 
 use crate::support::*;
@@ -29,10 +29,7 @@ const CHILD_FLAG: &str = "--opbox-child-compile";
 const ALIAS_CHILD_FLAG: &str = "--opbox-child-device-alias";
 
 fn sm90() -> Target {
-    Target {
-        kind: ImageKind::Cubin,
-        arch: 90,
-    }
+    Target::cubin(90)
 }
 
 fn hit_then_rebuild() -> TestResult {

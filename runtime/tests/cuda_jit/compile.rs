@@ -51,10 +51,7 @@ pub const TESTS: &[Test] = &[
 ];
 
 fn sm90() -> Target {
-    Target {
-        kind: ImageKind::Cubin,
-        arch: 90,
-    }
+    Target::cubin(90)
 }
 
 /// Compiles with no disk cache. Every caller runs inside `with_nvrtc`, which has already
@@ -322,15 +319,7 @@ fn half_types() -> TestResult {
 
 fn ptx_target() -> TestResult {
     with_nvrtc(|| {
-        let a = compile(
-            &AXPBY,
-            &[],
-            Target {
-                kind: ImageKind::Ptx,
-                arch: 90,
-            },
-        )
-        .map_err(|e| e.to_string())?;
+        let a = compile(&AXPBY, &[], Target::ptx(90)).map_err(|e| e.to_string())?;
         let text = String::from_utf8(a.image).map_err(|e| e.to_string())?;
         ensure(
             a.kind == ImageKind::Ptx && text.contains(".entry axpby("),

@@ -104,19 +104,138 @@ fn inlined_headers_keep_their_own_file_and_line_numbers() {
     };
     assert_eq!(find("int main_line4;"), [("main.cu".to_string(), 4)]);
     assert_eq!(find("int b_line2;"), [("b.cuh".to_string(), 2)]);
-    // Inlined twice, guarded once: the second copy is compiled out by OPBOX_ONCE_1.
-    assert_eq!(
-        find("int a_line2;"),
-        [("a.cuh".to_string(), 2), ("a.cuh".to_string(), 2)]
-    );
+    // Included twice, written once: the second include is a comment, as the preprocessor
+    // would expand it to nothing.
+    assert_eq!(find("int a_line2;"), [("a.cuh".to_string(), 2)]);
     assert_eq!(
         tu.source
-            .matches("#ifndef OPBOX_ONCE_1\n#define OPBOX_ONCE_1\n")
+            .matches("/* opbox: a.cuh is already included */")
             .count(),
-        2
+        1
     );
     assert!(!tu.source.contains("#pragma once"));
     assert!(!tu.source.contains("#include \"a.cuh\""));
+}
+
+/// The issue's diamond lattice: `l{i}a` and `l{i}b` each include both of level `i + 1`, so
+/// level `i` is reached by 2^i paths. `guard` wraps one header's text.
+fn lattice(levels: usize, guard: fn(&str, &str) -> String) -> KernelDecl {
+    let mut sources = vec![SourceFile {
+        name: Cow::Borrowed("k.cu"),
+        content: Cow::Borrowed("#include \"l0a.cuh\"\n#include \"l0b.cuh\"\n"),
+        includes: Cow::Owned(vec![
+            IncludeEdge { line: 1, file: 1 },
+            IncludeEdge { line: 2, file: 2 },
+        ]),
+    }];
+    for level in 0..levels {
+        for side in ["a", "b"] {
+            let name = format!("l{level}{side}.cuh");
+            let body = format!("__device__ inline int f{level}{side}() {{ return {level}; }}\n");
+            let (content, includes) = if level + 1 < levels {
+                let first = (2 * level + 3) as u32;
+                let includes = format!(
+                    "#include \"l{n}a.cuh\"\n#include \"l{n}b.cuh\"\n",
+                    n = level + 1
+                );
+                (format!("{includes}{body}"), vec![first, first + 1])
+            } else {
+                (body, vec![])
+            };
+            let guarded = guard(&name, &content);
+            // The guard adds lines above the includes: find them again.
+            let offset = guarded
+                .lines()
+                .position(|l| l.starts_with("#include"))
+                .unwrap_or(0) as u32;
+            sources.push(SourceFile {
+                name: Cow::Owned(name),
+                content: Cow::Owned(guarded),
+                includes: Cow::Owned(
+                    includes
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &file)| IncludeEdge {
+                            line: offset + 1 + i as u32,
+                            file,
+                        })
+                        .collect(),
+                ),
+            });
+        }
+    }
+    let mut decl = axpby_decl("");
+    decl.sources = Cow::Owned(sources);
+    decl
+}
+
+#[test]
+fn a_lattice_of_guarded_headers_writes_each_header_once() {
+    let pragma = |_: &str, body: &str| format!("#pragma once\n{body}");
+    let classic = |name: &str, body: &str| {
+        let m = name.replace('.', "_").to_uppercase();
+        format!("#ifndef {m}\n#define {m}\n{body}#endif\n")
+    };
+    for (what, guard) in [
+        ("pragma once", pragma as fn(&str, &str) -> String),
+        ("#ifndef", classic),
+    ] {
+        // 42 headers: level 20 is reached by a million paths.
+        let decl = lattice(21, guard);
+        assert_eq!(decl.sources.len(), 43);
+        let tu = emit(&decl, &[]).expect("emit");
+        let user = &tu.source[tu.source.find("#line 1 \"k.cu\"").expect("k.cu")..];
+        assert!(
+            user.len() < 10_000,
+            "{what}: {} bytes of user code",
+            user.len()
+        );
+        for level in 0..21 {
+            for side in ["a", "b"] {
+                let f = format!("int f{level}{side}()");
+                assert_eq!(user.matches(&f).count(), 1, "{what}: {f}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_guard_that_is_undefined_again_is_not_skipped() {
+    // x.h's guard is #undef'd by y.h, so the preprocessor would expand x.h twice; so does the
+    // emitter.
+    let mut decl = axpby_decl("");
+    decl.sources = Cow::Owned(vec![
+        file(
+            "k.cu",
+            "#include \"x.h\"\n#include \"y.h\"\n#include \"x.h\"\n",
+            &[
+                IncludeEdge { line: 1, file: 1 },
+                IncludeEdge { line: 2, file: 2 },
+                IncludeEdge { line: 3, file: 1 },
+            ],
+        ),
+        file(
+            "x.h",
+            "#ifndef X_H\n#define X_H\nint x_line3;\n#endif\n",
+            &[],
+        ),
+        file("y.h", "#undef X_H\n", &[]),
+    ]);
+    let tu = emit(&decl, &[]).expect("emit");
+    assert_eq!(tu.source.matches("int x_line3;").count(), 2);
+}
+
+#[test]
+fn an_unguarded_lattice_is_refused_not_expanded_without_bound() {
+    // Long one-line bodies reach the limit in a few thousand copies, so the test stays quick.
+    let decl = lattice(26, |_, body| format!("{body}// {}\n", "x".repeat(1 << 16)));
+    match emit(&decl, &[]) {
+        Err(EmitError::UnitTooLarge { kernel, .. }) => assert_eq!(kernel, "axpby_f32"),
+        other => panic!(
+            "expected UnitTooLarge, got {:?}",
+            other.map(|tu| tu.source.len())
+        ),
+    }
 }
 
 #[test]

@@ -21,8 +21,9 @@ use opbox_codegen::cuda::{ConstValue, KernelDecl};
 
 use super::artifact::ImageKind;
 use super::context::device;
-use super::jit::{compile_ahead, default_cache, Target};
+use super::jit::{compile_ahead, default_cache};
 use super::nvrtc;
+use super::target::Target;
 use crate::error::{Error, Result};
 
 /// One kernel to compile: a declaration and, for a kernel with `#[constexpr]` params, the values
@@ -97,7 +98,9 @@ pub fn plan<'a>(kernels: &[AotKernel<'a>], targets: &AotTargets) -> Result<Vec<A
         }
     }
     for arch in &targets.arches {
-        resolved.push(Target::parse(arch)?);
+        let target = Target::parse(arch)?;
+        target.check_supported()?;
+        resolved.push(target);
     }
     std::fs::create_dir_all(&targets.out_dir).map_err(|e| io(&targets.out_dir, e))?;
     let mut jobs: Vec<AotJob<'a>> = Vec::with_capacity(resolved.len() * kernels.len());
@@ -161,7 +164,14 @@ pub fn run_jobs(
     let worker = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(job) = jobs.get(i) else { break };
-        let result = run_job(job);
+        // A panic (a build options initializer's, say) fails this job only.
+        let result = crate::panic::catch(|| run_job(job)).unwrap_or_else(|message| {
+            Err(Error::Message(format!(
+                "kernel '{}' panicked while compiling for {}: {message}",
+                job.kernel.decl.rust_name,
+                job.target.name()
+            )))
+        });
         // Reported under the results' lock, so one report runs at a time: callers draw
         // progress bars and print from here.
         let mut all = results.lock().unwrap_or_else(|e| e.into_inner());
@@ -196,16 +206,38 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The longest file stem: with the longest `.compute_XXXf.ptx` it stays far below the 255 bytes
+/// a file name may have.
+const MAX_STEM: usize = 160;
+
 /// The kernel's name; a specialization adds a digest of its constexpr values, so each of a
-/// kernel's specializations gets its own file.
+/// kernel's specializations gets its own file. A stem too long for a file name keeps its start
+/// and ends in a digest of the whole.
 fn file_stem(k: &AotKernel<'_>) -> String {
-    use sha2::{Digest, Sha256};
-    if k.constexprs.is_empty() {
-        return k.decl.rust_name.to_string();
+    let name = &k.decl.rust_name;
+    let stem = if k.constexprs.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}-{}", digest(&format!("{:?}", k.constexprs)))
+    };
+    if stem.len() <= MAX_STEM {
+        return stem;
     }
-    let digest = Sha256::digest(format!("{:?}", k.constexprs).as_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{hex}", k.decl.rust_name)
+    let keep = MAX_STEM - 17;
+    let cut = (0..=keep)
+        .rev()
+        .find(|&i| stem.is_char_boundary(i))
+        .unwrap_or(0);
+    format!("{}-{}", &stem[..cut], digest(&stem))
+}
+
+/// 16 hex digits of the SHA-256 of `text`.
+fn digest(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn same_kernel(a: &AotKernel<'_>, b: &AotKernel<'_>) -> bool {

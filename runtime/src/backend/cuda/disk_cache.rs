@@ -1,23 +1,27 @@
 //! The on-disk kernel cache: one file per cache key, so a fresh process skips NVRTC entirely.
 //!
-//! An entry is a 48-byte header (magic, payload length, SHA-256 of the payload) and the payload.
-//! Reads verify all three, so a truncated or corrupt entry reads as a miss and is replaced.
-//! Writes go to a temp file in the same directory and are renamed over the entry, which is atomic:
-//! a reader sees the old entry, no entry, or the whole new one, and two processes writing the
-//! same key both succeed (their payloads are identical; the last rename wins).
+//! - [`format`]: an entry is a header (magic, its key, payload length, SHA-256 of the payload)
+//!   and the payload. A truncated, corrupt or misplaced entry reads as [`Lookup::Corrupt`], is
+//!   removed, and is rebuilt.
+//! - [`read`]: a lookup never follows a symlink, never blocks on a special file and never reads
+//!   more than a valid header announces; anything but a regular file at an entry's path is
+//!   removed (healed) like a corrupt entry.
+//! - [`write`]: temp file, fsync, rename, fsync of the directory; entries are 0644 less the umask.
+//!   Two processes writing the same key both succeed (same bytes; the last rename wins).
+//! - [`sweep`]: temp files of killed writers are removed by the next process that writes.
 
-use std::fs;
-use std::io::Write as _;
+mod format;
+mod read;
+mod sweep;
+mod write;
+
 use std::path::{Path, PathBuf};
 
 use opbox_codegen::cuda::CacheKey;
-use sha2::{Digest, Sha256};
 
 use super::artifact::Artifact;
 use crate::error::{Error, Result};
-
-const MAGIC: &[u8; 8] = b"OPBOXK\x00\x01";
-const HEADER: usize = 8 + 8 + 32;
+use read::{read_entry, remove, Read};
 
 /// The environment variable that moves the cache; set to an empty string to turn it off.
 pub const CACHE_DIR_ENV: &str = "OPBOX_CACHE_DIR";
@@ -32,8 +36,12 @@ pub struct DiskCache {
 pub enum Lookup {
     Hit(Artifact),
     Miss,
-    /// An entry existed but failed verification; it has been removed.
+    /// An entry existed but failed verification, or something other than an entry sat at its
+    /// path; it has been removed (the message says so, or why it could not be).
     Corrupt(String),
+    /// The entry or the directory could not be read (permissions, I/O, a file where the
+    /// directory should be): a miss, whose reason belongs in any error that follows.
+    Unreadable(String),
 }
 
 impl DiskCache {
@@ -61,74 +69,40 @@ impl DiskCache {
 
     pub fn load(&self, key: &CacheKey) -> Lookup {
         let path = self.entry_path(key);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(_) => return Lookup::Miss,
-        };
-        match verify(&bytes) {
-            Ok(artifact) => Lookup::Hit(artifact),
-            Err(why) => {
-                // Best effort: if removal fails, the rebuilt entry's rename replaces it anyway.
-                let _ = fs::remove_file(&path);
-                Lookup::Corrupt(format!("{}: {why}", path.display()))
+        let why = match read_entry(&path, key) {
+            Read::Missing => return Lookup::Miss,
+            Read::Entry(Ok(artifact)) => return Lookup::Hit(artifact),
+            Read::Unreadable(e) => {
+                return Lookup::Unreadable(format!("cannot read {}: {e}", path.display()))
             }
-        }
+            Read::Entry(Err(why)) => why,
+            Read::NotAFile(what) => format!("{what}, not a cache entry"),
+        };
+        // If removal fails, the rebuilt entry's store says why it cannot replace it.
+        let removed = match remove(&path) {
+            Ok(()) => "removed".to_string(),
+            Err(e) => format!("could not be removed: {e}"),
+        };
+        Lookup::Corrupt(format!("{}: {why} ({removed})", path.display()))
     }
 
-    /// Writes the entry atomically (temp file + rename).
+    /// Writes the entry atomically and durably (see [`write`]).
     pub fn store(&self, key: &CacheKey, artifact: &Artifact) -> Result<()> {
-        let io = |what: &str, e: std::io::Error| {
+        let bytes = format::encode(key, artifact);
+        if bytes.len() as u64 > format::HEADER as u64 + format::MAX_PAYLOAD {
+            return Err(Error::Message(format!(
+                "kernel cache: an image of {} bytes is larger than an entry may be",
+                bytes.len()
+            )));
+        }
+        sweep::once(&self.dir);
+        write::write_atomically(&self.dir, &self.entry_path(key), &bytes).map_err(|(what, e)| {
             Error::Message(format!(
                 "kernel cache: cannot {what} in {}: {e}",
                 self.dir.display()
             ))
-        };
-        fs::create_dir_all(&self.dir).map_err(|e| io("create the directory", e))?;
-        let bytes = encode(artifact);
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".tmp-")
-            .suffix(".kernel")
-            .tempfile_in(&self.dir)
-            .map_err(|e| io("create a temp file", e))?;
-        tmp.write_all(&bytes)
-            .map_err(|e| io("write a temp file", e))?;
-        tmp.persist(self.entry_path(key))
-            .map_err(|e| io("rename an entry", e.error))?;
-        Ok(())
+        })
     }
-}
-
-fn encode(artifact: &Artifact) -> Vec<u8> {
-    let payload = artifact.encode();
-    let mut out = Vec::with_capacity(HEADER + payload.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&Sha256::digest(&payload));
-    out.extend_from_slice(&payload);
-    out
-}
-
-fn verify(bytes: &[u8]) -> std::result::Result<Artifact, String> {
-    if bytes.len() < HEADER {
-        return Err(format!("{} bytes, shorter than the header", bytes.len()));
-    }
-    let (header, payload) = bytes.split_at(HEADER);
-    if &header[..8] != MAGIC {
-        return Err("not an opbox kernel entry (bad magic)".into());
-    }
-    let mut len = [0u8; 8];
-    len.copy_from_slice(&header[8..16]);
-    let len = u64::from_le_bytes(len);
-    if len != payload.len() as u64 {
-        return Err(format!(
-            "payload is {} bytes, header says {len}",
-            payload.len()
-        ));
-    }
-    if Sha256::digest(payload).as_slice() != &header[16..] {
-        return Err("payload hash mismatch".into());
-    }
-    Artifact::decode(payload).ok_or_else(|| "payload does not decode".into())
 }
 
 #[cfg(test)]

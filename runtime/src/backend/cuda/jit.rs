@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use opbox_codegen::cuda::{
@@ -11,71 +11,17 @@ use opbox_codegen::cuda::{
     KeyInputs, TranslationUnit,
 };
 
-use super::artifact::{Artifact, ImageKind};
+use super::artifact::Artifact;
 use super::disk_cache::{DiskCache, Lookup};
 use super::nvrtc;
+use super::single_flight::{Role, SingleFlight};
+use super::target::Target;
+use super::toolkit;
 use crate::error::{Error, Result};
-
-/// What a compile request targets: a cubin for `sm_XX`, or PTX for `compute_XX`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Target {
-    pub kind: ImageKind,
-    /// `90` for sm_90.
-    pub arch: u32,
-}
-
-impl Target {
-    /// Parses `sm_90` (cubin) or `compute_90` (PTX).
-    pub fn parse(arch: &str) -> Result<Target> {
-        let (kind, num) = if let Some(n) = arch.strip_prefix("sm_") {
-            (ImageKind::Cubin, n)
-        } else if let Some(n) = arch.strip_prefix("compute_") {
-            (ImageKind::Ptx, n)
-        } else {
-            return Err(Error::InvalidArgument(format!(
-                "unknown GPU arch '{arch}': expected sm_XX or compute_XX"
-            )));
-        };
-        let arch = num.parse().map_err(|_| {
-            Error::InvalidArgument(format!(
-                "unknown GPU arch '{arch}': expected sm_XX or compute_XX"
-            ))
-        })?;
-        Ok(Target { kind, arch })
-    }
-
-    pub fn name(&self) -> String {
-        match self.kind {
-            ImageKind::Cubin => format!("sm_{}", self.arch),
-            ImageKind::Ptx => format!("compute_{}", self.arch),
-        }
-    }
-
-    /// The best target for a device of compute capability `cc` given the `sm_XX` numbers this
-    /// NVRTC supports: the device's own cubin when supported; else PTX for the newest supported
-    /// arch below it, which the driver JIT-compiles forward; else the device's own PTX.
-    pub fn for_device(cc: (u32, u32), supported: &[i32]) -> Target {
-        let want = cc.0 * 10 + cc.1;
-        if supported.iter().any(|&a| a as u32 == want) {
-            return Target {
-                kind: ImageKind::Cubin,
-                arch: want,
-            };
-        }
-        let below = supported
-            .iter()
-            .map(|&a| a as u32)
-            .filter(|&a| a < want)
-            .max();
-        Target {
-            kind: ImageKind::Ptx,
-            arch: below.unwrap_or(want),
-        }
-    }
-}
 
 static COMPILES: AtomicU64 = AtomicU64::new(0);
 static DISK_HITS: AtomicU64 = AtomicU64::new(0);
+static WAITS: AtomicU64 = AtomicU64::new(0);
 pub(crate) static MEMORY_ENTRIES: AtomicU64 = AtomicU64::new(0);
 
 /// What the kernel caches did in this process: `opbox::cache::stats()`.
@@ -90,6 +36,9 @@ pub struct CacheStats {
     pub compiles: u64,
     /// Requests served by the disk cache (full key or device alias).
     pub disk_hits: u64,
+    /// Requests that waited for another thread's compile (or lookup) of the same kernel
+    /// instead of running NVRTC again.
+    pub waits: u64,
     /// Loaded functions held in memory.
     pub memory_entries: u64,
 }
@@ -98,8 +47,8 @@ impl std::fmt::Display for CacheStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} NVRTC compiles, {} disk-cache hits, {} kernels in memory",
-            self.compiles, self.disk_hits, self.memory_entries
+            "{} NVRTC compiles, {} disk-cache hits, {} kernels in memory, {} waits for a compile in flight",
+            self.compiles, self.disk_hits, self.memory_entries, self.waits
         )
     }
 }
@@ -109,6 +58,7 @@ pub fn stats() -> CacheStats {
     CacheStats {
         compiles: COMPILES.load(Ordering::Relaxed),
         disk_hits: DISK_HITS.load(Ordering::Relaxed),
+        waits: WAITS.load(Ordering::Relaxed),
         memory_entries: MEMORY_ENTRIES.load(Ordering::Relaxed),
     }
 }
@@ -150,7 +100,9 @@ pub fn default_cache() -> Option<&'static DiskCache> {
     CACHE.get_or_init(DiskCache::from_env).as_ref()
 }
 
-/// [`compile_for_arch`] with an explicit cache (`None`: always compile).
+/// [`compile_for_arch`] with an explicit cache (`None`: always compile). A cache that cannot be
+/// written is a warning (printed once per process): the kernel is compiled, and the next process
+/// compiles it again.
 pub fn compile_cached(
     decl: &KernelDecl,
     constexprs: &[ConstValue],
@@ -159,13 +111,14 @@ pub fn compile_cached(
 ) -> Result<Compiled> {
     let built = apply_build(decl)?;
     let unit = emit_unit(&built.decl, constexprs)?;
-    compile_prepared(&built, &unit, constexprs, target, cache)
+    compile_prepared(&built, &unit, constexprs, target, cache, Writes::BestEffort)
 }
 
-/// [`compile_cached`] for ahead-of-time builds: a cubin is also stored under the device alias
-/// of its arch, the entry a launch on such a device reads without loading NVRTC, so a cache
-/// directory filled ahead of time serves launches where NVRTC is not installed. The build
-/// options are resolved and the unit emitted once for both keys.
+/// [`compile_cached`] for ahead-of-time builds: a portable cubin is also stored under the device
+/// alias of its arch, the entry a launch on such a device reads without loading NVRTC, so a
+/// cache directory filled ahead of time serves launches where NVRTC is not installed. The build
+/// options are resolved and the unit emitted once for both keys. Filling the cache is part of
+/// the job here: an entry that cannot be written is an error.
 pub fn compile_ahead(
     decl: &KernelDecl,
     constexprs: &[ConstValue],
@@ -174,38 +127,69 @@ pub fn compile_ahead(
 ) -> Result<Compiled> {
     let built = apply_build(decl)?;
     let unit = emit_unit(&built.decl, constexprs)?;
-    let compiled = compile_prepared(&built, &unit, constexprs, target, cache)?;
-    if let (Some(cache), ImageKind::Cubin) = (cache, target.kind) {
-        let cc = (target.arch / 10, target.arch % 10);
-        let key = device_alias(&built, constexprs, cc);
-        // Losing the alias costs a launch an NVRTC load later, nothing more.
-        let _ = cache.store(&key, &compiled.artifact);
+    let compiled = compile_prepared(&built, &unit, constexprs, target, cache, Writes::Required)?;
+    if let (Some(cache), Some(cc)) = (cache, target.alias_cc()) {
+        cache.store(&device_alias(&built, constexprs, cc), &compiled.artifact)?;
     }
     Ok(compiled)
 }
 
-/// The disk-cache lookup and, on a miss, the NVRTC compile of an emitted unit.
+/// What a cache entry that cannot be written costs the request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Writes {
+    /// A warning: the next process compiles again (launches, compile-only calls).
+    BestEffort,
+    /// An error: filling the cache is what was asked (`opbox aot`).
+    Required,
+}
+
+/// One flight per (key, cache directory, write policy): concurrent requests for one kernel wait
+/// for one lookup and compile.
+type FlightKey = (CacheKey, Option<PathBuf>, Writes);
+static FLIGHTS: SingleFlight<FlightKey, Result<Compiled>> = SingleFlight::new();
+
+/// The disk-cache lookup and, on a miss, the NVRTC compile of an emitted unit, run once however
+/// many threads ask for it at the same time.
 fn compile_prepared(
     built: &Built<'_>,
     unit: &TranslationUnit,
     constexprs: &[ConstValue],
     target: Target,
     cache: Option<&DiskCache>,
+    writes: Writes,
 ) -> Result<Compiled> {
     let decl: &KernelDecl = &built.decl;
-    let kernel = decl.rust_name.as_ref();
-    let options = options_for(decl, target);
     let key = cache_key(&KeyInputs {
         opbox_version: env!("CARGO_PKG_VERSION"),
         nvrtc_version: nvrtc::version()?,
         arch: &target.name(),
-        options: &options,
+        options: &options_for(decl, target),
         decl,
         constexprs,
         unit,
         build: built.key,
     });
+    let flight = (key, cache.map(|c| c.dir().to_path_buf()), writes);
+    let (result, role) = FLIGHTS.run(flight, || {
+        lookup_or_compile(built, unit, target, key, cache, writes)
+    });
+    if role == Role::Waited {
+        WAITS.fetch_add(1, Ordering::Relaxed);
+    }
+    result
+}
+
+fn lookup_or_compile(
+    built: &Built<'_>,
+    unit: &TranslationUnit,
+    target: Target,
+    key: CacheKey,
+    cache: Option<&DiskCache>,
+    writes: Writes,
+) -> Result<Compiled> {
+    let decl: &KernelDecl = &built.decl;
     let mut outcome = CacheOutcome::Compiled;
+    let mut unreadable = None;
     if let Some(cache) = cache {
         match cache.load(&key) {
             Lookup::Hit(artifact) if artifact.kind == target.kind => {
@@ -218,22 +202,54 @@ fn compile_prepared(
             }
             Lookup::Hit(_) | Lookup::Miss => {}
             Lookup::Corrupt(why) => outcome = CacheOutcome::Rebuilt { why },
+            Lookup::Unreadable(why) => unreadable = Some(why),
         }
     }
-    let mut nvrtc_options = options;
+    let mut nvrtc_options = options_for(decl, target);
+    nvrtc_options.extend(toolkit::include_options().iter().cloned());
     nvrtc_options.extend(built.include_options.iter().cloned());
-    let artifact = nvrtc::compile(unit, &nvrtc_options, target.kind, kernel)
-        .map_err(|e| with_site(e, decl))?;
+    let artifact = nvrtc::compile(unit, &nvrtc_options, target.kind, &decl.rust_name)
+        .map_err(|e| with_cache_note(with_site(e, decl), unreadable.as_deref()))?;
     COMPILES.fetch_add(1, Ordering::Relaxed);
     if let Some(cache) = cache {
-        // A cache that cannot be written costs the next process a compile, nothing more.
-        let _ = cache.store(&key, &artifact);
+        stored(cache.store(&key, &artifact), writes)?;
     }
     Ok(Compiled {
         artifact,
         key,
         outcome,
     })
+}
+
+/// A store's result under `writes`: a best-effort failure is warned about once per process.
+fn stored(result: Result<()>, writes: Writes) -> Result<()> {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    match (result, writes) {
+        (Err(e), Writes::BestEffort) => {
+            if !WARNED.swap(true, Ordering::Relaxed) {
+                eprintln!("opbox: warning: {e}; kernels are compiled again in the next process");
+            }
+            Ok(())
+        }
+        (result, _) => result,
+    }
+}
+
+/// Adds why the disk cache could not serve a request to the error that ended it, which would
+/// otherwise blame NVRTC alone.
+fn with_cache_note(e: Error, unreadable: Option<&str>) -> Error {
+    let Some(why) = unreadable else { return e };
+    let note = format!("the disk cache could not serve it either: {why}");
+    match e {
+        Error::NoCuda { reason } => Error::NoCuda {
+            reason: format!("{reason} ({note})"),
+        },
+        Error::Compile { kernel, log } => Error::Compile {
+            kernel,
+            log: format!("{log}\n({note})"),
+        },
+        other => other,
+    }
 }
 
 /// The artifact to load on a device of compute capability `cc`: from the disk cache through a
@@ -243,8 +259,9 @@ fn compile_prepared(
 /// supports, so computing it loads libnvrtc, about 10 ms in a fresh process, five times the
 /// budget of a first launch over a warm cache. The alias is a second cache entry keyed by
 /// everything except NVRTC (opbox version, the device's arch, options, preamble, constexpr
-/// values, every closure file's relative name and content, the emitted translation unit), written
-/// after each successful compile or hit. A fresh process reads it with no NVRTC at all.
+/// values, every closure file's relative name and content, and the emitter by its source
+/// digest in place of the emitted unit, so a lookup emits nothing), written after each
+/// successful compile or hit. A fresh process reads it with no NVRTC at all.
 ///
 /// Trade-off: after an NVRTC upgrade the alias still serves the image the old NVRTC made. That
 /// image is valid for the device; to rebuild with the new compiler, clear the cache directory.
@@ -261,19 +278,32 @@ pub fn compile_for_device(
     // The alias needs no unit: it is emitted only for a compile.
     let built = apply_build(decl)?;
     let key = device_alias(&built, constexprs, cc);
-    if let Lookup::Hit(artifact) = cache.load(&key) {
-        DISK_HITS.fetch_add(1, Ordering::Relaxed);
-        return Ok(Compiled {
-            artifact,
-            key,
-            outcome: CacheOutcome::DeviceHit,
-        });
-    }
-    let target = Target::for_device(cc, &nvrtc::supported_archs()?);
+    let unreadable = match cache.load(&key) {
+        Lookup::Hit(artifact) => {
+            DISK_HITS.fetch_add(1, Ordering::Relaxed);
+            return Ok(Compiled {
+                artifact,
+                key,
+                outcome: CacheOutcome::DeviceHit,
+            });
+        }
+        Lookup::Unreadable(why) => Some(why),
+        Lookup::Miss | Lookup::Corrupt(_) => None,
+    };
+    let note = |e| with_cache_note(e, unreadable.as_deref());
+    let target = Target::for_device(cc, &nvrtc::supported_archs().map_err(note)?);
     let unit = emit_unit(&built.decl, constexprs)?;
-    let compiled = compile_prepared(&built, &unit, constexprs, target, Some(cache))?;
+    let compiled = compile_prepared(
+        &built,
+        &unit,
+        constexprs,
+        target,
+        Some(cache),
+        Writes::BestEffort,
+    )
+    .map_err(note)?;
     // Losing the alias costs the next process an NVRTC load, nothing more.
-    let _ = cache.store(&key, &compiled.artifact);
+    stored(cache.store(&key, &compiled.artifact), Writes::BestEffort)?;
     Ok(compiled)
 }
 
@@ -283,15 +313,11 @@ pub fn compile_for_device(
 fn device_alias(built: &Built<'_>, constexprs: &[ConstValue], cc: (u32, u32)) -> CacheKey {
     let decl: &KernelDecl = &built.decl;
     let arch = cc.0 * 10 + cc.1;
-    let target = Target {
-        kind: ImageKind::Cubin,
-        arch,
-    };
     let shared = crate::kernel::registry::shared_structs(decl);
     alias_key(&AliasInputs {
         opbox_version: env!("CARGO_PKG_VERSION"),
         arch,
-        options: &portable_options(decl, target),
+        options: &options_for(decl, Target::cubin(arch)),
         decl,
         constexprs,
         build: built.key,
@@ -345,51 +371,16 @@ pub fn translation_unit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<
     emit_unit(&built.decl, constexprs)
 }
 
-/// NVRTC options for `decl` on `target`: the arch, C++17, the CUDA headers when a toolkit is
-/// installed (for <cuda_fp16.h> and friends), then the declaration's own options.
+/// The NVRTC options for `decl` on `target` that a cache key holds: the arch, C++17, then the
+/// declaration's own options. The include dirs of the CUDA toolkit ([`toolkit`]) and of the
+/// build options are machine paths: they are passed to NVRTC after these, and no key sees them.
 pub fn options_for(decl: &KernelDecl, target: Target) -> Vec<String> {
-    let mut options = portable_options(decl, target);
-    let own = options.split_off(2);
-    for dir in cuda_include_dirs() {
-        options.push(format!("--include-path={}", dir.display()));
-    }
-    options.extend(own);
-    options
-}
-
-/// [`options_for`] without the toolkit's include paths, which differ between machines.
-fn portable_options(decl: &KernelDecl, target: Target) -> Vec<String> {
     let mut options = vec![
         format!("--gpu-architecture={}", target.name()),
         "-std=c++17".to_string(),
     ];
     options.extend(decl.options.iter().map(|o| o.to_string()));
     options
-}
-
-/// `<toolkit>/include` (and its CCCL dir, which CUDA 13's headers need) for the first toolkit
-/// found in `$CUDA_HOME`, `$CUDA_PATH` or `/usr/local/cuda`; found once per process.
-fn cuda_include_dirs() -> &'static [PathBuf] {
-    static DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
-    DIRS.get_or_init(|| {
-        let roots = ["CUDA_HOME", "CUDA_PATH"]
-            .into_iter()
-            .filter_map(std::env::var_os)
-            .map(PathBuf::from)
-            .chain([PathBuf::from("/usr/local/cuda")]);
-        for root in roots {
-            let include = root.join("include");
-            if include.join("cuda_fp16.h").is_file() {
-                let cccl = include.join("cccl");
-                return if cccl.is_dir() {
-                    vec![include, cccl]
-                } else {
-                    vec![include]
-                };
-            }
-        }
-        Vec::new()
-    })
 }
 
 /// Adds where the Rust declaration is to a compile error, which the translation unit leaves out
@@ -415,61 +406,4 @@ fn with_site(e: Error, decl: &KernelDecl) -> Error {
 fn emit_unit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationUnit> {
     let shared = crate::kernel::registry::shared_structs(decl);
     emit_with_structs(decl, constexprs, &shared).map_err(|e| Error::InvalidArgument(e.to_string()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn targets_parse_and_print() {
-        assert_eq!(
-            Target::parse("sm_90").ok(),
-            Some(Target {
-                kind: ImageKind::Cubin,
-                arch: 90
-            })
-        );
-        assert_eq!(
-            Target::parse("compute_89").ok(),
-            Some(Target {
-                kind: ImageKind::Ptx,
-                arch: 89
-            })
-        );
-        assert_eq!(
-            Target::parse("sm_90").map(|t| t.name()).ok().as_deref(),
-            Some("sm_90")
-        );
-        assert!(Target::parse("gfx90a").is_err());
-        assert!(Target::parse("sm_x").is_err());
-    }
-
-    #[test]
-    fn device_targets_prefer_cubin_then_fall_back_to_ptx() {
-        let supported = [75, 80, 86, 89, 90, 100, 120];
-        assert_eq!(
-            Target::for_device((9, 0), &supported),
-            Target {
-                kind: ImageKind::Cubin,
-                arch: 90
-            }
-        );
-        // A device newer than this NVRTC knows: PTX of the newest arch below it.
-        assert_eq!(
-            Target::for_device((12, 1), &supported),
-            Target {
-                kind: ImageKind::Ptx,
-                arch: 120
-            }
-        );
-        // Older than anything supported: its own PTX (NVRTC will say why if it cannot).
-        assert_eq!(
-            Target::for_device((5, 0), &supported),
-            Target {
-                kind: ImageKind::Ptx,
-                arch: 50
-            }
-        );
-    }
 }

@@ -6,7 +6,8 @@
 //!
 //! - [`probe`]: is the driver / NVRTC loadable?
 //! - [`nvrtc`]: compile a translation unit to a cubin or PTX (no GPU needed).
-//! - [`jit`]: declaration → artifact through the content-addressed [`disk_cache`].
+//! - [`jit`]: declaration → artifact for a [`target`] through the content-addressed
+//!   [`disk_cache`], one compile per kernel however many threads ask at once.
 //! - [`context`]: one context and default stream per device; [`stream`]: other streams.
 //! - [`loader`]: the loaded functions each `KernelHandle` caches per device.
 //! - [`submit`]: a prepared launch to `cuLaunchKernel`; [`synchronize`].
@@ -23,18 +24,22 @@ pub mod loader;
 pub(crate) mod memory;
 pub mod nvrtc;
 pub mod probe;
+mod single_flight;
 pub mod stream;
 pub mod submit;
+pub mod target;
+mod toolkit;
 
 /// The cudarc this backend is built on, for code that launches around opbox (tests, tools).
 pub use cudarc;
 
 pub use artifact::{Artifact, ImageKind};
 pub use context::{device, device_count, CudaDevice};
-pub use disk_cache::DiskCache;
+pub use disk_cache::{DiskCache, Lookup};
 pub use jit::{
     compile_ahead, compile_cached, compile_for_arch, compile_for_device, default_cache,
-    translation_unit, CacheOutcome, Compiled, Target,
+    translation_unit, CacheOutcome, Compiled,
 };
 pub use loader::LoadedKernel;
 pub use submit::synchronize;
+pub use target::{ArchVariant, Target};

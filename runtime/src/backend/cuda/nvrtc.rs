@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::ptr;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use cudarc::nvrtc::sys::{self, nvrtcProgram, nvrtcResult};
 use opbox_codegen::cuda::TranslationUnit;
@@ -47,6 +47,52 @@ pub fn supported_archs() -> Result<Vec<i32>> {
     .map_err(|reason| Error::NoCuda { reason })?;
     archs.sort_unstable();
     Ok(archs)
+}
+
+/// Whether NVRTC compiles for `--gpu-architecture=<name>` (`sm_90a`, `compute_100f`): the
+/// suffixed names are not in [`supported_archs`], so an empty program is compiled for it, once
+/// per name and process.
+pub fn accepts_arch(name: &str) -> Result<bool> {
+    static ASKED: Mutex<Vec<(String, bool)>> = Mutex::new(Vec::new());
+    probe::nvrtc()?;
+    if let Some(&(_, known)) = lock(&ASKED).iter().find(|(n, _)| n == name) {
+        return Ok(known);
+    }
+    let option = CString::new(format!("--gpu-architecture={name}"))
+        .map_err(|_| Error::InvalidArgument(format!("GPU arch '{name}' contains a NUL byte")))?;
+    let program = Program::create(
+        c"// opbox: arch probe\n",
+        c"opbox-arch-probe.cu",
+        "arch probe",
+    )?;
+    let options = [option.as_ptr()];
+    // SAFETY: `program` is live; `options` holds one pointer to a NUL-terminated string that
+    // outlives the call.
+    let r = unsafe { sys::nvrtcCompileProgram(program.0, 1, options.as_ptr()) };
+    let accepted = match r {
+        nvrtcResult::NVRTC_SUCCESS => true,
+        nvrtcResult::NVRTC_ERROR_BUILTIN_OPERATION_FAILURE => {
+            return Err(Error::NoCuda {
+                reason: builtins_missing(&program.log()),
+            })
+        }
+        _ => false,
+    };
+    lock(&ASKED).push((name.to_string(), accepted));
+    Ok(accepted)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// libnvrtc loads libnvrtc-builtins by name at compile time; the wheel's lib dir must be on
+/// LD_LIBRARY_PATH for that, even when libnvrtc itself was found.
+fn builtins_missing(log: &str) -> String {
+    format!(
+        "NVRTC could not load its builtins library: {}; put the directory holding libnvrtc-builtins on LD_LIBRARY_PATH (scripts/install-nvrtc prints it)",
+        log.trim()
+    )
 }
 
 /// Compiles `unit` with `options` (which must hold the `--gpu-architecture`) to a cubin, or to
@@ -93,14 +139,9 @@ pub fn compile(
                 log,
             });
         }
-        // libnvrtc loads libnvrtc-builtins by name at compile time; the wheel's lib dir must be on
-        // LD_LIBRARY_PATH for that, even when libnvrtc itself was found.
         nvrtcResult::NVRTC_ERROR_BUILTIN_OPERATION_FAILURE => {
             return Err(Error::NoCuda {
-                reason: format!(
-                    "NVRTC could not load its builtins library: {}; put the directory holding libnvrtc-builtins on LD_LIBRARY_PATH (scripts/install-nvrtc prints it)",
-                    log.trim()
-                ),
+                reason: builtins_missing(&log),
             });
         }
         other => {

@@ -1,3 +1,6 @@
+use std::fs;
+
+use super::format::encode;
 use super::*;
 use crate::backend::cuda::artifact::ImageKind;
 
@@ -37,12 +40,12 @@ fn truncated_flipped_and_foreign_entries_read_as_corrupt_and_are_removed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cache = DiskCache::new(dir.path());
     let path = cache.entry_path(&key(1));
-    let good = encode(&artifact());
+    let good = encode(&key(1), &artifact());
     let mut flipped = good.clone();
     let last = flipped.len() - 1;
     flipped[last] ^= 1;
     let mut bad_len = good.clone();
-    bad_len[8] ^= 1;
+    bad_len[40] ^= 1;
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         (
             "truncated payload",
@@ -58,7 +61,7 @@ fn truncated_flipped_and_foreign_entries_read_as_corrupt_and_are_removed() {
         ("wrong length", bad_len, "header says"),
         (
             "foreign file",
-            b"hello, this is not a kernel entry at all, no sir, not at all".to_vec(),
+            b"hello, this is not a kernel entry at all, no sir, not at all; it only looks long enough to hold a header".to_vec(),
             "bad magic",
         ),
         ("empty", Vec::new(), "shorter than the header"),
