@@ -1,5 +1,10 @@
 //! GPU launch figures, printed as one table (a plain `main`, harness = false):
 //!
+//! Each of (a0)–(c) is timed two ways: synchronized throughput (rounds of 20 000 launches and
+//! the synchronize after them, which the GPU's pace and a full launch queue enter), and
+//! submission cost (rounds of 100 launch calls, queue never full, synchronize off the clock),
+//! which is what the host path costs.
+//!
 //! - (a0) a raw `cuLaunchKernel` of an empty kernel (one pointer argument), with the cached
 //!   `CUfunction` and a parameter array packed once: the floor every other launch is held to;
 //! - (a) the same kernel through cudarc's launch builder;
@@ -164,10 +169,30 @@ fn ns_per_call(reps: u32, mut f: impl FnMut() -> opbox::Result<()>) -> opbox::Re
 /// One way of launching, measured by [`interleaved`].
 type Launcher<'a> = Box<dyn FnMut() -> opbox::Result<()> + 'a>;
 
-/// Median per-launch µs of each launcher over `rounds` rounds of `per_round` launches each,
-/// synchronized. The launchers take turns within every round (in a rotating order), so clock
-/// and queue drift between phases cannot masquerade as a difference between them.
+/// How [`interleaved`] times a round.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Timing {
+    /// Launches and the synchronize after them: throughput, which the GPU's own pace and a full
+    /// launch queue enter too.
+    Synchronized,
+    /// The launch calls alone, in rounds short enough that the queue never fills: what the
+    /// host path costs, with the synchronize left outside the clock.
+    Submission,
+}
+
+/// Median per-launch µs of each launcher over `rounds` rounds of `per_round` launches each.
+/// The launchers take turns within every round (in a rotating order), so clock and queue drift
+/// between phases cannot masquerade as a difference between them.
 fn interleaved(
+    rounds: usize,
+    per_round: usize,
+    launchers: &mut [Launcher<'_>],
+) -> opbox::Result<Vec<f64>> {
+    interleaved_timed(Timing::Synchronized, rounds, per_round, launchers)
+}
+
+fn interleaved_timed(
+    timing: Timing,
     rounds: usize,
     per_round: usize,
     launchers: &mut [Launcher<'_>],
@@ -188,8 +213,13 @@ fn interleaved(
             for _ in 0..per_round {
                 launch()?;
             }
+            let submitted = t.elapsed();
             synchronize(0)?;
-            samples[which].push(t.elapsed().as_secs_f64() * 1e6 / per_round as f64);
+            let spent = match timing {
+                Timing::Synchronized => t.elapsed(),
+                Timing::Submission => submitted,
+            };
+            samples[which].push(spent.as_secs_f64() * 1e6 / per_round as f64);
         }
     }
     Ok(samples
@@ -240,48 +270,49 @@ fn bench() -> opbox::Result<()> {
     let (cu_function, cu_stream) = (function.cu_function(), dev.stream.cu_stream());
     let mut raw_ptr = ptr;
     let mut raw_params = [(&raw mut raw_ptr).cast::<c_void>()];
-    let abc = interleaved(
-        rounds,
-        per_round,
-        &mut [
-            Box::new(|| {
-                let mut b = dev.stream.launch_builder(function);
-                b.arg(&ptr);
-                // SAFETY: `empty(const float*)` takes one device pointer; `ptr` is x's live
-                // allocation.
-                unsafe { b.launch(raw_cfg) }
-                    .map(|_| ())
-                    .map_err(|e| Error::msg(e.to_string()))
-            }),
-            Box::new(|| empty::launch(LaunchConfig::single(), black_box(&x))),
-            Box::new(|| op.call::<_, ()>((black_box(&x),))),
-            Box::new(|| {
-                // SAFETY: `cu_function` is `empty(const float*)`, loaded in the current context
-                // and kept alive by its handle; `raw_params` holds one pointer to `raw_ptr`, x's
-                // live allocation, and both outlive the launches; `cu_stream` is that context's
-                // default stream.
-                unsafe {
-                    sys::cuLaunchKernel(
-                        cu_function,
-                        1,
-                        1,
-                        1,
-                        1,
-                        1,
-                        1,
-                        0,
-                        cu_stream,
-                        raw_params.as_mut_ptr(),
-                        std::ptr::null_mut(),
-                    )
-                }
-                .result()
+    let mut launchers: [Launcher<'_>; 4] = [
+        Box::new(|| {
+            let mut b = dev.stream.launch_builder(function);
+            b.arg(&ptr);
+            // SAFETY: `empty(const float*)` takes one device pointer; `ptr` is x's live
+            // allocation.
+            unsafe { b.launch(raw_cfg) }
+                .map(|_| ())
                 .map_err(|e| Error::msg(e.to_string()))
-            }),
-        ],
-    )?;
+        }),
+        Box::new(|| empty::launch(LaunchConfig::single(), black_box(&x))),
+        Box::new(|| op.call::<_, ()>((black_box(&x),))),
+        Box::new(|| {
+            // SAFETY: `cu_function` is `empty(const float*)`, loaded in the current context
+            // and kept alive by its handle; `raw_params` holds one pointer to `raw_ptr`, x's
+            // live allocation, and both outlive the launches; `cu_stream` is that context's
+            // default stream.
+            unsafe {
+                sys::cuLaunchKernel(
+                    cu_function,
+                    1,
+                    1,
+                    1,
+                    1,
+                    1,
+                    1,
+                    0,
+                    cu_stream,
+                    raw_params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+            .result()
+            .map_err(|e| Error::msg(e.to_string()))
+        }),
+    ];
+    let abc = interleaved(rounds, per_round, &mut launchers)?;
+    // The same four, timed as submission cost: 100 launches a round stay far below the launch
+    // queue's depth, so no call waits for the GPU.
+    let submit = interleaved_timed(Timing::Submission, 301, 100, &mut launchers)?;
     let (a, b, c) = (abc[0], abc[1], abc[2]);
     let a0 = abc[3];
+    let (sa, sb, sc, sa0) = (submit[0], submit[1], submit[2], submit[3]);
 
     let reps = 10_000_000u32;
     let t = Instant::now();
@@ -388,7 +419,7 @@ fn bench() -> opbox::Result<()> {
     println!("| figure | value | goal | ratio |");
     println!("|---|---|---|---|");
     println!(
-        "| (a0) raw cuLaunchKernel, empty kernel, packed params | {a0:.3} µs | | (a)/(a0) = {:.3} |",
+        "| (a0) raw cuLaunchKernel, empty kernel, packed params (synchronized throughput, {rounds} rounds × {per_round}) | {a0:.3} µs | | (a)/(a0) = {:.3} |",
         a / a0
     );
     println!("| (a) cudarc launch builder, empty kernel | {a:.3} µs | (anchor 4.04 µs) | 1.00 |");
@@ -405,6 +436,20 @@ fn bench() -> opbox::Result<()> {
         "| (c) against (a0) raw cuLaunchKernel | {c:.3} µs | (c)/(a0) ≤ 1.05 | (c)/(a0) = {:.3} {} |",
         c / a0,
         verdict(c / a0 <= 1.05)
+    );
+    println!(
+        "| submission cost (launch calls alone, 301 rounds × 100, queue never full): (a0) raw / (a) builder / (b) stub / (c) op | {sa0:.3} / {sa:.3} / {sb:.3} / {sc:.3} µs | | (b)/(a) = {:.3} |",
+        sb / sa
+    );
+    println!(
+        "| (c) op call → CUDA impl → stub, submission cost | {sc:.3} µs | (c)/(a) ≤ 1.00 | (c)/(a) = {:.3} {} |",
+        sc / sa,
+        verdict(sc / sa <= 1.00)
+    );
+    println!(
+        "| (c) against (a0) raw cuLaunchKernel, submission cost | {sc:.3} µs | (c)/(a0) ≤ 1.05 | (c)/(a0) = {:.3} {} |",
+        sc / sa0,
+        verdict(sc / sa0 <= 1.05)
     );
     println!(
         "| first launch, fresh process, warm disk cache (median of 3) | {first_ms:.3} ms | ≤ 0.2 ms | {:.2} of goal {} |",
@@ -446,6 +491,7 @@ fn bench() -> opbox::Result<()> {
     );
     // For scripts/gpu-check's table beside PyTorch's figures (benches/peers/table.py).
     println!("opbox cuda_launch raw_us={a0:.4} builder_us={a:.4} stub_us={b:.4} op_us={c:.4}");
+    println!("opbox cuda_submit raw_us={sa0:.4} builder_us={sa:.4} stub_us={sb:.4} op_us={sc:.4}");
     Ok(())
 }
 

@@ -237,6 +237,7 @@ def main():
     # ---- CUDA launch ----------------------------------------------------------------------
     ltext, lerr = read(args.launch)
     launch = {}
+    submit = {}
     launch_why = None
     if ltext is None:
         launch_why = "opbox launch bench: " + lerr
@@ -244,6 +245,8 @@ def main():
         for line in ltext.splitlines():
             if line.startswith("opbox cuda_launch "):
                 launch = {k: num(v) for k, v in parse_kv(line).items()}
+            if line.startswith("opbox cuda_submit "):
+                submit = {k: num(v) for k, v in parse_kv(line).items()}
         if not launch:
             said = [l for l in ltext.splitlines() if l.startswith(("skipped", "launch bench failed"))]
             launch_why = "opbox launch bench: " + (said[0] if said else "no `opbox cuda_launch` line")
@@ -274,6 +277,22 @@ def main():
         ] if x),
         "opbox ≤ %.2f" % LAUNCH_VS_RAW_GOAL,
         verdict(c / a0 <= LAUNCH_VS_RAW_GOAL) if c and a0 else nodata(launch_why),
+    ])
+    # The same launches timed as submission cost (launch calls alone, queue never full).
+    sc, sa, sa0 = submit.get("op_us"), submit.get("builder_us"), submit.get("raw_us")
+    rows.append([
+        "", "submission cost: vs (a) builder",
+        "%s vs (a) %s" % (fmt(sc, "µs", 3), fmt(sa, "µs", 3)), "",
+        "(c)/(a) = %.3f" % (sc / sa) if sc and sa else "",
+        "≤ %.2f" % LAUNCH_VS_BUILDER_GOAL,
+        verdict(sc / sa <= LAUNCH_VS_BUILDER_GOAL) if sc and sa else nodata(launch_why or "no `opbox cuda_submit` line"),
+    ])
+    rows.append([
+        "", "submission cost: vs (a0) raw",
+        "(a0) %s" % fmt(sa0, "µs", 3), "",
+        "(c)/(a0) = %.3f (+%.3f µs)" % (sc / sa0, sc - sa0) if sc and sa0 else "",
+        "≤ %.2f" % LAUNCH_VS_RAW_GOAL,
+        verdict(sc / sa0 <= LAUNCH_VS_RAW_GOAL) if sc and sa0 else nodata(launch_why or "no `opbox cuda_submit` line"),
     ])
 
     # ---- Print ----------------------------------------------------------------------------
