@@ -125,8 +125,7 @@ impl OpHandle {
 
     fn try_call(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Result<()> {
         let entry = self.entry;
-        let schema = entry.schema;
-        let num_args = schema.arguments.len();
+        let num_args = entry.num_args;
         if stack.len() < num_args {
             fill_defaults(entry, stack)?;
         }
@@ -140,7 +139,7 @@ impl OpHandle {
         let Some(kernel) = entry.kernel_for(key) else {
             return Err(no_kernel_error(entry, key));
         };
-        let num_outputs = schema.returns.len();
+        let num_outputs = entry.num_outputs;
         let base = stack.reserve_outputs(num_outputs);
         // SAFETY: `base` points at the stack's `num_args + num_outputs` initialised values (the
         // outputs were just set to None), which nothing else touches during the call; the

@@ -17,8 +17,8 @@ pub(crate) struct KernelSlot {
     pub(crate) kernel: BoxedKernelFn,
     /// The typed entry's key and erased fn (see `TypedKernel`).
     pub(crate) typed: Option<(TypeId, fn())>,
-    pub(crate) site: Site,
-    pub(crate) function: &'static str,
+    /// Where it came from, for the duplicate checks (kept out of line: calls never read it).
+    pub(crate) registration: &'static KernelRegistration,
 }
 
 /// One op with its kernels. Leaked once at collection, so handles are `&'static`.
@@ -28,6 +28,9 @@ pub(crate) struct OpEntry {
     pub(crate) schema: &'static Schema,
     pub(crate) site: Site,
     pub(crate) kernels: [Option<KernelSlot>; DispatchKey::COUNT],
+    /// The schema's argument and return counts, beside the kernels so a call reads no schema.
+    pub(crate) num_args: usize,
+    pub(crate) num_outputs: usize,
     /// Indices of the arguments whose type mentions Tensor: the only ones dispatch looks at.
     pub(crate) tensor_args: Vec<usize>,
 }
@@ -126,6 +129,8 @@ pub(crate) fn collect(
                     schema: def.schema,
                     site: def.site,
                     kernels: [None; DispatchKey::COUNT],
+                    num_args: def.schema.arguments.len(),
+                    num_outputs: def.schema.returns.len(),
                     tensor_args,
                 },
             );
@@ -143,19 +148,18 @@ pub(crate) fn collect(
         };
         let slot = &mut entry.kernels[reg.key.index()];
         match slot {
-            Some(existing) if existing.function == reg.function => {}
+            Some(existing) if existing.registration.function == reg.function => {}
             Some(existing) => errors.push(Error::DuplicateImpl {
                 op: reg.op.to_string(),
                 key: reg.key.to_string(),
-                first: existing.site,
+                first: existing.registration.site,
                 second: reg.site,
             }),
             None => {
                 *slot = Some(KernelSlot {
                     kernel: reg.kernel,
                     typed: reg.typed.map(|t| (t.key(), t.erased())),
-                    site: reg.site,
-                    function: reg.function,
+                    registration: reg,
                 })
             }
         }

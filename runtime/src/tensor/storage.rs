@@ -97,6 +97,9 @@ impl Memory for MetaMemory {
 /// A tensor's bytes, on one device.
 pub(crate) struct Storage {
     memory: Box<dyn Memory>,
+    /// The device address of byte 0, read once at creation: a launch packs it with no call
+    /// through `memory` (one cache line fewer to miss on the launch path).
+    device_base: Option<u64>,
     /// The usable length in bytes (a cpu buffer may be longer, rounded up to whole chunks).
     nbytes: usize,
 }
@@ -128,7 +131,12 @@ impl Storage {
                 )))
             }
         };
-        Ok(Storage { memory, nbytes })
+        let device_base = memory.device_ptr("").ok();
+        Ok(Storage {
+            memory,
+            device_base,
+            nbytes,
+        })
     }
 
     /// A cpu buffer holding a copy of `bytes`.
@@ -210,6 +218,9 @@ impl Storage {
     /// The device address of byte 0. Work queued on the device's default stream (where opbox
     /// launches) is ordered after every copy this storage makes.
     pub(crate) fn device_ptr(&self, op: &str) -> Result<u64> {
-        self.memory.device_ptr(op)
+        match self.device_base {
+            Some(base) => Ok(base),
+            None => self.memory.device_ptr(op),
+        }
     }
 }

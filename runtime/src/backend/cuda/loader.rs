@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::{CudaFunction, CudaModule};
+use cudarc::driver::{sys, CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
 use opbox_codegen::cuda::{ConstValue, KernelDecl};
 
@@ -27,7 +27,26 @@ pub struct LoadedKernel {
     pub module: Arc<CudaModule>,
     pub lowered_name: String,
     pub kind: ImageKind,
+    /// What a launch on the device's default stream needs, side by side.
+    pub(crate) target: LaunchTarget,
 }
+
+/// The driver handles of a launch on a device's default stream, copied next to the function so
+/// that a launch reads one cache line instead of following the device, stream and context
+/// through their `Arc`s (the launch loop's other work evicts those lines between launches).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaunchTarget {
+    pub(crate) function: sys::CUfunction,
+    pub(crate) stream: sys::CUstream,
+    pub(crate) context: sys::CUcontext,
+}
+
+// SAFETY: the handles are plain driver identifiers, valid from any thread (the driver API is
+// thread-safe); the function lives as long as `module`, held beside it, and the stream and
+// context as long as their device, which is created once and kept for the process.
+unsafe impl Send for LaunchTarget {}
+// SAFETY: shared access only copies the identifiers (see Send).
+unsafe impl Sync for LaunchTarget {}
 
 /// One declaration's loaded kernels on CUDA devices; lives in its [`KernelHandle`].
 pub(crate) struct CudaSlots {
@@ -143,10 +162,16 @@ fn load(decl: &KernelDecl, values: &[ConstValue], dev: &CudaDevice) -> Result<Lo
     let function = module
         .load_function(&lowered_name)
         .map_err(|e| driver(&format!("finding '{lowered_name}'"), e))?;
+    let target = LaunchTarget {
+        function: function.cu_function(),
+        stream: dev.stream.cu_stream(),
+        context: dev.context.cu_ctx(),
+    };
     Ok(LoadedKernel {
         function,
         module,
         lowered_name,
         kind,
+        target,
     })
 }

@@ -32,12 +32,7 @@ pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
             )))
         }
     };
-    let dev = device(ordinal)?;
     let cfg = prepared.config();
-    let stream: &Arc<CudaStream> = match &cfg.stream {
-        Some(s) => cuda_stream(s, ordinal, decl)?,
-        None => &dev.stream,
-    };
     let specialized;
     let loaded: &LoadedKernel = if prepared.constexprs().is_empty() {
         handle.get(ordinal)?
@@ -45,16 +40,28 @@ pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
         specialized = handle.get_specialized(ordinal, prepared.constexprs())?;
         &specialized
     };
+    let explicit: Option<&Arc<CudaStream>> = match &cfg.stream {
+        Some(s) => Some(cuda_stream(s, ordinal, decl)?),
+        None => None,
+    };
+    let (cu_stream, cu_ctx) = match explicit {
+        Some(s) => (s.cu_stream(), s.context().cu_ctx()),
+        None => (loaded.target.stream, loaded.target.context),
+    };
     let mut params = [std::ptr::null_mut(); MAX_LAUNCH_ARGS];
     let mut pushed = prepared.param_addresses(&mut params);
     if decl.abi == EntryAbi::ConstantParams {
-        // The one struct goes to the module's `params` symbol, ordered on `stream` before the
+        // The one struct goes to the module's `params` symbol, ordered on the stream before the
         // launch (and after any earlier launch on it); the entry takes no parameters.
         let [LaunchArg::Native(n)] = prepared.args() else {
             return Err(Error::InvalidArgument(format!(
                 "kernel {}: abi constant_params takes exactly one struct argument",
                 decl.rust_name
             )));
+        };
+        let stream = match explicit {
+            Some(s) => s,
+            None => &device(ordinal)?.stream,
         };
         write_params(decl, loaded, stream, ordinal, n)?;
         pushed = 0;
@@ -66,39 +73,37 @@ pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
         kernel: decl.rust_name.to_string(),
         message: format!("launch on cuda:{ordinal} failed: {e}"),
     };
-    make_current(stream).map_err(failed)?;
+    // One cuCtxGetCurrent, as cudarc's bind_to_thread makes, without the atomic swap of its
+    // recorded-error slot that it adds to every launch (an error cudarc recorded surfaces at its
+    // next bind_to_thread, which every synchronize, copy and allocation makes). When another
+    // context (or none) is current on this thread, bind ours.
+    let current = result::ctx::get_current().map_err(failed)?;
+    if current != Some(cu_ctx) {
+        let context = match explicit {
+            Some(s) => s.context(),
+            None => &device(ordinal)?.context,
+        };
+        context.bind_to_thread().map_err(failed)?;
+    }
     // SAFETY: `params[..pushed]` point into `prepared`'s packed buffer, which outlives the
     // call; they are exactly the declaration's launch parameters in order (checked by
     // `prepare`), and the translation unit's static_assert proved at compile time that the
     // entry's C++ signature is the one the declaration implies. Each holds a device pointer of
     // a live CUDA tensor (kept alive by the caller's borrow for the call) or a value of that
-    // parameter's size. The function belongs to the module loaded in `stream`'s context, now
+    // parameter's size. The function belongs to the module loaded in the stream's context, now
     // current. What the kernel does with the grid and the buffers' lengths is the kernel's
     // contract, as with any CUDA launch; faults surface as errors at synchronization.
     unsafe {
         result::launch_kernel(
-            loaded.function.cu_function(),
+            loaded.target.function,
             cfg.grid,
             cfg.block,
             cfg.shared_mem_bytes,
-            stream.cu_stream(),
+            cu_stream,
             &mut params[..pushed],
         )
     }
     .map_err(failed)
-}
-
-/// Makes `stream`'s context current on this thread, as cudarc's `bind_to_thread` does (one
-/// `cuCtxGetCurrent`), without the atomic swap of cudarc's recorded-error slot that it adds to
-/// every launch: an error cudarc recorded surfaces at its next `bind_to_thread`, which every
-/// synchronize, copy and allocation makes.
-#[inline]
-fn make_current(stream: &CudaStream) -> std::result::Result<(), DriverError> {
-    let ctx = stream.context();
-    match result::ctx::get_current()? {
-        Some(current) if current == ctx.cu_ctx() => Ok(()),
-        _ => ctx.bind_to_thread(),
-    }
 }
 
 /// Copies `n` into `loaded`'s `__constant__ params` symbol on `stream`.
