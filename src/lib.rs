@@ -50,7 +50,7 @@ pub use opbox_runtime::value::{StableValue, Stack, Tag};
 /// live-handle count that leak tests read.
 pub mod value {
     pub use opbox_runtime::value::{
-        live_handles, FromStable, IntoStable, List, Mismatch, INLINE_SLOTS,
+        live_handles, Devices, FromStable, IntoStable, List, Mismatch, TypedKey, INLINE_SLOTS,
     };
 }
 
@@ -64,7 +64,7 @@ pub mod dispatch {
     pub use opbox_runtime::dispatch::{
         boxed_call, registered_ops, take_last_error, BoxedKernelFn, FromStack, IntoStack,
         KernelArgs, KernelOutputs, KernelRegistration, LibraryKind, LibraryRegistration, OpDef,
-        OpSpec, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+        OpSpec, TypedKernel, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
     };
     /// Panic payloads leaked because dropping them panicked too (the process lives on).
     pub use opbox_runtime::panic::leaked_panic_payloads;

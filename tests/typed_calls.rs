@@ -139,15 +139,19 @@ fn a_tuple_result_is_returned_directly() {
     assert!(a.ptr_eq(&y) && b.ptr_eq(&x));
 }
 
+/// Calls `name(why)` typed (checking that the typed entry ran) and boxed; both must fail.
+fn fail_both_ways(name: &str, why: &str) -> (Error, Error) {
+    let op = opbox::op(name).unwrap();
+    let typed = op.call::<_, i64>((why,)).unwrap_err();
+    assert!(got_the_callers_str(why), "{name}: the typed entry ran");
+    let mut stack = Stack::new();
+    stack.push(why);
+    (typed, op.call_boxed(&mut stack).unwrap_err())
+}
+
 #[test]
 fn kernel_errors_read_the_same_on_both_paths() {
-    let op = opbox::op("typed::fail").unwrap();
-    let why = String::from("no");
-    let typed = op.call::<_, i64>((why.as_str(),)).unwrap_err();
-    assert!(got_the_callers_str(&why));
-    let mut stack = Stack::new();
-    stack.push(why.as_str());
-    let boxed = op.call_boxed(&mut stack).unwrap_err();
+    let (typed, boxed) = fail_both_ways("typed::fail", "no");
     assert!(
         matches!(&typed, Error::Kernel { op, message } if op == "typed::fail" && message == "refused: no")
     );
@@ -156,13 +160,7 @@ fn kernel_errors_read_the_same_on_both_paths() {
 
 #[test]
 fn kernel_panics_are_caught_and_read_the_same_on_both_paths() {
-    let op = opbox::op("typed::boom").unwrap();
-    let why = String::from("bang");
-    let typed = op.call::<_, i64>((why.as_str(),)).unwrap_err();
-    assert!(got_the_callers_str(&why));
-    let mut stack = Stack::new();
-    stack.push(why.as_str());
-    let boxed = op.call_boxed(&mut stack).unwrap_err();
+    let (typed, boxed) = fail_both_ways("typed::boom", "bang");
     assert!(
         matches!(&typed, Error::KernelPanic { op, message } if op == "typed::boom" && message == "boom: bang")
     );
@@ -171,12 +169,8 @@ fn kernel_panics_are_caught_and_read_the_same_on_both_paths() {
 
 #[test]
 fn a_panic_payload_whose_drop_panics_is_contained_on_both_paths() {
-    let op = opbox::op("typed::loud").unwrap();
-    let typed = op.call::<_, i64>(("x",)).unwrap_err();
+    let (typed, boxed) = fail_both_ways("typed::loud", "x");
     assert!(matches!(typed, Error::KernelPanic { .. }), "{typed}");
-    let mut stack = Stack::new();
-    stack.push("x");
-    let boxed = op.call_boxed(&mut stack).unwrap_err();
     assert!(matches!(boxed, Error::KernelPanic { .. }), "{boxed}");
 }
 
