@@ -57,6 +57,11 @@ struct flit { double d; float f;
   __device__ operator double() const { return d; } __device__ operator float() const { return f; }
   __device__ operator f16() const { return from_f32<f16>(f); } __device__ operator bf16() const { return from_f32<bf16>(f); } };
 
+struct ilit { unsigned long long v;
+  template <class T> __device__ operator T() const { return (T)v; } };
+__device__ inline flit neg(flit a) { flit r = { -a.d, -a.f }; return r; }
+__device__ inline ilit neg(ilit a) { ilit r = { 0ull - a.v }; return r; }
+
 template <class To, class From> __device__ inline To cast(From v) {
   if constexpr (info<From>::is_half) { return cast<To>(to_f32(v)); }
   else if constexpr (info<To>::is_half) { return from_f32<To>(cast<float>(v)); }
@@ -116,10 +121,14 @@ template <class T, class R> __device__ inline T shr(T a, R b) {
 OPBOX_DSL_CMP(eq, ==) OPBOX_DSL_CMP(ne, !=) OPBOX_DSL_CMP(lt, <) OPBOX_DSL_CMP(le, <=) OPBOX_DSL_CMP(gt, >) OPBOX_DSL_CMP(ge, >=)
 #undef OPBOX_DSL_CMP
 // Overloads for a literal operand whose type only the other side knows.
-#define OPBOX_DSL_LIT(name) template <class T> __device__ inline auto name(T a, flit b) { return name(a, (T)b); } \
-  template <class T> __device__ inline auto name(flit a, T b) { return name((T)a, b); }
-OPBOX_DSL_LIT(add) OPBOX_DSL_LIT(sub) OPBOX_DSL_LIT(mul) OPBOX_DSL_LIT(div) OPBOX_DSL_LIT(rem)
-OPBOX_DSL_LIT(eq) OPBOX_DSL_LIT(ne) OPBOX_DSL_LIT(lt) OPBOX_DSL_LIT(le) OPBOX_DSL_LIT(gt) OPBOX_DSL_LIT(ge)
+#define OPBOX_DSL_LIT(name, L) template <class T> __device__ inline auto name(T a, L b) { return name(a, (T)b); } \
+  template <class T> __device__ inline auto name(L a, T b) { return name((T)a, b); }
+#define OPBOX_DSL_LITS(L) OPBOX_DSL_LIT(add, L) OPBOX_DSL_LIT(sub, L) OPBOX_DSL_LIT(mul, L) OPBOX_DSL_LIT(div, L) \
+  OPBOX_DSL_LIT(rem, L) OPBOX_DSL_LIT(eq, L) OPBOX_DSL_LIT(ne, L) OPBOX_DSL_LIT(lt, L) OPBOX_DSL_LIT(le, L) \
+  OPBOX_DSL_LIT(gt, L) OPBOX_DSL_LIT(ge, L)
+OPBOX_DSL_LITS(flit) OPBOX_DSL_LITS(ilit)
+OPBOX_DSL_LIT(bit_and, ilit) OPBOX_DSL_LIT(bit_or, ilit) OPBOX_DSL_LIT(bit_xor, ilit)
+#undef OPBOX_DSL_LITS
 #undef OPBOX_DSL_LIT
 
 // Numeric methods. Floats: the same operation as Rust's std, or (min, max) spelled out.
@@ -184,6 +193,12 @@ template <class T> __device__ inline T step_next(T i, T end, unsigned long long 
   typedef typename info<T>::uns U; U left = (U)((U)end - (U)i);
   if ((unsigned long long)left <= s) return end;
   return (T)(U)((U)i + (U)s);
+}
+
+// `a..=b` (with `.step_by(s)`): after yielding `i`, the next one, or the end.
+template <class T> __device__ inline void step_incl(T& i, T end, unsigned long long s, bool& more) {
+  typedef typename info<T>::uns U; U left = (U)((U)end - (U)i);
+  if ((unsigned long long)left < s) { more = false; } else { i = (T)(U)((U)i + (U)s); }
 }
 
 __device__ inline unsigned int thread_id_x() { return threadIdx.x; }

@@ -7,6 +7,7 @@
 mod cstr;
 mod decl;
 mod directive;
+pub mod dsl;
 pub mod dsl_prelude;
 mod emit;
 mod error;
