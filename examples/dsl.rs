@@ -16,7 +16,7 @@ use opbox::prelude::*;
 use opbox::{builtin, BuildOptions};
 
 #[kernel]
-fn axpy(x: In<[f32]>, y: InOut<[f32]>, a: f32, n: u32) {
+pub fn axpy(x: In<[f32]>, y: InOut<[f32]>, a: f32, n: u32) {
     let i = global_id_x();
     if i < n {
         y[i] = a * x[i] + y[i];
@@ -36,7 +36,7 @@ fn gelu(x: f32) -> f32 {
 }
 
 #[kernel(build = GELU_CPP)]
-fn fused_gelu(x: In<[f32]>, y: Out<[f32]>, a: f32, b: f32, n: u32) {
+pub fn fused_gelu(x: In<[f32]>, y: Out<[f32]>, a: f32, b: f32, n: u32) {
     let i = global_id_x();
     if i < n {
         y[i] = gelu(a * x[i] + b);
@@ -50,7 +50,7 @@ fn expose(v: f32, gain: f32) -> f32 {
 }
 
 #[kernel]
-fn brighten(img: In<[f32]>, out: Out<[f32]>, width: u32, height: u32, stride: u32, gain: f32) {
+pub fn brighten(img: In<[f32]>, out: Out<[f32]>, width: u32, height: u32, stride: u32, gain: f32) {
     let x = global_id_x();
     let y = global_id_y();
     if x < width && y < height {
@@ -79,7 +79,7 @@ fn image_cfg() -> LaunchConfig {
 }
 
 /// The three kernels on `device`; returns their outputs.
-fn run(device: Device) -> opbox::Result<[Vec<f32>; 3]> {
+pub fn run(device: Device) -> opbox::Result<[Vec<f32>; 3]> {
     let (xv, yv) = inputs();
     let x = Tensor::from_vec(xv, &[N])?.to(device)?;
     let y = Tensor::from_vec(yv, &[N])?.to(device)?;
@@ -93,7 +93,7 @@ fn run(device: Device) -> opbox::Result<[Vec<f32>; 3]> {
 }
 
 /// The CPU results against plain Rust loops over the same formulas.
-fn check_cpu(got: &[Vec<f32>; 3]) -> Result<(), String> {
+pub fn check_cpu(got: &[Vec<f32>; 3]) -> Result<(), String> {
     let (x, y) = inputs();
     let axpy: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 2.0 * x + y).collect();
     let fused: Vec<f32> = x.iter().map(|x| gelu(0.5 * x - 0.25)).collect();
@@ -115,7 +115,7 @@ fn check_cpu(got: &[Vec<f32>; 3]) -> Result<(), String> {
 
 /// CUDA against the CPU: bit-identical for axpy and brighten (no transcendental functions, and
 /// no multiply-add to contract as the CPU does not); gelu's tanh within 4 ulps.
-fn check_cuda(cpu: &[Vec<f32>; 3], cuda: &[Vec<f32>; 3]) -> Result<(), String> {
+pub fn check_cuda(cpu: &[Vec<f32>; 3], cuda: &[Vec<f32>; 3]) -> Result<(), String> {
     let ulps = |a: f32, b: f32| (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs();
     for (k, (name, tolerance)) in [("axpy", 1), ("fused_gelu", 4), ("brighten", 0)].into_iter().enumerate() {
         let worst = cpu[k].iter().zip(&cuda[k]).map(|(a, b)| ulps(*a, *b)).max().unwrap_or(0);

@@ -26,6 +26,18 @@ pub fn named_placeholder(i: usize) -> String {
     format!("{MARK}N{i}{MARK}")
 }
 
+/// The C++ macro a kernel's own code names callee slot `i` with: a kernel's code is its
+/// translation unit's source (after the `#[derive(KernelArg)]` twins it may name), and the
+/// preamble defines these macros.
+pub fn callee_macro(i: usize) -> String {
+    format!("OPBOX_DSL_C{i}")
+}
+
+/// The C++ macro a kernel's own code names named-type slot `i` with.
+pub fn named_macro(i: usize) -> String {
+    format!("OPBOX_DSL_N{i}")
+}
+
 /// A fn DSL code may call.
 #[derive(Debug)]
 pub struct DslFn {
@@ -115,7 +127,9 @@ fn reachable(roots: &'static [&'static DslFn], out: &mut Vec<&'static DslFn>, de
 }
 
 /// A DSL kernel's build options: the group's `user` options (if it names some) with a preamble
-/// of the semantics helpers, the user's preamble, the callees' definitions, then `kernel`.
+/// of the semantics helpers, the user's preamble, the callees' definitions, then the macros that
+/// name the kernel's slots (its code, the source, names them as [`callee_macro`] and
+/// [`named_macro`]) and `kernel`'s own template, if any.
 pub fn dsl_build_options(user: Option<&BuildOptions>, kernel: &DslCode) -> BuildOptions {
     let mut out = user.cloned().unwrap_or_default();
     let mut fns = Vec::new();
@@ -130,6 +144,12 @@ pub fn dsl_build_options(user: Option<&BuildOptions>, kernel: &DslCode) -> Build
     for f in fns {
         preamble.push_str(&f.definition());
         preamble.push('\n');
+    }
+    for (i, f) in kernel.callees.iter().enumerate() {
+        preamble.push_str(&format!("#define {} {}\n", callee_macro(i), f.cpp_name));
+    }
+    for (i, t) in kernel.named.iter().enumerate() {
+        preamble.push_str(&format!("#define {} {}\n", named_macro(i), t.c_type()));
     }
     preamble.push_str(&kernel.text());
     out.preamble = preamble;
@@ -178,6 +198,7 @@ mod tests {
             named: &[],
         };
         let opts = dsl_build_options(None, &kernel);
+        assert!(opts.preamble.contains("#define OPBOX_DSL_C0 opbox_dev_helper\n"));
         let helper = opts.preamble.find("opbox_dev_helper(float").unwrap_or(usize::MAX);
         let k = opts.preamble.find("KERNEL").unwrap_or(0);
         assert!(opts.preamble.starts_with(DSL_PRELUDE));

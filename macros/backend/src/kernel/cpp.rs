@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use opbox_codegen::cuda::dsl::{callee_placeholder, named_placeholder};
+use opbox_codegen::cuda::dsl::{callee_macro, callee_placeholder, named_macro, named_placeholder};
 use opbox_codegen::cuda::ElemType;
 
 use super::ir::{BinOp, Block, Elem, Expr, ExprKind, Infer, LitKind, Resolved, Stmt, StmtKind, Ty, UnOp};
@@ -22,6 +22,9 @@ pub(crate) struct Cpp<'a> {
     pub out: String,
     indent: usize,
     loops: usize,
+    /// Slots as C++ macros (a kernel's code, in its source) rather than placeholders (a
+    /// `#[device]` fn's, filled into the preamble).
+    pub macros: bool,
 }
 
 /// The C++ type of a DSL value of element type `t`.
@@ -42,13 +45,30 @@ impl<'a> Cpp<'a> {
             out: String::new(),
             indent: 1,
             loops: 0,
+            macros: false,
         }
     }
 
     fn named_ref(&self, path: &str) -> String {
         match self.named.iter().position(|n| n == path) {
-            Some(i) => named_placeholder(i),
+            Some(i) => self.named_slot(i),
             None => "auto".into(),
+        }
+    }
+
+    fn named_slot(&self, i: usize) -> String {
+        if self.macros {
+            named_macro(i)
+        } else {
+            named_placeholder(i)
+        }
+    }
+
+    fn callee_slot(&self, i: usize) -> String {
+        if self.macros {
+            callee_macro(i)
+        } else {
+            callee_placeholder(i)
         }
     }
 
@@ -56,9 +76,12 @@ impl<'a> Cpp<'a> {
     pub fn ty(&self, ty: &Ty) -> String {
         match self.infer.shallow(ty) {
             Ty::Prim(t) => prim_name(t).into(),
-            Ty::Var(_) => match self.infer.final_prim(ty) {
-                Some(t) => prim_name(t).into(),
-                None => "auto".into(),
+            // A literal that only met values C++ types (call arguments) still declares a
+            // variable of Rust's default type: `let k = 0; f(k)` is an `int` C++ converts.
+            Ty::Var(v) => match self.infer.resolve(v) {
+                Resolved::Prim(t) => prim_name(t).into(),
+                Resolved::Flexible(LitKind::Int) => "int".into(),
+                Resolved::Flexible(LitKind::Float) => "double".into(),
             },
             Ty::Named(n) => self.named_ref(&n),
             Ty::Slice(elem, writable) => {
@@ -114,13 +137,14 @@ impl<'a> Cpp<'a> {
                 name,
                 ty,
                 init,
-                mutable: _,
+                mutable,
             } => {
                 let t = self.ty(ty);
                 match init {
                     Some(v) => {
                         let v = self.expr(v);
-                        self.push(&format!("{t} {name} = {v};"));
+                        let c = if *mutable { "" } else { "const " };
+                        self.push(&format!("{c}{t} {name} = {v};"));
                     }
                     None => self.push(&format!("{t} {name};")),
                 }
@@ -234,6 +258,7 @@ impl<'a> Cpp<'a> {
         match &e.kind {
             ExprKind::Lit(kind, text) => self.lit(*kind, text, &e.ty),
             ExprKind::Bool(b) => b.to_string(),
+            ExprKind::Raw(text) => text.clone(),
             ExprKind::Local(name) => name.clone(),
             ExprKind::Unary(UnOp::Neg, x) => format!("opbox_dsl::neg({})", self.expr(x)),
             ExprKind::Unary(UnOp::Not, x) => format!("opbox_dsl::bit_not({})", self.expr(x)),
@@ -251,7 +276,7 @@ impl<'a> Cpp<'a> {
             ExprKind::ThreadIndex(f) => format!("opbox_dsl::{f}()"),
             ExprKind::Call(slot, args) => {
                 let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
-                format!("{}({})", callee_placeholder(*slot), args.join(", "))
+                format!("{}({})", self.callee_slot(*slot), args.join(", "))
             }
             ExprKind::Method(m, recv, args) => {
                 let mut all = vec![self.expr(recv)];
@@ -268,7 +293,7 @@ impl<'a> Cpp<'a> {
             ExprKind::Struct(slot, fields) => {
                 // Assigned in the order written (Rust's evaluation order), whatever the
                 // declaration order; the type's own initializer rules do not apply.
-                let t = named_placeholder(*slot);
+                let t = self.named_slot(*slot);
                 let mut s = format!("[&]() {{ {t} opbox_v{{}};");
                 for (f, v) in fields {
                     let _ = write!(s, " opbox_v.{f} = {};", self.expr(v));

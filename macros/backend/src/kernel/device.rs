@@ -36,7 +36,7 @@ pub(super) fn expand(
         errors.at(sig.generics.span(), "a #[device] fn takes no generics or traits: declare one fn per type");
     }
     let name = crate::naming::unraw(&sig.ident);
-    let file = files.declaring_file().shown;
+    let file = super::expand::normalize(&files.declaring_file().shown);
     let mut low = Lowering::new(&mut errors, name.clone());
     let mut cparams = Vec::new();
     let mut rparams = Vec::new();

@@ -113,7 +113,7 @@ pub(super) fn kernel(
             _ => {}
         }
     }
-    let file = files.declaring_file().shown;
+    let file = normalize(&files.declaring_file().shown);
     let name = sig.ident.to_string();
     let mut low = Lowering::new(&mut errors, name.clone());
     let mut tys = Vec::new();
@@ -133,6 +133,7 @@ pub(super) fn kernel(
     let named_strings: Vec<String> = named.iter().map(|p| quote!(#p).to_string()).collect();
     let line_file = escape_file(&file);
     let mut cpp = Cpp::new(&infer, &named_strings, &line_file);
+    cpp.macros = true;
     cpp.block_body(&body);
     let text = entry_text(&name, &params, &tys, &cpp, &file);
     Ok(emit(func, &args, &params, &tys, &text, (&named, &callees), &file))
@@ -140,7 +141,23 @@ pub(super) fn kernel(
 
 /// `#line`'s file name: the declaring file as messages show it, escaped for a C++ string.
 pub(super) fn escape_file(file: &str) -> String {
-    file.replace('\\', "/").replace('"', "\\\"")
+    normalize(file).replace('"', "\\\"")
+}
+
+/// `tests/../examples/x.rs` → `examples/x.rs`, with `/` separators: the path as the user would
+/// write it.
+pub(super) fn normalize(file: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in file.split(['/', '\\']) {
+        match part {
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            "." => {}
+            p => parts.push(p),
+        }
+    }
+    parts.join("/")
 }
 
 /// The C++ type of a parameter in the entry's signature (the ABI the signature check reads).
@@ -242,11 +259,11 @@ fn emit(
         const RELEASE: &[::opbox::__private::Cow<'static, str>] = &[#(#user_options),*];
         if cfg!(debug_assertions) { DEBUG } else { RELEASE }
     }};
-    let source = format!("// #[kernel] {ident}: its C++ is in the preamble, generated from {file}\n");
+    // The kernel's C++ is its source; the preamble has what it calls.
     let sources = vec![quote! {
         ::opbox::__private::cuda::SourceFile {
             name: ::opbox::__private::Cow::Borrowed(#file),
-            content: ::opbox::__private::Cow::Borrowed(#source),
+            content: ::opbox::__private::Cow::Borrowed(#text),
             includes: ::opbox::__private::Cow::Borrowed(&[]),
         }
     }];
@@ -301,7 +318,7 @@ fn emit(
     let body = rewrite(&func.block);
     let extra = quote! {
         static __OPBOX_CODE: #d::DslCode = #d::DslCode {
-            template: #text,
+            template: "",
             callees: #callee_list,
             named: #named_list,
         };

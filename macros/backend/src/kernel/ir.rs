@@ -234,6 +234,8 @@ pub(crate) enum ExprKind {
     /// An integer literal's digits (no underscores, no suffix), or a float's text.
     Lit(LitKind, String),
     Bool(bool),
+    /// A constant written out in C++ (`u64::MAX`, `f32::INFINITY` as its bits).
+    Raw(String),
     Local(String),
     Unary(UnOp, Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
@@ -252,11 +254,11 @@ pub(crate) enum ExprKind {
     Struct(usize, Vec<(String, Expr)>),
 }
 
+/// A block's statements; its value, where it has one, is a `return` or an assignment (the
+/// lowering turns tails into those).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Block {
     pub stmts: Vec<Stmt>,
-    /// The value of the block, for a device fn's body.
-    pub tail: Option<Box<Expr>>,
 }
 
 #[derive(Clone, Debug)]

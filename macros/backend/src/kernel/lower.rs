@@ -9,7 +9,7 @@ use proc_macro2::Span;
 use quote::ToTokens;
 use syn::spanned::Spanned;
 
-use super::ir::{BinOp, Block, Elem, Expr, ExprKind, Infer, LitKind, Stmt, StmtKind, Ty, UnOp};
+use super::ir::{BinOp, Block, Expr, ExprKind, Infer, LitKind, Stmt, StmtKind, Ty, UnOp};
 use crate::errors::Errors;
 
 /// Where a body stands while it is lowered: scopes, literal inference, the callees and named
@@ -94,6 +94,16 @@ impl<'e> Lowering<'e> {
         cpp
     }
 
+    /// The type of C++ local `cpp`, once it is known (a `let x = if ..` after its branches).
+    fn retype(&mut self, cpp: &str, ty: &Ty) {
+        for scope in self.scopes.iter_mut().rev() {
+            if let Some(entry) = scope.iter_mut().rev().find(|(_, c, _)| c == cpp) {
+                entry.2 = ty.clone();
+                return;
+            }
+        }
+    }
+
     fn lookup(&self, name: &str) -> Option<(String, Ty)> {
         self.scopes
             .iter()
@@ -174,10 +184,6 @@ impl<'e> Lowering<'e> {
     /// A parameter's type in the environment.
     pub fn bind_param(&mut self, name: &syn::Ident, ty: Ty) -> String {
         self.declare(name, ty)
-    }
-
-    pub fn named_type(&mut self, path: &syn::Path) -> usize {
-        self.named_slot(path)
     }
 
     /// The body of a kernel (`ret` Unit) or `#[device]` fn.
@@ -340,7 +346,15 @@ impl<'e> Lowering<'e> {
                         Block::default()
                     }
                 };
-                let ty = self.lookup_cpp(&name).map_or(Ty::Unknown, |(_, t)| t);
+                let ty = match (&ty, tail_ty(&then, &name), tail_ty(&els, &name)) {
+                    (Ty::Unknown, Some(a), Some(b)) => self.infer.unify(&a, &b),
+                    (Ty::Unknown, Some(a), None) | (Ty::Unknown, None, Some(a)) => a,
+                    (t, _, _) => t.clone(),
+                };
+                self.retype(&name, &ty);
+                if matches!(self.infer.shallow(&ty), Ty::Unknown) {
+                    self.err(ident.span(), format!("give `{ident}` a type (`let {ident}: f32 = if ..`): the CUDA build declares it before the branches assign it"));
+                }
                 return Some(Stmt {
                     line,
                     kind: StmtKind::LetIf {
@@ -761,9 +775,67 @@ impl<'e> Lowering<'e> {
             self.err(p.span(), format!("`{name}` is not a local or parameter of this #[kernel]: a kernel sees only its parameters and locals; pass it as a parameter (or a #[constexpr] one)"));
             return self.unknown();
         }
+        if let Some(c) = self.type_const(&p.path) {
+            return c;
+        }
         let shown = p.path.to_token_stream().to_string().replace(' ', "");
         self.err(p.span(), format!("`{shown}` is not in the #[kernel] subset: constants and paths from outside the kernel are not visible to the GPU; pass the value as a parameter (or a #[constexpr] one), or write the literal"));
         self.unknown()
+    }
+
+    /// `u64::MAX`, `i8::MIN`, `f32::INFINITY`, `f64::EPSILON`, ...: the scalar types' constants,
+    /// written in C++ as their exact value (floats by their bits).
+    fn type_const(&mut self, path: &syn::Path) -> Option<Expr> {
+        let [ty, name] = [path.segments.first()?, path.segments.last()?];
+        if path.segments.len() != 2 {
+            return None;
+        }
+        let t = ElemType::from_rust_name(&ty.ident.to_string())?;
+        let name = name.ident.to_string();
+        let int = |v: i128| {
+            let text = super::cpp::prim_name(t);
+            format!("(({text}){}ull)", v as u64)
+        };
+        macro_rules! float_const {
+            ($f:ty, $bits:literal) => {{
+                let v: $f = match name.as_str() {
+                    "MAX" => <$f>::MAX,
+                    "MIN" => <$f>::MIN,
+                    "EPSILON" => <$f>::EPSILON,
+                    "MIN_POSITIVE" => <$f>::MIN_POSITIVE,
+                    "INFINITY" => <$f>::INFINITY,
+                    "NEG_INFINITY" => <$f>::NEG_INFINITY,
+                    "NAN" => <$f>::NAN,
+                    _ => return None,
+                };
+                format!($bits, v.to_bits())
+            }};
+        }
+        let text = match t {
+            ElemType::F32 => float_const!(f32, "__uint_as_float({:#x}u)"),
+            ElemType::F64 => float_const!(f64, "__longlong_as_double({:#x}ll)"),
+            ElemType::I8 | ElemType::U8 | ElemType::I32 | ElemType::U32 | ElemType::I64 | ElemType::U64 => {
+                let (min, max): (i128, i128) = match t {
+                    ElemType::I8 => (i8::MIN.into(), i8::MAX.into()),
+                    ElemType::U8 => (0, u8::MAX.into()),
+                    ElemType::I32 => (i32::MIN.into(), i32::MAX.into()),
+                    ElemType::U32 => (0, u32::MAX.into()),
+                    ElemType::I64 => (i64::MIN.into(), i64::MAX.into()),
+                    _ => (0, u64::MAX.into()),
+                };
+                match name.as_str() {
+                    "MAX" => int(max),
+                    "MIN" => int(min),
+                    "BITS" => return Some(Expr { kind: ExprKind::Raw(format!("{}u", t.size() * 8)), ty: Ty::Prim(ElemType::U32) }),
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        Some(Expr {
+            kind: ExprKind::Raw(text),
+            ty: Ty::Prim(t),
+        })
     }
 
     fn unary(&mut self, u: &syn::ExprUnary) -> Expr {
@@ -964,10 +1036,19 @@ impl<'e> Lowering<'e> {
             ty: Ty::Named(s.path.to_token_stream().to_string()),
         }
     }
+}
 
-    /// A slice param's type from its element.
-    pub fn slice_ty(elem: Elem, writable: bool) -> Ty {
-        Ty::Slice(elem, writable)
+/// The type of the value a branch assigns to `name` last (a `let x = if ..` branch's tail).
+fn tail_ty(b: &Block, name: &str) -> Option<Ty> {
+    match b.stmts.last().map(|s| &s.kind) {
+        Some(StmtKind::Assign { place, value, .. })
+            if matches!(&place.kind, ExprKind::Local(n) if n == name) =>
+        {
+            Some(value.ty.clone())
+        }
+        Some(StmtKind::If { then, els: Some(els), .. }) => tail_ty(then, name).or_else(|| tail_ty(els, name)),
+        Some(StmtKind::Block(inner)) => tail_ty(inner, name),
+        _ => None,
     }
 }
 
