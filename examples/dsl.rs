@@ -24,9 +24,11 @@ pub fn axpy(x: In<[f32]>, y: InOut<[f32]>, a: f32, n: u32) {
 }
 
 /// The C++ behind `gelu`: a group's preamble.
-static GELU_CPP: LazyLock<BuildOptions> = LazyLock::new(|| BuildOptions {
+static GELU_CPP: LazyLock<BuildOptions> = LazyLock::new(|| {
+    BuildOptions {
     preamble: "namespace opbox_ex {\n__device__ inline float gelu(float x) {\n  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));\n}\n}\n".into(),
     ..BuildOptions::default()
+}
 });
 
 /// tanh-approximated GELU; the body is the CPU build, the C++ is `opbox_ex::gelu`.
@@ -71,11 +73,15 @@ fn inputs() -> (Vec<f32>, Vec<f32>) {
 }
 
 fn image() -> Vec<f32> {
-    (0..(STRIDE * H) as usize).map(|i| (i % 97) as f32 / 96.0).collect()
+    (0..(STRIDE * H) as usize)
+        .map(|i| (i % 97) as f32 / 96.0)
+        .collect()
 }
 
 fn image_cfg() -> LaunchConfig {
-    LaunchConfig::single().grid(W.div_ceil(16), H.div_ceil(8), 1).block(16, 8, 1)
+    LaunchConfig::single()
+        .grid(W.div_ceil(16), H.div_ceil(8), 1)
+        .block(16, 8, 1)
 }
 
 /// The three kernels on `device`; returns their outputs.
@@ -105,9 +111,15 @@ pub fn check_cpu(got: &[Vec<f32>; 3]) -> Result<(), String> {
             bright[at] = (img[at] * 1.7).clamp(0.0, 1.0);
         }
     }
-    for (name, want, got) in [("axpy", &axpy, &got[0]), ("fused_gelu", &fused, &got[1]), ("brighten", &bright, &got[2])] {
+    for (name, want, got) in [
+        ("axpy", &axpy, &got[0]),
+        ("fused_gelu", &fused, &got[1]),
+        ("brighten", &bright, &got[2]),
+    ] {
         if want != got {
-            return Err(format!("{name} on the CPU differs from the plain Rust loop"));
+            return Err(format!(
+                "{name} on the CPU differs from the plain Rust loop"
+            ));
         }
     }
     Ok(())
@@ -117,11 +129,21 @@ pub fn check_cpu(got: &[Vec<f32>; 3]) -> Result<(), String> {
 /// no multiply-add to contract as the CPU does not); gelu's tanh within 4 ulps.
 pub fn check_cuda(cpu: &[Vec<f32>; 3], cuda: &[Vec<f32>; 3]) -> Result<(), String> {
     let ulps = |a: f32, b: f32| (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs();
-    for (k, (name, tolerance)) in [("axpy", 1), ("fused_gelu", 4), ("brighten", 0)].into_iter().enumerate() {
-        let worst = cpu[k].iter().zip(&cuda[k]).map(|(a, b)| ulps(*a, *b)).max().unwrap_or(0);
+    for (k, (name, tolerance)) in [("axpy", 1), ("fused_gelu", 4), ("brighten", 0)]
+        .into_iter()
+        .enumerate()
+    {
+        let worst = cpu[k]
+            .iter()
+            .zip(&cuda[k])
+            .map(|(a, b)| ulps(*a, *b))
+            .max()
+            .unwrap_or(0);
         // axpy's `a*x + y` may be fused into one fma by NVRTC (--fmad=true is its default): 1 ulp.
         if worst > tolerance {
-            return Err(format!("{name}: CUDA differs from the CPU by {worst} ulps (allowed {tolerance})"));
+            return Err(format!(
+                "{name}: CUDA differs from the CPU by {worst} ulps (allowed {tolerance})"
+            ));
         }
         println!("  {name}: CUDA matches the CPU (max {worst} ulps)");
     }
@@ -147,13 +169,19 @@ fn real_main() -> Result<(), String> {
             let cuda = run(Device::Cuda(0)).map_err(|e| e.to_string())?;
             opbox::cuda::synchronize(0).map_err(|e| e.to_string())?;
             check_cuda(&cpu, &cuda)?;
-            println!("CUDA: dsl examples checked against the CPU on {}", opbox::cuda::device(0).map_err(|e| e.to_string())?.name);
+            println!(
+                "CUDA: dsl examples checked against the CPU on {}",
+                opbox::cuda::device(0).map_err(|e| e.to_string())?.name
+            );
         }
         Ok(_) | Err(_) => {
             // No GPU: still prove the C++ compiles, when NVRTC is there.
             for decl in [&axpy::DECL, &fused_gelu::DECL, &brighten::DECL] {
                 match opbox::cuda::compile_for_arch(decl, &[], "sm_90") {
-                    Ok(_) => println!("NVRTC: {} compiles for sm_90 (no GPU: not launched)", decl.rust_name),
+                    Ok(_) => println!(
+                        "NVRTC: {} compiles for sm_90 (no GPU: not launched)",
+                        decl.rust_name
+                    ),
                     Err(opbox::Error::NoCuda { reason }) => {
                         println!("skipped CUDA: {reason}");
                         break;

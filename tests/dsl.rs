@@ -188,6 +188,33 @@ fn oob(x: In<[f32]>, y: Out<[f32]>, n: u32) {
     }
 }
 
+#[stable_library(dsl_ops)]
+fn dsl_ops(m: &mut Library) {
+    m.def("scale_(Tensor(a!) x, float s) -> ()");
+}
+
+#[kernel]
+fn scale_kernel(x: InOut<[f32]>, s: f32, n: u32) {
+    let i = global_id_x();
+    if i < n {
+        x[i] *= s;
+    }
+}
+
+/// One impl for both keys: the DSL kernel's launch runs on the tensor's device.
+#[stable_impl(dsl_ops::scale_, CPU, CUDA)]
+fn scale_(x: &Tensor, s: f64) -> opbox::Result<()> {
+    let n = x.numel();
+    scale_kernel::launch(LaunchConfig::for_elems(n), x, s as f32, n as u32)
+}
+
+fn run_scale_op(device: Device) -> opbox::Result<Vec<f32>> {
+    let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.5], &[3])?.to(device)?;
+    let op = opbox::op("dsl_ops::scale_")?;
+    let () = op.call((&x, 2.0f64))?;
+    x.to_vec()
+}
+
 /// Every DSL kernel of this file and of examples/dsl.rs, with constexpr values where it has some.
 fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
     vec![
@@ -198,6 +225,7 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&control::DECL, vec![ConstValue::U32(5)]),
         (&affine::DECL, vec![]),
         (&oob::DECL, vec![]),
+        (&scale_kernel::DECL, vec![]),
         (&example::axpy::DECL, vec![]),
         (&example::fused_gelu::DECL, vec![]),
         (&example::brighten::DECL, vec![]),
@@ -215,6 +243,7 @@ const TESTS: &[Test] = &[
     ("cpu_structs_by_value_and_literals", cpu_affine),
     ("cpu_out_of_bounds_is_an_error", cpu_oob),
     ("cpu_launch_stack_and_checks", cpu_stack),
+    ("cpu_one_dsl_impl_serves_cpu_and_cuda_keys", cpu_op),
     ("nvrtc_every_dsl_kernel_compiles", nvrtc_all),
     ("nvrtc_f32_literals_stay_f32_in_ptx", nvrtc_no_f64),
     ("nvrtc_errors_name_the_rust_line", nvrtc_lines),
@@ -278,7 +307,14 @@ fn run_u8_ops(device: Device) -> opbox::Result<(Vec<u8>, Vec<u64>)> {
     let out = Tensor::zeros(&[n * 3], DType::U8, device)?;
     let wide = Tensor::zeros(&[n], DType::U64, device)?;
     // More blocks than elements, and blocks of 2, so the bounds check runs.
-    u8_ops::launch(LaunchConfig::single().grid(4, 1, 1).block(2, 1, 1), &a, &b, &out, &wide, n as u32)?;
+    u8_ops::launch(
+        LaunchConfig::single().grid(4, 1, 1).block(2, 1, 1),
+        &a,
+        &b,
+        &out,
+        &wide,
+        n as u32,
+    )?;
     Ok((out.to_vec()?, wide.to_vec()?))
 }
 
@@ -314,8 +350,25 @@ fn run_casts(device: Device) -> opbox::Result<CastOut> {
         Tensor::zeros(&[n], DType::BF16, device)?,
         Tensor::zeros(&[n], DType::F64, device)?,
     ];
-    casts::launch(LaunchConfig::for_elems(n), &x, &t[0], &t[1], &t[2], &t[3], &t[4], &t[5], n as u32)?;
-    Ok((t[0].to_vec()?, t[1].to_vec()?, t[2].to_vec()?, t[3].to_vec()?, t[4].to_vec()?, t[5].to_vec()?))
+    casts::launch(
+        LaunchConfig::for_elems(n),
+        &x,
+        &t[0],
+        &t[1],
+        &t[2],
+        &t[3],
+        &t[4],
+        &t[5],
+        n as u32,
+    )?;
+    Ok((
+        t[0].to_vec()?,
+        t[1].to_vec()?,
+        t[2].to_vec()?,
+        t[3].to_vec()?,
+        t[4].to_vec()?,
+        t[5].to_vec()?,
+    ))
 }
 
 fn run_control(device: Device, n: usize) -> opbox::Result<Vec<u32>> {
@@ -327,7 +380,16 @@ fn run_control(device: Device, n: usize) -> opbox::Result<Vec<u32>> {
 fn run_affine(device: Device) -> opbox::Result<Vec<f32>> {
     let x = Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 8.0], &[4])?.to(device)?;
     let y = Tensor::zeros(&[4], DType::F32, device)?;
-    affine::launch(LaunchConfig::for_elems(4), &x, &y, Affine { scale: 3.0, shift: 0.25 }, 4)?;
+    affine::launch(
+        LaunchConfig::for_elems(4),
+        &x,
+        &y,
+        Affine {
+            scale: 3.0,
+            shift: 0.25,
+        },
+        4,
+    )?;
     y.to_vec()
 }
 
@@ -342,7 +404,10 @@ fn cpu_int_ops() -> TestResult {
     for (k, (x, y)) in EDGE_I32.iter().enumerate() {
         let want = int_reference(*x, *y);
         ensure(got[k * 9..k * 9 + 9] == want, || {
-            format!("int_ops({x}, {y}) = {:?}, want {want:?}", &got[k * 9..k * 9 + 9])
+            format!(
+                "int_ops({x}, {y}) = {:?}, want {want:?}",
+                &got[k * 9..k * 9 + 9]
+            )
         })?;
     }
     Ok(Outcome::Pass)
@@ -356,9 +421,16 @@ fn cpu_u8_ops() -> TestResult {
             x.wrapping_mul(*y).wrapping_sub(1),
             x.wrapping_shr(9) | y.wrapping_shl(12),
         ];
-        ensure(out[k * 3..k * 3 + 3] == want, || format!("u8_ops({x}, {y}) = {:?}, want {want:?}", &out[k * 3..k * 3 + 3]))?;
+        ensure(out[k * 3..k * 3 + 3] == want, || {
+            format!(
+                "u8_ops({x}, {y}) = {:?}, want {want:?}",
+                &out[k * 3..k * 3 + 3]
+            )
+        })?;
         let w = ((*x as u64) << 60).wrapping_add(u64::MAX / 3);
-        ensure(wide[k] == w, || format!("u8_ops wide({x}) = {}, want {w}", wide[k]))?;
+        ensure(wide[k] == w, || {
+            format!("u8_ops wide({x}) = {}, want {w}", wide[k])
+        })?;
     }
     Ok(Outcome::Pass)
 }
@@ -369,16 +441,21 @@ fn cpu_casts() -> TestResult {
         let hv = f16::from_f32(*v);
         let want_h = f16::from_f32(hv.to_f32() + hv.to_f32());
         let want_back = hv.to_f32() as f64 * 0.5 + bf16::from_f32(*v).to_f32() as f64;
-        ensure(i[k] == *v as i32 && u[k] == *v as u8 && w[k] == *v as u64, || {
-            format!("{v} as int: {} {} {}", i[k], u[k], w[k])
+        ensure(
+            i[k] == *v as i32 && u[k] == *v as u8 && w[k] == *v as u64,
+            || format!("{v} as int: {} {} {}", i[k], u[k], w[k]),
+        )?;
+        ensure(
+            h[k].to_bits() == want_h.to_bits() || (h[k].is_nan() && want_h.is_nan()),
+            || format!("{v} as f16 doubled: {:?}, want {want_h:?}", h[k]),
+        )?;
+        ensure(b[k].to_bits() == bf16::from_f32(*v).to_bits(), || {
+            format!("{v} as bf16: {:?}", b[k])
         })?;
-        ensure(h[k].to_bits() == want_h.to_bits() || (h[k].is_nan() && want_h.is_nan()), || {
-            format!("{v} as f16 doubled: {:?}, want {want_h:?}", h[k])
-        })?;
-        ensure(b[k].to_bits() == bf16::from_f32(*v).to_bits(), || format!("{v} as bf16: {:?}", b[k]))?;
-        ensure(back[k].to_bits() == want_back.to_bits() || (back[k].is_nan() && want_back.is_nan()), || {
-            format!("back({v}) = {}, want {want_back}", back[k])
-        })?;
+        ensure(
+            back[k].to_bits() == want_back.to_bits() || (back[k].is_nan() && want_back.is_nan()),
+            || format!("back({v}) = {}, want {want_back}", back[k]),
+        )?;
     }
     Ok(Outcome::Pass)
 }
@@ -392,15 +469,22 @@ fn cpu_control() -> TestResult {
     }
     // The specialization launcher takes the runtime params only.
     let out = Tensor::zeros(&[8], DType::U32, Device::Cpu).map_err(s)?;
-    control::specialize(2).launch(LaunchConfig::for_elems(8), &out, 8).map_err(s)?;
+    control::specialize(2)
+        .launch(LaunchConfig::for_elems(8), &out, 8)
+        .map_err(s)?;
     let got: Vec<u32> = out.to_vec().map_err(s)?;
-    ensure(got[7] == control_reference(7, 2), || format!("specialize(2): {got:?}"))?;
+    ensure(got[7] == control_reference(7, 2), || {
+        format!("specialize(2): {got:?}")
+    })?;
     Ok(Outcome::Pass)
 }
 
 fn cpu_affine() -> TestResult {
     let got = run_affine(Device::Cpu).map_err(s)?;
-    let want: Vec<f32> = [1.0f32, -2.0, 0.5, 8.0].iter().map(|x| x * 3.0 + 0.25 * 2.0).collect();
+    let want: Vec<f32> = [1.0f32, -2.0, 0.5, 8.0]
+        .iter()
+        .map(|x| x * 3.0 + 0.25 * 2.0)
+        .collect();
     ensure(got == want, || format!("affine: {got:?}, want {want:?}"))?;
     Ok(Outcome::Pass)
 }
@@ -409,10 +493,16 @@ fn cpu_oob() -> TestResult {
     let x = Tensor::from_vec(vec![1.0f32; 8], &[8]).map_err(s)?;
     let y = Tensor::zeros(&[8], DType::F32, Device::Cpu).map_err(s)?;
     match oob::launch(LaunchConfig::for_elems(8), &x, &y, 8) {
-        Err(Error::IndexOutOfBounds { kernel, param, index, len }) => {
-            ensure(kernel == "oob" && param == "x" && index == 8 && len == 8, || {
-                format!("IndexOutOfBounds names {kernel} {param}[{index}] of {len}")
-            })?;
+        Err(Error::IndexOutOfBounds {
+            kernel,
+            param,
+            index,
+            len,
+        }) => {
+            ensure(
+                kernel == "oob" && param == "x" && index == 8 && len == 8,
+                || format!("IndexOutOfBounds names {kernel} {param}[{index}] of {len}"),
+            )?;
         }
         other => return Err(format!("expected IndexOutOfBounds, got {other:?}")),
     }
@@ -429,13 +519,32 @@ fn cpu_stack() -> TestResult {
     stack.push(&y);
     stack.push(2.0f64);
     stack.push(3i64);
-    opbox::kernel::launch_stack(&example::axpy::HANDLE, &LaunchConfig::for_elems(3), stack.as_slice()).map_err(s)?;
+    opbox::kernel::launch_stack(
+        &example::axpy::HANDLE,
+        &LaunchConfig::for_elems(3),
+        stack.as_slice(),
+    )
+    .map_err(s)?;
     let got: Vec<f32> = y.to_vec().map_err(s)?;
-    ensure(got == [12.0, 24.0, 36.0], || format!("launch_stack axpy: {got:?}"))?;
+    ensure(got == [12.0, 24.0, 36.0], || {
+        format!("launch_stack axpy: {got:?}")
+    })?;
     let wrong = Tensor::zeros(&[3], DType::F16, Device::Cpu).map_err(s)?;
     let err = example::axpy::launch(LaunchConfig::for_elems(3), &wrong, &y, 1.0, 3).err();
-    let want = "kernel axpy expects argument #0 (x) to be f32 CPU or CUDA tensor, but got f16 CPU tensor";
-    ensure(err.as_ref().map(ToString::to_string).as_deref() == Some(want), || format!("wrong dtype: {err:?}"))?;
+    let want =
+        "kernel axpy expects argument #0 (x) to be f32 CPU or CUDA tensor, but got f16 CPU tensor";
+    ensure(
+        err.as_ref().map(ToString::to_string).as_deref() == Some(want),
+        || format!("wrong dtype: {err:?}"),
+    )?;
+    Ok(Outcome::Pass)
+}
+
+fn cpu_op() -> TestResult {
+    let got = run_scale_op(Device::Cpu).map_err(s)?;
+    ensure(got == [2.0, -4.0, 7.0], || {
+        format!("dsl_ops::scale_ on CPU: {got:?}")
+    })?;
     Ok(Outcome::Pass)
 }
 
@@ -451,12 +560,24 @@ fn nvrtc_all() -> TestResult {
 
 fn nvrtc_no_f64() -> TestResult {
     with_nvrtc(|| {
-        for decl in [&literals::DECL, &example::axpy::DECL, &example::brighten::DECL] {
+        for decl in [
+            &literals::DECL,
+            &example::axpy::DECL,
+            &example::brighten::DECL,
+        ] {
             let ptx = opbox::cuda::compile_for_arch(decl, &[], "compute_90").map_err(s)?;
             let text = String::from_utf8_lossy(&ptx.image);
             let f64_lines: Vec<&str> = text.lines().filter(|l| l.contains(".f64")).collect();
-            ensure(f64_lines.is_empty(), || format!("{}: f64 in the PTX:\n{}", decl.rust_name, f64_lines.join("\n")))?;
-            ensure(text.contains(".f32"), || format!("{}: no f32 instruction in the PTX", decl.rust_name))?;
+            ensure(f64_lines.is_empty(), || {
+                format!(
+                    "{}: f64 in the PTX:\n{}",
+                    decl.rust_name,
+                    f64_lines.join("\n")
+                )
+            })?;
+            ensure(text.contains(".f32"), || {
+                format!("{}: no f32 instruction in the PTX", decl.rust_name)
+            })?;
         }
         Ok(Outcome::Pass)
     })
@@ -473,17 +594,35 @@ fn nvrtc_lines() -> TestResult {
             .ok_or("the statement is not in tests/dsl.rs")?;
         let mut unit = opbox::cuda::translation_unit(&int_ops::DECL, &[]).map_err(s)?;
         let directive = format!("#line {line} \"tests/dsl.rs\"\n");
-        ensure(unit.source.contains(&directive), || format!("no `{}` in the C++", directive.trim()))?;
-        unit.source = unit.source.replacen(&directive, &format!("{directive}opbox_not_a_name = 1;\n"), 1);
-        let options = vec!["--gpu-architecture=sm_90".to_string(), "-std=c++17".to_string()];
-        match opbox::cuda::nvrtc::compile(&unit, &options, opbox::cuda::ImageKind::Cubin, "int_ops") {
+        ensure(unit.source.contains(&directive), || {
+            format!("no `{}` in the C++", directive.trim())
+        })?;
+        unit.source = unit.source.replacen(
+            &directive,
+            &format!("{directive}opbox_not_a_name = 1;\n"),
+            1,
+        );
+        let options = vec![
+            "--gpu-architecture=sm_90".to_string(),
+            "-std=c++17".to_string(),
+        ];
+        match opbox::cuda::nvrtc::compile(&unit, &options, opbox::cuda::ImageKind::Cubin, "int_ops")
+        {
             Err(Error::Compile { log, .. }) => {
                 let at = format!("tests/dsl.rs({line})");
-                ensure(log.contains(&at), || format!("the log does not name {at}:\n{log}"))?;
-                println!("    NVRTC: {}", log.lines().find(|l| l.contains(&at)).unwrap_or(""));
+                ensure(log.contains(&at), || {
+                    format!("the log does not name {at}:\n{log}")
+                })?;
+                println!(
+                    "    NVRTC: {}",
+                    log.lines().find(|l| l.contains(&at)).unwrap_or("")
+                );
                 Ok(Outcome::Pass)
             }
-            other => Err(format!("expected a compile error, got {:?}", other.map(|_| ()))),
+            other => Err(format!(
+                "expected a compile error, got {:?}",
+                other.map(|_| ())
+            )),
         }
     })
 }
@@ -492,12 +631,22 @@ fn nvrtc_lines() -> TestResult {
 /// tests/snapshots/dsl/<kernel>.cu; `OPBOX_BLESS=1` rewrites them.
 fn snapshot() -> TestResult {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/dsl");
-    for decl in [&example::axpy::DECL, &example::fused_gelu::DECL, &example::brighten::DECL] {
+    for decl in [
+        &example::axpy::DECL,
+        &example::fused_gelu::DECL,
+        &example::brighten::DECL,
+    ] {
         let build = decl.build.ok_or("a DSL kernel has build options")?;
         let preamble = &(build.get)().preamble;
         let prelude = opbox::cuda::codegen::dsl_prelude::DSL_PRELUDE;
-        let text = preamble.strip_prefix(prelude).ok_or("the preamble starts with the DSL prelude")?;
-        let source = decl.sources.first().map(|f| f.content.as_ref()).unwrap_or("");
+        let text = preamble
+            .strip_prefix(prelude)
+            .ok_or("the preamble starts with the DSL prelude")?;
+        let source = decl
+            .sources
+            .first()
+            .map(|f| f.content.as_ref())
+            .unwrap_or("");
         let text = format!("// preamble (after the opbox_dsl helpers of opbox_codegen::cuda::dsl_prelude):\n{text}// source:\n{source}");
         let path = dir.join(format!("{}.cu", decl.rust_name));
         if std::env::var_os("OPBOX_BLESS").is_some() {
@@ -508,7 +657,10 @@ fn snapshot() -> TestResult {
         let want = std::fs::read_to_string(&path)
             .map_err(|e| format!("{}: {e} (OPBOX_BLESS=1 writes it)", path.display()))?;
         ensure(want == text, || {
-            format!("{} changed; OPBOX_BLESS=1 cargo test --test dsl rewrites it. Now:\n{text}", path.display())
+            format!(
+                "{} changed; OPBOX_BLESS=1 cargo test --test dsl rewrites it. Now:\n{text}",
+                path.display()
+            )
         })?;
     }
     Ok(Outcome::Pass)
@@ -520,45 +672,100 @@ fn gpu_matches_cpu() -> TestResult {
         let ex_cpu = example::run(Device::Cpu).map_err(s)?;
         let ex_gpu = example::run(cuda).map_err(s)?;
         example::check_cuda(&ex_cpu, &ex_gpu)?;
-        ensure(run_int_ops(cuda).map_err(s)? == run_int_ops(Device::Cpu).map_err(s)?, || "int_ops differs".into())?;
-        ensure(run_u8_ops(cuda).map_err(s)? == run_u8_ops(Device::Cpu).map_err(s)?, || "u8_ops differs".into())?;
-        let (c, g) = (run_casts(Device::Cpu).map_err(s)?, run_casts(cuda).map_err(s)?);
-        ensure(c.0 == g.0 && c.1 == g.1 && c.2 == g.2, || format!("float-to-int casts differ: {c:?} vs {g:?}"))?;
-        let same16 = |a: &[f16], b: &[f16]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()));
-        let sameb = |a: &[bf16], b: &[bf16]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()));
-        let same64 = c.5.iter().zip(&g.5).all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()));
-        ensure(same16(&c.3, &g.3) && sameb(&c.4, &g.4) && same64, || format!("half casts differ: {c:?} vs {g:?}"))?;
-        ensure(run_control(cuda, 300).map_err(s)? == run_control(Device::Cpu, 300).map_err(s)?, || "control differs".into())?;
-        ensure(run_affine(cuda).map_err(s)? == run_affine(Device::Cpu).map_err(s)?, || "affine differs".into())?;
+        ensure(
+            run_int_ops(cuda).map_err(s)? == run_int_ops(Device::Cpu).map_err(s)?,
+            || "int_ops differs".into(),
+        )?;
+        ensure(
+            run_u8_ops(cuda).map_err(s)? == run_u8_ops(Device::Cpu).map_err(s)?,
+            || "u8_ops differs".into(),
+        )?;
+        let (c, g) = (
+            run_casts(Device::Cpu).map_err(s)?,
+            run_casts(cuda).map_err(s)?,
+        );
+        ensure(c.0 == g.0 && c.1 == g.1 && c.2 == g.2, || {
+            format!("float-to-int casts differ: {c:?} vs {g:?}")
+        })?;
+        let same16 = |a: &[f16], b: &[f16]| {
+            a.iter()
+                .zip(b)
+                .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+        };
+        let sameb = |a: &[bf16], b: &[bf16]| {
+            a.iter()
+                .zip(b)
+                .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+        };
+        let same64 =
+            c.5.iter()
+                .zip(&g.5)
+                .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()));
+        ensure(same16(&c.3, &g.3) && sameb(&c.4, &g.4) && same64, || {
+            format!("half casts differ: {c:?} vs {g:?}")
+        })?;
+        ensure(
+            run_control(cuda, 300).map_err(s)? == run_control(Device::Cpu, 300).map_err(s)?,
+            || "control differs".into(),
+        )?;
+        ensure(
+            run_affine(cuda).map_err(s)? == run_affine(Device::Cpu).map_err(s)?,
+            || "affine differs".into(),
+        )?;
+        ensure(run_scale_op(cuda).map_err(s)? == [2.0, -4.0, 7.0], || {
+            "dsl_ops::scale_ on CUDA differs".into()
+        })?;
         opbox::cuda::synchronize(0).map_err(s)?;
         Ok(Outcome::Pass)
     })
 }
 
 fn gpu_oob() -> TestResult {
-    if !cfg!(debug_assertions) {
-        return Ok(Outcome::Skip("no GPU bounds checks: this is a release build (they are in debug builds)".into()));
-    }
     with_gpu(|| {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let out = Command::new(exe).arg(CHILD_OOB).output().map_err(|e| e.to_string())?;
+        let out = Command::new(exe)
+            .arg(CHILD_OOB)
+            .output()
+            .map_err(|e| e.to_string())?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        ensure(out.status.success(), || format!("the child did not see the trap:\n{stdout}{stderr}"))?;
+        ensure(out.status.success(), || {
+            format!("the child did not see the trap:\n{stdout}{stderr}")
+        })?;
         println!("    child: {}", stdout.trim());
         Ok(Outcome::Pass)
     })
 }
 
-/// In a child process: an out-of-bounds read on the GPU traps (debug build), and the next
+/// In a child process: an out-of-bounds read on the GPU traps (a debug build's check), and the next
 /// synchronize reports `Error::Cuda`. Exit 0 only if that is what happened.
 fn child_oob() -> ExitCode {
     let run = || -> Result<String, String> {
-        let x = Tensor::from_vec(vec![1.0f32; 8], &[8]).map_err(s)?.to(Device::Cuda(0)).map_err(s)?;
+        let x = Tensor::from_vec(vec![1.0f32; 8], &[8])
+            .map_err(s)?
+            .to(Device::Cuda(0))
+            .map_err(s)?;
         let y = Tensor::zeros(&[8], DType::F32, Device::Cuda(0)).map_err(s)?;
-        oob::launch(LaunchConfig::for_elems(8), &x, &y, 8).map_err(s)?;
+        if cfg!(debug_assertions) {
+            oob::launch(LaunchConfig::for_elems(8), &x, &y, 8).map_err(s)?;
+        } else {
+            // A release build has no GPU bounds checks; this is the declaration a debug build
+            // of this file would have.
+            let mut decl = oob::DECL.clone();
+            decl.options.to_mut().push("-DOPBOX_DSL_BOUNDS".into());
+            let decl: &'static KernelDecl = Box::leak(Box::new(decl));
+            let handle = Box::leak(Box::new(opbox::kernel::KernelHandle::new(decl)));
+            let args = [
+                opbox::kernel::LaunchArg::Tensor(&x),
+                opbox::kernel::LaunchArg::Tensor(&y),
+                opbox::kernel::LaunchArg::U32(8),
+            ];
+            opbox::kernel::launch(handle, &LaunchConfig::for_elems(8), &args, &[]).map_err(s)?;
+        }
         match opbox::cuda::synchronize(0) {
-            Err(Error::Cuda { kernel, message }) => Ok(format!("Error::Cuda in {kernel}: {message}")),
+            Err(Error::Cuda { kernel, message }) => {
+                Ok(format!("Error::Cuda in {kernel}: {message}"))
+            }
             Err(e) => Err(format!("expected Error::Cuda, got: {e}")),
             Ok(()) => Err("synchronize returned Ok after an out-of-bounds read".into()),
         }

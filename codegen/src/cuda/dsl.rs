@@ -198,11 +198,21 @@ mod tests {
             named: &[],
         };
         let opts = dsl_build_options(None, &kernel);
-        assert!(opts.preamble.contains("#define OPBOX_DSL_C0 opbox_dev_helper\n"));
-        let helper = opts.preamble.find("opbox_dev_helper(float").unwrap_or(usize::MAX);
+        assert!(opts
+            .preamble
+            .contains("#define OPBOX_DSL_C0 opbox_dev_helper\n"));
+        let helper = opts
+            .preamble
+            .find("opbox_dev_helper(float")
+            .unwrap_or(usize::MAX);
         let k = opts.preamble.find("KERNEL").unwrap_or(0);
         assert!(opts.preamble.starts_with(DSL_PRELUDE));
         assert!(helper < k);
-        assert_eq!(opts.preamble.matches("inline float opbox_dev_helper").count(), 1);
+        assert_eq!(
+            opts.preamble
+                .matches("inline float opbox_dev_helper")
+                .count(),
+            1
+        );
     }
 }

@@ -234,7 +234,11 @@ pub fn prepare<'a>(
                 let on_cpu_build = handle.cpu().is_some() && x.device() == Device::Cpu;
                 if !elem_matches(param.kind, x) || !(on_cuda || on_cpu_build) {
                     let t = elem_name(param.kind);
-                    let devices = if handle.cpu().is_some() { "CPU or CUDA" } else { "CUDA" };
+                    let devices = if handle.cpu().is_some() {
+                        "CPU or CUDA"
+                    } else {
+                        "CUDA"
+                    };
                     return Err(bad(format!("{t} {devices} tensor"), arg.describe()));
                 }
                 if !x.is_contiguous() {

@@ -123,8 +123,8 @@ pub fn lower_stack<'s>(
                 let Some(x) = v.as_tensor() else {
                     return Err(at.bad(expected(), v.describe()));
                 };
-                let on_device = matches!(x.device(), Device::Cuda(_))
-                    || (dsl && x.device() == Device::Cpu);
+                let on_device =
+                    matches!(x.device(), Device::Cuda(_)) || (dsl && x.device() == Device::Cpu);
                 if !elem_matches(p.kind, x) || !on_device {
                     return Err(at.bad(expected(), LaunchArg::Tensor(x).describe()));
                 }

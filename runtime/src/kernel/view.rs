@@ -77,39 +77,59 @@ macro_rules! view {
             }
         }
 
-        view!(@each $name [u32 i32 u64 i64 usize]);
-    };
-    (@each $name:ident [$($i:ty)*]) => {
-        $(
-            impl<E> Index<$i> for $name<[E]> {
-                type Output = E;
-                #[inline(always)]
-                #[allow(unused_comparisons, clippy::cast_possible_wrap)]
-                fn index(&self, i: $i) -> &E {
-                    if i < 0 as $i || (i as u64) >= u64::from(self.raw.len) {
-                        out_of_bounds(&self.raw, i as i128);
-                    }
-                    // SAFETY: `i` is inside the buffer (checked above), which `__from_raw`'s
-                    // caller keeps valid for the view's use.
-                    unsafe { &*(self.raw.addr as *const E).add(i as usize) }
-                }
-            }
-        )*
-    };
-    (@mutable $name:ident [$($i:ty)*]) => {$(
-        impl<E> IndexMut<$i> for $name<[E]> {
+        // One impl over every index type, so `x[0]`'s element type is known before the
+        // literal's type is (rustc picks `i32` for it at the end).
+        impl<E, I: DslIndex> Index<I> for $name<[E]> {
+            type Output = E;
             #[inline(always)]
-            #[allow(unused_comparisons, clippy::cast_possible_wrap)]
-            fn index_mut(&mut self, i: $i) -> &mut E {
-                if i < 0 as $i || (i as u64) >= u64::from(self.raw.len) {
-                    out_of_bounds(&self.raw, i as i128);
-                }
+            fn index(&self, i: I) -> &E {
+                let at = checked(&self.raw, i);
+                // SAFETY: `at` is inside the buffer (`checked`), which `__from_raw`'s caller
+                // keeps valid for the view's use.
+                unsafe { &*(self.raw.addr as *const E).add(at) }
+            }
+        }
+    };
+    (@mutable $name:ident) => {
+        impl<E, I: DslIndex> IndexMut<I> for $name<[E]> {
+            #[inline(always)]
+            fn index_mut(&mut self, i: I) -> &mut E {
+                let at = checked(&self.raw, i);
                 // SAFETY: as for `index`; the buffer is written only through views, one element
                 // per thread as on the GPU (two threads writing one element race there too).
-                unsafe { &mut *(self.raw.addr as *mut E).add(i as usize) }
+                unsafe { &mut *(self.raw.addr as *mut E).add(at) }
+            }
+        }
+    };
+}
+
+/// The integer types a DSL buffer is indexed with.
+pub trait DslIndex: Copy {
+    /// The offset, or `None` when negative or past `u32::MAX` (never inside a buffer).
+    #[doc(hidden)]
+    fn offset(self) -> Result<u32, i128>;
+}
+
+macro_rules! dsl_index {
+    ($($t:ty),*) => {$(
+        impl DslIndex for $t {
+            #[inline(always)]
+            fn offset(self) -> Result<u32, i128> {
+                u32::try_from(self).map_err(|_| self as i128)
             }
         }
     )*};
+}
+dsl_index!(u32, i32, u64, i64, usize);
+
+/// `i` as an offset into `raw`, or the launch stops (see [`OutOfBounds`]).
+#[inline(always)]
+fn checked<I: DslIndex>(raw: &RawSlice, i: I) -> usize {
+    match i.offset() {
+        Ok(at) if at < raw.len => at as usize,
+        Ok(at) => out_of_bounds(raw, i128::from(at)),
+        Err(wide) => out_of_bounds(raw, wide),
+    }
 }
 
 view!(
@@ -120,9 +140,9 @@ view!(
     /// `Out<[T]>`: a written device buffer (`T*`).
     Out
 );
-view!(@mutable Out [u32 i32 u64 i64 usize]);
+view!(@mutable Out);
 view!(
     /// `InOut<[T]>`: a read and written device buffer (`T*`).
     InOut
 );
-view!(@mutable InOut [u32 i32 u64 i64 usize]);
+view!(@mutable InOut);

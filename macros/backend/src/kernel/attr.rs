@@ -17,7 +17,8 @@ pub(super) struct Args {
     pub options: Vec<LitStr>,
 }
 
-pub(super) const USAGE: &str = "expected `#[kernel]` or `#[kernel(build = path::to::OPTIONS, options = [\"--fmad=false\"])]`";
+pub(super) const USAGE: &str =
+    "expected `#[kernel]` or `#[kernel(build = path::to::OPTIONS, options = [\"--fmad=false\"])]`";
 
 pub(super) fn parse(attr: TokenStream, errors: &mut Errors) -> Args {
     let mut args = Args::default();
@@ -27,20 +28,38 @@ pub(super) fn parse(attr: TokenStream, errors: &mut Errors) -> Args {
         return args;
     };
     for pair in pairs {
-        let key = pair.path.get_ident().map(ToString::to_string).unwrap_or_default();
+        let key = pair
+            .path
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
         match (key.as_str(), &pair.value) {
             ("build", Expr::Path(p)) if p.qself.is_none() => args.build = Some(p.path.clone()),
             ("options", Expr::Array(a)) => {
                 for e in &a.elems {
                     match e {
-                        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => args.options.push(s.clone()),
-                        other => errors.at(other.span(), "NVRTC options are string literals: options = [\"--fmad=false\"]"),
+                        Expr::Lit(ExprLit {
+                            lit: Lit::Str(s), ..
+                        }) => args.options.push(s.clone()),
+                        other => errors.at(
+                            other.span(),
+                            "NVRTC options are string literals: options = [\"--fmad=false\"]",
+                        ),
                     }
                 }
             }
-            ("build", other) => errors.at(other.span(), "`build` names a static holding the group's options: `build = path::to::OPTIONS`"),
-            ("options", other) => errors.at(other.span(), "`options` is a list of string literals: options = [\"--fmad=false\"]"),
-            _ => errors.at(pair.path.span(), format!("unknown #[kernel] argument `{key}`; {USAGE}")),
+            ("build", other) => errors.at(
+                other.span(),
+                "`build` names a static holding the group's options: `build = path::to::OPTIONS`",
+            ),
+            ("options", other) => errors.at(
+                other.span(),
+                "`options` is a list of string literals: options = [\"--fmad=false\"]",
+            ),
+            _ => errors.at(
+                pair.path.span(),
+                format!("unknown #[kernel] argument `{key}`; {USAGE}"),
+            ),
         }
     }
     args

@@ -11,7 +11,9 @@ use std::fmt::Write as _;
 use opbox_codegen::cuda::dsl::{callee_macro, callee_placeholder, named_macro, named_placeholder};
 use opbox_codegen::cuda::ElemType;
 
-use super::ir::{BinOp, Block, Elem, Expr, ExprKind, Infer, LitKind, Resolved, Stmt, StmtKind, Ty, UnOp};
+use super::ir::{
+    BinOp, Block, Elem, Expr, ExprKind, Infer, LitKind, Resolved, Stmt, StmtKind, Ty, UnOp,
+};
 
 pub(crate) struct Cpp<'a> {
     pub infer: &'a Infer,
@@ -284,12 +286,9 @@ impl<'a> Cpp<'a> {
                 format!("opbox_dsl::{}({})", m.cpp, all.join(", "))
             }
             ExprKind::Len(x) => format!("{}.len()", self.expr(x)),
-            ExprKind::Select(c, a, b) => format!(
-                "({} ? {} : {})",
-                self.expr(c),
-                self.expr(a),
-                self.expr(b)
-            ),
+            ExprKind::Select(c, a, b) => {
+                format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b))
+            }
             ExprKind::Struct(slot, fields) => {
                 // Assigned in the order written (Rust's evaluation order), whatever the
                 // declaration order; the type's own initializer rules do not apply.

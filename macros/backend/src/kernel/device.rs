@@ -33,7 +33,10 @@ pub(super) fn expand(
     }
     let sig = &func.sig;
     if !sig.generics.params.is_empty() {
-        errors.at(sig.generics.span(), "a #[device] fn takes no generics or traits: declare one fn per type");
+        errors.at(
+            sig.generics.span(),
+            "a #[device] fn takes no generics or traits: declare one fn per type",
+        );
     }
     let name = crate::naming::unraw(&sig.ident);
     let file = super::expand::normalize(&files.declaring_file().shown);
@@ -43,11 +46,17 @@ pub(super) fn expand(
     let mut param_errors = Vec::new();
     for input in &sig.inputs {
         let syn::FnArg::Typed(pt) = input else {
-            param_errors.push(syn::Error::new(input.span(), "a #[device] fn is a free function: it takes no `self`"));
+            param_errors.push(syn::Error::new(
+                input.span(),
+                "a #[device] fn is a free function: it takes no `self`",
+            ));
             continue;
         };
         let syn::Pat::Ident(pi) = &*pt.pat else {
-            param_errors.push(syn::Error::new(pt.pat.span(), "name each #[device] parameter with a plain identifier"));
+            param_errors.push(syn::Error::new(
+                pt.pat.span(),
+                "name each #[device] parameter with a plain identifier",
+            ));
             continue;
         };
         let ty = match classify(&pt.ty, None, DEVICE) {

@@ -136,7 +136,15 @@ pub(super) fn kernel(
     cpp.macros = true;
     cpp.block_body(&body);
     let text = entry_text(&name, &params, &tys, &cpp, &file);
-    Ok(emit(func, &args, &params, &tys, &text, (&named, &callees), &file))
+    Ok(emit(
+        func,
+        &args,
+        &params,
+        &tys,
+        &text,
+        (&named, &callees),
+        &file,
+    ))
 }
 
 /// `#line`'s file name: the declaring file as messages show it, escaped for a C++ string.
@@ -212,7 +220,10 @@ fn entry_text(
     if !tparams.is_empty() {
         s.push_str(&format!("template <{}>\n", tparams.join(", ")));
     }
-    s.push_str(&format!("__global__ void {name}({}) {{\n", cparams.join(", ")));
+    s.push_str(&format!(
+        "__global__ void {name}({}) {{\n",
+        cparams.join(", ")
+    ));
     for w in wraps {
         s.push_str(&w);
         s.push('\n');
@@ -223,11 +234,18 @@ fn entry_text(
 }
 
 /// `[callee consts]` and `[named FieldTypes]` for a `DslCode`, as written from a child module.
-pub(super) fn slot_tokens(named: &[syn::Path], callees: &[syn::Path]) -> (TokenStream, TokenStream) {
+pub(super) fn slot_tokens(
+    named: &[syn::Path],
+    callees: &[syn::Path],
+) -> (TokenStream, TokenStream) {
     let callees = callees.iter().map(|p| {
         let mut c = paths::from_child(p);
         if let Some(last) = c.segments.last_mut() {
-            last.ident = format_ident!("__opbox_dsl_fn_{}", crate::naming::unraw(&last.ident), span = last.ident.span());
+            last.ident = format_ident!(
+                "__opbox_dsl_fn_{}",
+                crate::naming::unraw(&last.ident),
+                span = last.ident.span()
+            );
         }
         quote!(#c)
     });
@@ -249,8 +267,15 @@ fn emit(
 ) -> TokenStream {
     let ident = &func.sig.ident;
     let d = quote!(::opbox::__private::dsl);
-    let docs = func.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
-    let user_options = args.options.iter().map(|o| quote!(::opbox::__private::Cow::Borrowed(#o)));
+    let docs = func
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let user_options = args
+        .options
+        .iter()
+        .map(|o| quote!(::opbox::__private::Cow::Borrowed(#o)));
     let user_options: Vec<TokenStream> = user_options.collect();
     // Debug builds of the user's crate check every index on the GPU too.
     let options = quote! {{
@@ -289,7 +314,9 @@ fn emit(
     let mut body_params = Vec::new();
     let (mut launch_i, mut const_i) = (0usize, 0usize);
     for (input, (p, (_, ty))) in func.sig.inputs.iter().zip(params.iter().zip(tys)) {
-        let syn::FnArg::Typed(pt) = input else { continue };
+        let syn::FnArg::Typed(pt) = input else {
+            continue;
+        };
         let name = &p.name;
         let decl_ty = &pt.ty;
         if p.class.is_constexpr() {
@@ -305,8 +332,10 @@ fn emit(
                         let #name = unsafe { <#decl_ty>::__from_raw(#name) };
                     });
                 }
-                Ty::Prim(_) => reads.push(quote!(let #name: #decl_ty = #d::args::scalar(prepared, #launch_i)?;)),
-                _ => reads.push(quote!(let #name: #decl_ty = #d::args::by_value(prepared, #launch_i)?;)),
+                Ty::Prim(_) => reads
+                    .push(quote!(let #name: #decl_ty = #d::args::scalar(prepared, #launch_i)?;)),
+                _ => reads
+                    .push(quote!(let #name: #decl_ty = #d::args::by_value(prepared, #launch_i)?;)),
             }
             launch_i += 1;
         }

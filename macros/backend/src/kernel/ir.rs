@@ -145,18 +145,6 @@ impl Infer {
             (None, false, LitKind::Float) => Resolved::Prim(ElemType::F64),
         }
     }
-
-    /// The final type of `t`, `None` where C++ decides.
-    pub fn final_prim(&self, t: &Ty) -> Option<ElemType> {
-        match self.shallow(t) {
-            Ty::Prim(p) => Some(p),
-            Ty::Var(v) => match self.resolve(v) {
-                Resolved::Prim(p) => Some(p),
-                Resolved::Flexible(_) => None,
-            },
-            _ => None,
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -154,7 +154,10 @@ impl<'e> Lowering<'e> {
                     self.err(ty.span(), format!("heap types (`{name}`) are not available in a #[kernel]: there is no allocator on the GPU; write results to an Out<[T]> parameter, or use a fixed number of locals"));
                     return Ty::Unknown;
                 }
-                if matches!(name.as_str(), "usize" | "isize" | "u16" | "i16" | "u128" | "i128" | "char" | "str") {
+                if matches!(
+                    name.as_str(),
+                    "usize" | "isize" | "u16" | "i16" | "u128" | "i128" | "char" | "str"
+                ) {
                     self.err(ty.span(), format!("`{name}` is not a #[kernel] type: the scalar types are f32, f64, f16, bf16, i32, i64, u32, u64, i8, u8 and bool"));
                     return Ty::Unknown;
                 }
@@ -304,18 +307,27 @@ impl<'e> Lowering<'e> {
                     (&p.ident, p.mutability.is_some(), Some(self.ty(&pt.ty)))
                 }
                 other => {
-                    self.err(other.span(), "bind one name per `let` in a #[kernel] (no patterns or tuples)");
+                    self.err(
+                        other.span(),
+                        "bind one name per `let` in a #[kernel] (no patterns or tuples)",
+                    );
                     return None;
                 }
             },
             other => {
-                self.err(other.span(), "bind one name per `let` in a #[kernel] (no patterns or tuples)");
+                self.err(
+                    other.span(),
+                    "bind one name per `let` in a #[kernel] (no patterns or tuples)",
+                );
                 return None;
             }
         };
         let Some(init) = &local.init else {
             let Some(ty) = declared else {
-                self.err(local.span(), "a `let` without a value needs a type in a #[kernel]: `let x: f32;`");
+                self.err(
+                    local.span(),
+                    "a `let` without a value needs a type in a #[kernel]: `let x: f32;`",
+                );
                 return None;
             };
             let name = self.declare(ident, ty.clone());
@@ -330,7 +342,10 @@ impl<'e> Lowering<'e> {
             });
         };
         if let Some((_, diverge)) = &init.diverge {
-            self.err(diverge.span(), "`let ... else` is not in the #[kernel] subset: use if/else");
+            self.err(
+                diverge.span(),
+                "`let ... else` is not in the #[kernel] subset: use if/else",
+            );
         }
         // `let x = if c { ..; a } else { ..; b };`: declared, then assigned in each branch.
         if let syn::Expr::If(ei) = &*init.expr {
@@ -518,7 +533,10 @@ impl<'e> Lowering<'e> {
         let ident = match &*f.pat {
             syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => &p.ident,
             other => {
-                self.err(other.span(), "a #[kernel] `for` binds one name: `for i in 0..n`");
+                self.err(
+                    other.span(),
+                    "a #[kernel] `for` binds one name: `for i in 0..n`",
+                );
                 return None;
             }
         };
@@ -533,7 +551,10 @@ impl<'e> Lowering<'e> {
             return None;
         };
         let (Some(start), Some(end)) = (&r.start, &r.end) else {
-            self.err(r.span(), "a #[kernel] range has both ends: `a..b` or `a..=b`");
+            self.err(
+                r.span(),
+                "a #[kernel] range has both ends: `a..b` or `a..=b`",
+            );
             return None;
         };
         let start = self.expr(start);
@@ -615,7 +636,10 @@ impl<'e> Lowering<'e> {
                         ty: Ty::Prim(t),
                     },
                     Ty::Prim(_) => {
-                        self.err(c.ty.span(), "`as bool` is not a Rust cast: compare instead (`x != 0`)");
+                        self.err(
+                            c.ty.span(),
+                            "`as bool` is not a Rust cast: compare instead (`x != 0`)",
+                        );
                         self.unknown()
                     }
                     Ty::Unknown => self.unknown(),
@@ -631,7 +655,10 @@ impl<'e> Lowering<'e> {
                 match &f.member {
                     syn::Member::Named(name) => {
                         if matches!(base.ty, Ty::Slice(..)) {
-                            self.err(f.span(), "a slice has no fields: index it (`x[i]`) or call `x.len()`");
+                            self.err(
+                                f.span(),
+                                "a slice has no fields: index it (`x[i]`) or call `x.len()`",
+                            );
                         }
                         Expr {
                             kind: ExprKind::Field(Box::new(base), name.to_string()),
@@ -685,7 +712,10 @@ impl<'e> Lowering<'e> {
                 self.unknown()
             }
             syn::Expr::Match(m) => {
-                self.err(m.match_token.span(), "`match` is not in the #[kernel] subset: use if / else if / else");
+                self.err(
+                    m.match_token.span(),
+                    "`match` is not in the #[kernel] subset: use if / else if / else",
+                );
                 self.unknown()
             }
             syn::Expr::Try(t) => {
@@ -705,11 +735,23 @@ impl<'e> Lowering<'e> {
                 self.unknown()
             }
             syn::Expr::Unsafe(u) => {
-                self.err(u.unsafe_token.span(), "`unsafe` is not in the #[kernel] subset (and not needed: indexing is checked)");
+                self.err(
+                    u.unsafe_token.span(),
+                    "`unsafe` is not in the #[kernel] subset (and not needed: indexing is checked)",
+                );
                 self.unknown()
             }
-            syn::Expr::Assign(_) | syn::Expr::While(_) | syn::Expr::Loop(_) | syn::Expr::ForLoop(_) | syn::Expr::Break(_) | syn::Expr::Continue(_) | syn::Expr::Return(_) => {
-                self.err(e.span(), "this is a statement in a #[kernel], not a value: end it with `;`");
+            syn::Expr::Assign(_)
+            | syn::Expr::While(_)
+            | syn::Expr::Loop(_)
+            | syn::Expr::ForLoop(_)
+            | syn::Expr::Break(_)
+            | syn::Expr::Continue(_)
+            | syn::Expr::Return(_) => {
+                self.err(
+                    e.span(),
+                    "this is a statement in a #[kernel], not a value: end it with `;`",
+                );
                 self.unknown()
             }
             other => {
@@ -814,7 +856,12 @@ impl<'e> Lowering<'e> {
         let text = match t {
             ElemType::F32 => float_const!(f32, "__uint_as_float({:#x}u)"),
             ElemType::F64 => float_const!(f64, "__longlong_as_double({:#x}ll)"),
-            ElemType::I8 | ElemType::U8 | ElemType::I32 | ElemType::U32 | ElemType::I64 | ElemType::U64 => {
+            ElemType::I8
+            | ElemType::U8
+            | ElemType::I32
+            | ElemType::U32
+            | ElemType::I64
+            | ElemType::U64 => {
                 let (min, max): (i128, i128) = match t {
                     ElemType::I8 => (i8::MIN.into(), i8::MAX.into()),
                     ElemType::U8 => (0, u8::MAX.into()),
@@ -826,7 +873,12 @@ impl<'e> Lowering<'e> {
                 match name.as_str() {
                     "MAX" => int(max),
                     "MIN" => int(min),
-                    "BITS" => return Some(Expr { kind: ExprKind::Raw(format!("{}u", t.size() * 8)), ty: Ty::Prim(ElemType::U32) }),
+                    "BITS" => {
+                        return Some(Expr {
+                            kind: ExprKind::Raw(format!("{}u", t.size() * 8)),
+                            ty: Ty::Prim(ElemType::U32),
+                        })
+                    }
                     _ => return None,
                 }
             }
@@ -857,7 +909,10 @@ impl<'e> Lowering<'e> {
 
     fn binary(&mut self, b: &syn::ExprBinary) -> Expr {
         let Some(op) = bin_op(&b.op) else {
-            self.err(b.op.span(), "a compound assignment is a statement in a #[kernel]: end it with `;`");
+            self.err(
+                b.op.span(),
+                "a compound assignment is a statement in a #[kernel]: end it with `;`",
+            );
             return self.unknown();
         };
         let l = self.expr(&b.left);
@@ -885,7 +940,10 @@ impl<'e> Lowering<'e> {
         let base = self.expr(&ix.expr);
         let index = self.expr(&ix.index);
         if let syn::Expr::Range(r) = &*ix.index {
-            self.err(r.span(), "sub-slices (`x[a..b]`) are not in the #[kernel] subset: index single elements");
+            self.err(
+                r.span(),
+                "sub-slices (`x[a..b]`) are not in the #[kernel] subset: index single elements",
+            );
         }
         match base.ty.clone() {
             Ty::Slice(elem, _) => Expr {
@@ -903,7 +961,10 @@ impl<'e> Lowering<'e> {
 
     fn call(&mut self, c: &syn::ExprCall) -> Expr {
         let syn::Expr::Path(fp) = &*c.func else {
-            self.err(c.func.span(), "call a #[device] fn or #[builtin] by name in a #[kernel]");
+            self.err(
+                c.func.span(),
+                "call a #[device] fn or #[builtin] by name in a #[kernel]",
+            );
             return self.unknown();
         };
         let path = &fp.path;
@@ -926,19 +987,24 @@ impl<'e> Lowering<'e> {
                 self.err(c.span(), format!("recursion (`{last}` calls itself) is not supported on the GPU: write it as a loop"));
                 return self.unknown();
             }
-            if matches!(last.as_str(), "Some" | "None" | "Ok" | "Err" | "Box" | "Vec") {
+            if matches!(
+                last.as_str(),
+                "Some" | "None" | "Ok" | "Err" | "Box" | "Vec"
+            ) {
                 self.err(c.span(), format!("`{last}(..)` is not in the #[kernel] subset: kernels have no Option, Result or heap values"));
                 return self.unknown();
             }
         } else {
             // `f32::max(a, b)`, `T::new()`, `<T as Tr>::f()`: type-associated and trait fns.
             let is_module_path = fp.qself.is_none()
-                && path
-                    .segments
-                    .iter()
-                    .rev()
-                    .skip(1)
-                    .all(|s| s.ident.to_string().chars().next().is_some_and(|ch| ch.is_lowercase() || ch == '_') && ElemType::from_rust_name(&s.ident.to_string()).is_none());
+                && path.segments.iter().rev().skip(1).all(|s| {
+                    s.ident
+                        .to_string()
+                        .chars()
+                        .next()
+                        .is_some_and(|ch| ch.is_lowercase() || ch == '_')
+                        && ElemType::from_rust_name(&s.ident.to_string()).is_none()
+                });
             if !is_module_path {
                 let shown = path.to_token_stream().to_string().replace(' ', "");
                 self.err(c.func.span(), format!("`{shown}` is a trait or type-associated fn, which is not in the #[kernel] subset: use the method form (`a.max(b)`) of the numeric methods ({}), or a #[device] fn", dsl_method_list()));
@@ -964,34 +1030,50 @@ impl<'e> Lowering<'e> {
     fn method(&mut self, m: &syn::ExprMethodCall) -> Expr {
         let name = m.method.to_string();
         if m.turbofish.is_some() {
-            self.err(m.span(), "turbofish (`::<T>`) methods are not in the #[kernel] subset");
+            self.err(
+                m.span(),
+                "turbofish (`::<T>`) methods are not in the #[kernel] subset",
+            );
         }
         let recv = self.expr(&m.receiver);
         if name == "len" && m.args.is_empty() {
             if !matches!(recv.ty, Ty::Slice(..) | Ty::Unknown) {
-                self.err(m.method.span(), "`len()` is a slice's: only In/Out/InOut parameters have one");
+                self.err(
+                    m.method.span(),
+                    "`len()` is a slice's: only In/Out/InOut parameters have one",
+                );
             }
             return Expr {
                 kind: ExprKind::Len(Box::new(recv)),
                 ty: Ty::Prim(ElemType::U32),
             };
         }
-        if matches!(name.as_str(), "unwrap" | "expect" | "unwrap_or" | "unwrap_unchecked") {
+        if matches!(
+            name.as_str(),
+            "unwrap" | "expect" | "unwrap_or" | "unwrap_unchecked"
+        ) {
             self.err(m.method.span(), format!("`.{name}()` is not in the #[kernel] subset: kernels have no Option or Result values, and a GPU thread cannot panic"));
             return self.unknown();
         }
         let Some(method) = dsl_method(&name) else {
             let hint = match name.as_str() {
-                "wrapping_add" | "wrapping_sub" | "wrapping_mul" => " (integer arithmetic already wraps in a #[kernel]: write `+`, `-`, `*`)",
+                "wrapping_add" | "wrapping_sub" | "wrapping_mul" => {
+                    " (integer arithmetic already wraps in a #[kernel]: write `+`, `-`, `*`)"
+                }
                 "clone" => " (values are copied: drop `.clone()`)",
-                "iter" | "into_iter" | "map" | "sum" => " (there are no iterators: loop with `for i in 0..x.len()` and index)",
+                "iter" | "into_iter" | "map" | "sum" => {
+                    " (there are no iterators: loop with `for i in 0..x.len()` and index)"
+                }
                 _ => "",
             };
             self.err(m.method.span(), format!("`.{name}()` is not a #[kernel] method{hint}: the numeric methods are {}, and slices have `len()`; for anything else write a #[device] fn or a #[builtin]", dsl_method_list()));
             return self.unknown();
         };
         if m.args.len() != method.args {
-            self.err(m.span(), format!("`.{name}()` takes {} argument(s)", method.args));
+            self.err(
+                m.span(),
+                format!("`.{name}()` takes {} argument(s)", method.args),
+            );
         }
         let args: Vec<Expr> = m
             .args
@@ -1018,13 +1100,19 @@ impl<'e> Lowering<'e> {
             self.err(s.span(), "name the struct plainly: `Color { r, g, b }`");
         }
         if let Some(rest) = &s.rest {
-            self.err(rest.span(), "`..base` is not in the #[kernel] subset: give every field");
+            self.err(
+                rest.span(),
+                "`..base` is not in the #[kernel] subset: give every field",
+            );
         }
         let slot = self.named_slot(&s.path);
         let mut fields = Vec::new();
         for f in &s.fields {
             let syn::Member::Named(name) = &f.member else {
-                self.err(f.span(), "tuple structs are not in the #[kernel] subset: use named fields");
+                self.err(
+                    f.span(),
+                    "tuple structs are not in the #[kernel] subset: use named fields",
+                );
                 continue;
             };
             let v = self.expr(&f.expr);
@@ -1041,12 +1129,14 @@ impl<'e> Lowering<'e> {
 /// The type of the value a branch assigns to `name` last (a `let x = if ..` branch's tail).
 fn tail_ty(b: &Block, name: &str) -> Option<Ty> {
     match b.stmts.last().map(|s| &s.kind) {
-        Some(StmtKind::Assign { place, value, .. })
-            if matches!(&place.kind, ExprKind::Local(n) if n == name) =>
-        {
+        Some(StmtKind::Assign { place, value, .. }) if matches!(&place.kind, ExprKind::Local(n) if n == name) => {
             Some(value.ty.clone())
         }
-        Some(StmtKind::If { then, els: Some(els), .. }) => tail_ty(then, name).or_else(|| tail_ty(els, name)),
+        Some(StmtKind::If {
+            then,
+            els: Some(els),
+            ..
+        }) => tail_ty(then, name).or_else(|| tail_ty(els, name)),
         Some(StmtKind::Block(inner)) => tail_ty(inner, name),
         _ => None,
     }

@@ -34,7 +34,11 @@ pub fn expand(attr: TokenStream, item: TokenStream, files: &dyn SourceLoader) ->
 }
 
 /// `#[device]` on a helper fn that kernels call.
-pub fn expand_device(attr: TokenStream, item: TokenStream, files: &dyn SourceLoader) -> TokenStream {
+pub fn expand_device(
+    attr: TokenStream,
+    item: TokenStream,
+    files: &dyn SourceLoader,
+) -> TokenStream {
     match syn::parse2::<syn::ItemFn>(item.clone()) {
         Ok(func) => match device::expand(attr, &func, files) {
             Ok(tokens) => tokens,

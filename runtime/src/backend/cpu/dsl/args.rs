@@ -6,10 +6,10 @@ use std::mem::MaybeUninit;
 
 use opbox_codegen::cuda::{ConstValue, ParamKind};
 
+use crate::backend::cpu::memory::{HostRead, HostWrite};
 use crate::error::{Error, Result};
 use crate::kernel::view::RawSlice;
 use crate::kernel::{LaunchArg, PreparedLaunch};
-use crate::backend::cpu::memory::{HostRead, HostWrite};
 
 /// A lock held for the launch's duration.
 enum Guard<'a> {
@@ -73,11 +73,9 @@ impl<'a> Buffers<'a> {
     /// The buffer at launch-argument `index`; the generated code asks only for slice params.
     #[inline]
     pub fn raw(&self, index: usize) -> Result<RawSlice> {
-        self.slices
-            .get(index)
-            .copied()
-            .flatten()
-            .ok_or_else(|| Error::InvalidArgument(format!("launch argument #{index} is not a buffer")))
+        self.slices.get(index).copied().flatten().ok_or_else(|| {
+            Error::InvalidArgument(format!("launch argument #{index} is not a buffer"))
+        })
     }
 }
 
