@@ -26,7 +26,7 @@ pub fn axpy(x: In<[f32]>, y: InOut<[f32]>, a: f32, n: u32) {
 /// The C++ behind `gelu`: a group's preamble.
 static GELU_CPP: LazyLock<BuildOptions> = LazyLock::new(|| {
     BuildOptions {
-    preamble: "namespace opbox_ex {\n__device__ inline float gelu(float x) {\n  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));\n}\n}\n".into(),
+    preamble: "namespace opbox_ex {\n__device__ inline float gelu(float x) {\n  return 0.5f * x * (1.0f + tanhf(0.7978846f * (x + 0.044715f * x * x * x)));\n}\n}\n".into(),
     ..BuildOptions::default()
 }
 });
@@ -34,7 +34,7 @@ static GELU_CPP: LazyLock<BuildOptions> = LazyLock::new(|| {
 /// tanh-approximated GELU; the body is the CPU build, the C++ is `opbox_ex::gelu`.
 #[builtin(native = "opbox_ex::gelu")]
 fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + (0.797_884_56 * (x + 0.044_715 * x * x * x)).tanh())
+    0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044_715 * x * x * x)).tanh())
 }
 
 #[kernel(build = GELU_CPP)]

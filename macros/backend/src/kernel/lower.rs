@@ -350,7 +350,7 @@ impl<'e> Lowering<'e> {
         // `let x = if c { ..; a } else { ..; b };`: declared, then assigned in each branch.
         if let syn::Expr::If(ei) = &*init.expr {
             if !is_simple_if(ei) {
-                let ty = declared.unwrap_or_else(|| Ty::Unknown);
+                let ty = declared.unwrap_or(Ty::Unknown);
                 let cond = self.cond(&ei.cond);
                 let name = self.declare(ident, ty.clone());
                 let then = self.block(&ei.then_branch, Tail::Assign(name.clone()));
