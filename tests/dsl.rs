@@ -151,11 +151,19 @@ fn control_reference(i: u32, k_const: u32) -> u32 {
             acc ^= j;
         }
     }
-    let label = if i.is_multiple_of(2) { (acc + 1) * 2 } else { acc };
+    let label = if i.is_multiple_of(2) {
+        (acc + 1) * 2
+    } else {
+        acc
+    };
     let mut v = i + 1;
     let mut steps = 0;
     while v != 1 && steps <= 1000 {
-        v = if v.is_multiple_of(2) { v / 2 } else { 3 * v + 1 };
+        v = if v.is_multiple_of(2) {
+            v / 2
+        } else {
+            3 * v + 1
+        };
         steps += 1;
     }
     label + 4 + steps

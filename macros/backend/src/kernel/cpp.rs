@@ -322,6 +322,10 @@ impl<'a> Cpp<'a> {
             Resolved::Prim(t @ (ElemType::F16 | ElemType::BF16)) => {
                 format!("opbox_dsl::from_f32<{}>({}f)", prim_name(t), float_text())
             }
+            // `-2147483648` is `-(2147483648)`: the digits alone are past int's range.
+            Resolved::Prim(ElemType::I32) if text.parse::<i32>().is_err() => {
+                format!("((int){text}u)")
+            }
             Resolved::Prim(ElemType::I32) => text.to_string(),
             Resolved::Prim(ElemType::U32) => format!("{text}u"),
             Resolved::Prim(ElemType::Bool) => (text != "0").to_string(),

@@ -345,6 +345,12 @@ fn emit(
         body_params.push(body_param(&clean, ty));
     }
     let body = rewrite(&func.block);
+    // The user's lint levels apply to the body, which now lives in `__opbox_body`.
+    let lints = func.attrs.iter().filter(|a| {
+        ["allow", "warn", "deny", "expect"]
+            .iter()
+            .any(|l| a.path().is_ident(l))
+    });
     let extra = quote! {
         static __OPBOX_CODE: #d::DslCode = #d::DslCode {
             template: "",
@@ -368,6 +374,7 @@ fn emit(
         }
 
         /// The CPU build of the body.
+        #(#lints)*
         #[inline(always)]
         #[allow(unused_mut, unused_variables, unused_parens, non_snake_case, clippy::all)]
         fn __opbox_body(#(#body_params),*) #body
