@@ -4,7 +4,7 @@
 //! rest (comparisons, `& | ^ !`, indexing, calls, control flow) is left exactly as written, so
 //! rustc type-checks the user's own code.
 
-use opbox_codegen::cuda::dsl_prelude::{dsl_method, MethodOn};
+use opbox_codegen::cuda::dsl_prelude::{dsl_method, MethodOn, THREAD_INDEX_FNS};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -12,7 +12,11 @@ use syn::visit_mut::{self, VisitMut};
 
 use super::lower::compound;
 
-struct Rewrite;
+struct Rewrite {
+    /// In a kernel's body, whose thread indices are its `__opbox_ctx` parameter (a `#[device]`
+    /// fn reads them through a thread-local).
+    kernel: bool,
+}
 
 fn ops() -> TokenStream {
     quote!(::opbox::__private::dsl::ops)
@@ -60,6 +64,14 @@ impl VisitMut for Rewrite {
                 let (x, t) = (&c.expr, &c.ty);
                 Some(quote_spanned!(c.span()=> #ops::cast::<#t, _>(#x)))
             }
+            syn::Expr::Call(c) if self.kernel && c.args.is_empty() => match &*c.func {
+                syn::Expr::Path(p) => p
+                    .path
+                    .get_ident()
+                    .filter(|i| THREAD_INDEX_FNS.iter().any(|f| i == f))
+                    .map(|i| quote_spanned!(i.span()=> __opbox_ctx.#i())),
+                _ => None,
+            },
             syn::Expr::MethodCall(m) => dsl_method(&m.method.to_string()).map(|method| {
                 let tr = match method.on {
                     MethodOn::Numbers => quote!(Num),
@@ -86,9 +98,16 @@ fn is_literal(e: &syn::Expr) -> bool {
     }
 }
 
-/// The body with the DSL's operators.
+/// A `#[device]` fn's body with the DSL's operators.
 pub(crate) fn rewrite(block: &syn::Block) -> syn::Block {
     let mut b = block.clone();
-    Rewrite.visit_block_mut(&mut b);
+    Rewrite { kernel: false }.visit_block_mut(&mut b);
+    b
+}
+
+/// A kernel's body with the DSL's operators, reading its thread indices from `__opbox_ctx`.
+pub(crate) fn rewrite_kernel(block: &syn::Block) -> syn::Block {
+    let mut b = block.clone();
+    Rewrite { kernel: true }.visit_block_mut(&mut b);
     b
 }

@@ -13,7 +13,7 @@ use syn::spanned::Spanned;
 
 use super::attr;
 use super::cpp::Cpp;
-use super::cpu::rewrite;
+use super::cpu::{rewrite, rewrite_kernel};
 use super::ir::{Elem, Ty};
 use super::lower::Lowering;
 use crate::errors::Errors;
@@ -344,7 +344,7 @@ fn emit(
         clean.attrs.clear();
         body_params.push(body_param(&clean, ty));
     }
-    let body = rewrite(&func.block);
+    let body = rewrite_kernel(&func.block);
     // The user's lint levels apply to the body, which now lives in `__opbox_body`.
     let lints = func.attrs.iter().filter(|a| {
         ["allow", "warn", "deny", "expect"]
@@ -369,7 +369,7 @@ fn emit(
             #(#reads)*
             #d::grid::run_grid(prepared, || {
                 #(#views)*
-                __opbox_body(#(#call_args),*)
+                move |__opbox_ctx: &#d::grid::ThreadCtx| __opbox_body(__opbox_ctx, #(#call_args),*)
             })
         }
 
@@ -377,7 +377,7 @@ fn emit(
         #(#lints)*
         #[inline(always)]
         #[allow(unused_mut, unused_variables, unused_parens, non_snake_case, clippy::all)]
-        fn __opbox_body(#(#body_params),*) #body
+        fn __opbox_body(__opbox_ctx: &#d::grid::ThreadCtx, #(#body_params),*) #body
     };
     kernel_module(
         &ModuleSpec {

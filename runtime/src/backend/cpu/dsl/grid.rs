@@ -1,7 +1,7 @@
 //! The CPU build's grid: blocks in parallel across cores (`std::thread::scope`, each worker
 //! taking the next block from a shared counter), the threads of a block in order on one worker,
-//! `x` fastest. Each thread's indices are in a thread-local, which the DSL's index functions
-//! (`global_id_x()`, `thread_id_y()`, ...) read; outside a launch they read 0.
+//! `x` fastest. Each thread's indices are in a [`ThreadCtx`], which a kernel's body reads (the
+//! DSL's `global_id_x()`, `thread_id_y()`, ...); `#[device]` fns read it through a thread-local.
 //!
 //! A body that indexes outside a buffer unwinds with a private payload (no panic message: see
 //! [`crate::kernel::view`]); the worker catches it, the others stop at their next block, and the
@@ -17,81 +17,121 @@ use crate::error::{Error, Result};
 use crate::kernel::view::OutOfBounds;
 use crate::kernel::{LaunchConfig, PreparedLaunch};
 
-/// Where the running thread of the grid is: thread and block indices, block and grid dims.
-#[derive(Clone, Copy)]
-struct Place {
-    thread: [u32; 3],
+/// Where the running thread of the grid is: thread and block indices, block and grid dims. A
+/// kernel's CPU body reads it directly (the macro passes it in: `__opbox_ctx.global_id_x()`),
+/// so the per-thread cost is one store of the thread index; `#[device]` fns reach it through a
+/// thread-local pointer, set once per block.
+pub struct ThreadCtx {
+    thread: [Cell<u32>; 3],
     block: [u32; 3],
     block_dim: [u32; 3],
     grid_dim: [u32; 3],
 }
 
-const NOWHERE: Place = Place {
-    thread: [0; 3],
-    block: [0; 3],
-    block_dim: [0; 3],
-    grid_dim: [0; 3],
-};
-
 thread_local! {
-    static PLACE: Cell<Place> = const { Cell::new(NOWHERE) };
+    static CURRENT: Cell<*const ThreadCtx> = const { Cell::new(std::ptr::null()) };
 }
 
 macro_rules! index_fns {
-    ($($(#[$doc:meta])* $name:ident => |$p:ident, $d:literal| $e:expr;)*) => {$(
-        $(#[$doc])*
-        #[inline(always)]
-        pub fn $name() -> u32 {
-            PLACE.with(|p| {
-                let $p = p.get();
-                $e
-            })
+    ($($(#[$doc:meta])* $name:ident => |$p:ident| $e:expr;)*) => {
+        impl ThreadCtx {
+            $(
+                $(#[$doc])*
+                #[inline(always)]
+                pub fn $name(&self) -> u32 {
+                    let $p = self;
+                    $e
+                }
+            )*
         }
-    )*};
+        $(
+            $(#[$doc])*
+            ///
+            /// Outside a launch's grid it is 0.
+            #[inline]
+            pub fn $name() -> u32 {
+                CURRENT.with(|c| {
+                    let ctx = c.get();
+                    if ctx.is_null() {
+                        return 0;
+                    }
+                    // SAFETY: `run_block` sets the pointer to its own context for the block's
+                    // duration and clears it before the context goes away.
+                    unsafe { &*ctx }.$name()
+                })
+            }
+        )*
+    };
 }
 
 index_fns! {
     /// `threadIdx.x`.
-    thread_id_x => |p, 0| p.thread[0];
+    thread_id_x => |p| p.thread[0].get();
     /// `threadIdx.y`.
-    thread_id_y => |p, 1| p.thread[1];
+    thread_id_y => |p| p.thread[1].get();
     /// `threadIdx.z`.
-    thread_id_z => |p, 2| p.thread[2];
+    thread_id_z => |p| p.thread[2].get();
     /// `blockIdx.x`.
-    block_id_x => |p, 0| p.block[0];
+    block_id_x => |p| p.block[0];
     /// `blockIdx.y`.
-    block_id_y => |p, 1| p.block[1];
+    block_id_y => |p| p.block[1];
     /// `blockIdx.z`.
-    block_id_z => |p, 2| p.block[2];
+    block_id_z => |p| p.block[2];
     /// `blockDim.x`.
-    block_dim_x => |p, 0| p.block_dim[0];
+    block_dim_x => |p| p.block_dim[0];
     /// `blockDim.y`.
-    block_dim_y => |p, 1| p.block_dim[1];
+    block_dim_y => |p| p.block_dim[1];
     /// `blockDim.z`.
-    block_dim_z => |p, 2| p.block_dim[2];
+    block_dim_z => |p| p.block_dim[2];
     /// `gridDim.x`.
-    grid_dim_x => |p, 0| p.grid_dim[0];
+    grid_dim_x => |p| p.grid_dim[0];
     /// `gridDim.y`.
-    grid_dim_y => |p, 1| p.grid_dim[1];
+    grid_dim_y => |p| p.grid_dim[1];
     /// `gridDim.z`.
-    grid_dim_z => |p, 2| p.grid_dim[2];
+    grid_dim_z => |p| p.grid_dim[2];
     /// `blockIdx.x * blockDim.x + threadIdx.x`, wrapping as the `u32` arithmetic on the GPU.
-    global_id_x => |p, 0| p.block[0].wrapping_mul(p.block_dim[0]).wrapping_add(p.thread[0]);
+    global_id_x => |p| p.block[0].wrapping_mul(p.block_dim[0]).wrapping_add(p.thread[0].get());
     /// `blockIdx.y * blockDim.y + threadIdx.y`.
-    global_id_y => |p, 1| p.block[1].wrapping_mul(p.block_dim[1]).wrapping_add(p.thread[1]);
+    global_id_y => |p| p.block[1].wrapping_mul(p.block_dim[1]).wrapping_add(p.thread[1].get());
     /// `blockIdx.z * blockDim.z + threadIdx.z`.
-    global_id_z => |p, 2| p.block[2].wrapping_mul(p.block_dim[2]).wrapping_add(p.thread[2]);
+    global_id_z => |p| p.block[2].wrapping_mul(p.block_dim[2]).wrapping_add(p.thread[2].get());
 }
 
-/// Workers for a grid of `blocks` blocks: one per core, at most one per block.
+/// Clears the thread-local pointer when a block ends, unwinding included.
+struct Current;
+
+impl Current {
+    fn set(ctx: &ThreadCtx) -> Current {
+        CURRENT.with(|c| c.set(ctx));
+        Current
+    }
+}
+
+impl Drop for Current {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(std::ptr::null()));
+    }
+}
+
+/// Workers for a grid of `blocks` blocks: one per core (or `OPBOX_CPU_THREADS`, read at each
+/// launch, for scaling measurements and shared machines), at most one per block.
 fn workers(blocks: u64) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = std::env::var("OPBOX_CPU_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     (cores as u64).min(blocks).max(1) as usize
 }
 
-/// Runs `body` once per thread of `prepared`'s grid; the first out-of-bounds index or panic
-/// ends the launch with an error naming the kernel.
-pub fn run_grid<F: Fn() + Sync>(prepared: &PreparedLaunch<'_>, body: F) -> Result<()> {
+/// Runs the body once per thread of `prepared`'s grid: `make` gives each block its body (the
+/// buffers' views are made once a block, and stay in registers across its threads). The first
+/// out-of-bounds index or panic ends the launch with an error naming the kernel.
+pub fn run_grid<M, F>(prepared: &PreparedLaunch<'_>, make: M) -> Result<()>
+where
+    M: Fn() -> F + Sync,
+    F: FnMut(&ThreadCtx),
+{
     let cfg: &LaunchConfig = prepared.config();
     let kernel = prepared.decl().rust_name.as_ref();
     let (gx, gy, gz) = cfg.grid;
@@ -112,40 +152,40 @@ pub fn run_grid<F: Fn() + Sync>(prepared: &PreparedLaunch<'_>, body: F) -> Resul
             ((b / u64::from(gx)) % u64::from(gy)) as u32,
             (b / (u64::from(gx) * u64::from(gy))) as u32,
         ];
-        let mut place = Place {
-            thread: [0; 3],
+        let ctx = ThreadCtx {
+            thread: [Cell::new(0), Cell::new(0), Cell::new(0)],
             block,
             block_dim: [bx, by, bz],
             grid_dim: [gx, gy, gz],
         };
+        let _current = Current::set(&ctx);
+        let mut body = make();
         for tz in 0..bz {
+            ctx.thread[2].set(tz);
             for ty in 0..by {
+                ctx.thread[1].set(ty);
                 for tx in 0..bx {
-                    place.thread = [tx, ty, tz];
-                    PLACE.with(|p| p.set(place));
-                    body();
+                    ctx.thread[0].set(tx);
+                    body(&ctx);
                 }
             }
         }
     };
-    let worker = || {
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            let b = next.fetch_add(1, Ordering::Relaxed);
-            if b >= blocks {
-                break;
-            }
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_block(b))) {
-                stop.store(true, Ordering::Relaxed);
-                let err = unwind_error(kernel, payload);
-                let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
-                slot.get_or_insert(err);
-                break;
-            }
+    let worker = || loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
         }
-        PLACE.with(|p| p.set(NOWHERE));
+        let b = next.fetch_add(1, Ordering::Relaxed);
+        if b >= blocks {
+            break;
+        }
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_block(b))) {
+            stop.store(true, Ordering::Relaxed);
+            let err = unwind_error(kernel, payload);
+            let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert(err);
+            break;
+        }
     };
     let n = workers(blocks);
     if n == 1 {
