@@ -213,8 +213,9 @@ impl<'a> Cpp<'a> {
                 self.loops += 1;
                 let t = self.ty(ty);
                 let (a, b) = (self.expr(start), self.expr(end));
+                // The step is a u64 (Rust's usize), which step_next takes.
                 let s = match step {
-                    Some(s) => format!("(unsigned long long)({})", self.expr(s)),
+                    Some(s) => self.expr(s),
                     None => "1ull".into(),
                 };
                 let (i, e) = (format!("opbox_i{n}"), format!("opbox_e{n}"));

@@ -298,6 +298,14 @@ impl<'e> Lowering<'e> {
 
     fn local(&mut self, local: &syn::Local) -> Option<Stmt> {
         let line = line_of(local.span());
+        // `let _ = e;` evaluates `e` and keeps nothing.
+        if let (syn::Pat::Wild(_), Some(init)) = (&local.pat, &local.init) {
+            let value = self.expr(&init.expr);
+            return Some(Stmt {
+                line,
+                kind: StmtKind::Expr(value),
+            });
+        }
         let (ident, mutable, declared) = match &local.pat {
             syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
                 (&p.ident, p.mutability.is_some(), None)
