@@ -69,10 +69,7 @@ fn nvrtc_all() -> TestResult {
             all
         });
         if let Some(reason) = failures.iter().find(|f| f.starts_with("NVRTC: ")) {
-            return Err(opbox::Error::NoCuda {
-                reason: reason.clone(),
-            })
-            .map_err(s);
+            return Ok(Outcome::Skip(format!("NVRTC not usable ({reason})")));
         }
         ensure(failures.is_empty(), || {
             format!(
