@@ -12,7 +12,7 @@ mod harness;
 #[allow(dead_code)]
 mod example;
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use harness::{ensure, s, with_gpu, with_nvrtc, Outcome, Test, TestResult};
 use opbox::cuda::codegen::{ConstValue, KernelDecl};
@@ -729,26 +729,13 @@ fn gpu_matches_cpu() -> TestResult {
 }
 
 fn gpu_oob() -> TestResult {
-    with_gpu(|| {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let out = Command::new(exe)
-            .arg(CHILD_OOB)
-            .output()
-            .map_err(|e| e.to_string())?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        ensure(out.status.success(), || {
-            format!("the child did not see the trap:\n{stdout}{stderr}")
-        })?;
-        println!("    child: {}", stdout.trim());
-        Ok(Outcome::Pass)
-    })
+    with_gpu(|| harness::run_child(CHILD_OOB))
 }
 
 /// In a child process: an out-of-bounds read on the GPU traps (a debug build's check), and the next
 /// synchronize reports `Error::Cuda`. Exit 0 only if that is what happened.
 fn child_oob() -> ExitCode {
-    let run = || -> Result<String, String> {
+    harness::child_verdict(|| {
         let x = Tensor::from_vec(vec![1.0f32; 8], &[8])
             .map_err(s)?
             .to(Device::Cuda(0))
@@ -777,15 +764,5 @@ fn child_oob() -> ExitCode {
             Err(e) => Err(format!("expected Error::Cuda, got: {e}")),
             Ok(()) => Err("synchronize returned Ok after an out-of-bounds read".into()),
         }
-    };
-    match run() {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            println!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }

@@ -201,21 +201,15 @@ template <class T> __device__ inline void step_incl(T& i, T end, unsigned long l
   if ((unsigned long long)left < s) { more = false; } else { i = (T)(U)((U)i + (U)s); }
 }
 
-__device__ inline unsigned int thread_id_x() { return threadIdx.x; }
-__device__ inline unsigned int thread_id_y() { return threadIdx.y; }
-__device__ inline unsigned int thread_id_z() { return threadIdx.z; }
-__device__ inline unsigned int block_id_x() { return blockIdx.x; }
-__device__ inline unsigned int block_id_y() { return blockIdx.y; }
-__device__ inline unsigned int block_id_z() { return blockIdx.z; }
-__device__ inline unsigned int block_dim_x() { return blockDim.x; }
-__device__ inline unsigned int block_dim_y() { return blockDim.y; }
-__device__ inline unsigned int block_dim_z() { return blockDim.z; }
-__device__ inline unsigned int grid_dim_x() { return gridDim.x; }
-__device__ inline unsigned int grid_dim_y() { return gridDim.y; }
-__device__ inline unsigned int grid_dim_z() { return gridDim.z; }
-__device__ inline unsigned int global_id_x() { return blockIdx.x * blockDim.x + threadIdx.x; }
-__device__ inline unsigned int global_id_y() { return blockIdx.y * blockDim.y + threadIdx.y; }
-__device__ inline unsigned int global_id_z() { return blockIdx.z * blockDim.z + threadIdx.z; }
+#define OPBOX_DSL_XYZ(name, x, y, z) __device__ inline unsigned int name##_x() { return x; } \
+  __device__ inline unsigned int name##_y() { return y; } __device__ inline unsigned int name##_z() { return z; }
+OPBOX_DSL_XYZ(thread_id, threadIdx.x, threadIdx.y, threadIdx.z)
+OPBOX_DSL_XYZ(block_id, blockIdx.x, blockIdx.y, blockIdx.z)
+OPBOX_DSL_XYZ(block_dim, blockDim.x, blockDim.y, blockDim.z)
+OPBOX_DSL_XYZ(grid_dim, gridDim.x, gridDim.y, gridDim.z)
+OPBOX_DSL_XYZ(global_id, blockIdx.x * blockDim.x + threadIdx.x, blockIdx.y * blockDim.y + threadIdx.y,
+  blockIdx.z * blockDim.z + threadIdx.z)
+#undef OPBOX_DSL_XYZ
 }  // namespace opbox_dsl
 "#;
 

@@ -114,29 +114,11 @@ impl<'e> Lowering<'e> {
     }
 
     fn named_slot(&mut self, path: &syn::Path) -> usize {
-        let shown = path.to_token_stream().to_string();
-        if let Some(i) = self
-            .named
-            .iter()
-            .position(|p| p.to_token_stream().to_string() == shown)
-        {
-            return i;
-        }
-        self.named.push(path.clone());
-        self.named.len() - 1
+        slot(&mut self.named, path)
     }
 
     fn callee_slot(&mut self, path: &syn::Path) -> usize {
-        let shown = path.to_token_stream().to_string();
-        if let Some(i) = self
-            .callees
-            .iter()
-            .position(|p| p.to_token_stream().to_string() == shown)
-        {
-            return i;
-        }
-        self.callees.push(path.clone());
-        self.callees.len() - 1
+        slot(&mut self.callees, path)
     }
 
     /// A declared type: a scalar, a native or kernel-argument struct, or an error.
@@ -1147,6 +1129,21 @@ fn tail_ty(b: &Block, name: &str) -> Option<Ty> {
         }) => tail_ty(then, name).or_else(|| tail_ty(els, name)),
         Some(StmtKind::Block(inner)) => tail_ty(inner, name),
         _ => None,
+    }
+}
+
+/// The index of `path` in `list` (by its tokens), added at the end if it is new.
+fn slot(list: &mut Vec<syn::Path>, path: &syn::Path) -> usize {
+    let shown = path.to_token_stream().to_string();
+    match list
+        .iter()
+        .position(|p| p.to_token_stream().to_string() == shown)
+    {
+        Some(i) => i,
+        None => {
+            list.push(path.clone());
+            list.len() - 1
+        }
     }
 }
 
