@@ -367,9 +367,9 @@ fn emit(
         fn __opbox_cpu(prepared: &#d::PreparedLaunch<'_>) -> ::opbox::__private::Result<()> {
             let __opbox_buffers = #d::args::Buffers::lock(prepared)?;
             #(#reads)*
-            #d::grid::run_grid(prepared, || {
+            #d::grid::run_grid(prepared, |__opbox_block: &#d::grid::ThreadCtx| {
                 #(#views)*
-                move |__opbox_ctx: &#d::grid::ThreadCtx| __opbox_body(__opbox_ctx, #(#call_args),*)
+                __opbox_block.each_thread(|__opbox_ctx| __opbox_body(__opbox_ctx, #(#call_args),*));
             })
         }
 

@@ -47,10 +47,7 @@ impl<'a> Buffers<'a> {
             })?;
             let start = t.offset() * t.dtype().size();
             let storage = t.storage();
-            let name: &'static str = match &param.name {
-                std::borrow::Cow::Borrowed(s) => s,
-                std::borrow::Cow::Owned(_) => "a buffer",
-            };
+            let arg = slices.len() as u32;
             let addr = if matches!(param.kind, ParamKind::In(_) | ParamKind::NativeIn(_)) {
                 let guard = storage.read(&kernel())?;
                 let addr = guard.bytes()[start..].as_ptr() as usize;
@@ -62,7 +59,7 @@ impl<'a> Buffers<'a> {
                 guards.push(Guard::Write(guard));
                 addr
             };
-            slices.push(Some(RawSlice { addr, len, name }));
+            slices.push(Some(RawSlice { addr, len, arg }));
         }
         Ok(Buffers {
             slices,

@@ -124,14 +124,30 @@ fn workers(blocks: u64) -> usize {
     (cores as u64).min(blocks).max(1) as usize
 }
 
-/// Runs the body once per thread of `prepared`'s grid: `make` gives each block its body (the
-/// buffers' views are made once a block, and stay in registers across its threads). The first
-/// out-of-bounds index or panic ends the launch with an error naming the kernel.
-pub fn run_grid<M, F>(prepared: &PreparedLaunch<'_>, make: M) -> Result<()>
-where
-    M: Fn() -> F + Sync,
-    F: FnMut(&ThreadCtx),
-{
+impl ThreadCtx {
+    /// Runs `body` for each thread of the block, `x` fastest: the generated code calls it with
+    /// the buffers' views as its own locals, so that nothing the body writes through them can
+    /// alias them and they stay in registers.
+    #[inline(always)]
+    pub fn each_thread(&self, mut body: impl FnMut(&ThreadCtx)) {
+        let [bx, by, bz] = self.block_dim;
+        for tz in 0..bz {
+            self.thread[2].set(tz);
+            for ty in 0..by {
+                self.thread[1].set(ty);
+                for tx in 0..bx {
+                    self.thread[0].set(tx);
+                    body(self);
+                }
+            }
+        }
+    }
+}
+
+/// Runs `run` once per block of `prepared`'s grid (it runs the block's threads with
+/// [`ThreadCtx::each_thread`]). The first out-of-bounds index or panic ends the launch with an
+/// error naming the kernel.
+pub fn run_grid<F: Fn(&ThreadCtx) + Sync>(prepared: &PreparedLaunch<'_>, run: F) -> Result<()> {
     let cfg: &LaunchConfig = prepared.config();
     let kernel = prepared.decl().rust_name.as_ref();
     let (gx, gy, gz) = cfg.grid;
@@ -159,17 +175,7 @@ where
             grid_dim: [gx, gy, gz],
         };
         let _current = Current::set(&ctx);
-        let mut body = make();
-        for tz in 0..bz {
-            ctx.thread[2].set(tz);
-            for ty in 0..by {
-                ctx.thread[1].set(ty);
-                for tx in 0..bx {
-                    ctx.thread[0].set(tx);
-                    body(&ctx);
-                }
-            }
-        }
+        run(&ctx);
     };
     let worker = || loop {
         if stop.load(Ordering::Relaxed) {
@@ -181,7 +187,7 @@ where
         }
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_block(b))) {
             stop.store(true, Ordering::Relaxed);
-            let err = unwind_error(kernel, payload);
+            let err = unwind_error(prepared, payload);
             let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
             slot.get_or_insert(err);
             break;
@@ -204,11 +210,18 @@ where
     }
 }
 
-fn unwind_error(kernel: &str, payload: Box<dyn std::any::Any + Send>) -> Error {
+fn unwind_error(prepared: &PreparedLaunch<'_>, payload: Box<dyn std::any::Any + Send>) -> Error {
+    let decl = prepared.decl();
+    let kernel = decl.rust_name.as_ref();
     match payload.downcast::<OutOfBounds>() {
         Ok(oob) => Error::IndexOutOfBounds {
             kernel: kernel.to_string(),
-            param: oob.name.to_string(),
+            param: decl
+                .params
+                .iter()
+                .filter(|p| p.kind.in_launch_abi())
+                .nth(oob.arg as usize)
+                .map_or_else(|| "a buffer".to_string(), |p| p.name.to_string()),
             index: oob.index,
             len: oob.len,
         },
