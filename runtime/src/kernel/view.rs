@@ -35,7 +35,8 @@ pub(crate) struct OutOfBounds {
 
 #[cold]
 #[inline(never)]
-fn out_of_bounds(raw: &RawSlice, index: i128) -> ! {
+// By value: a reference would make every view live in memory, reloaded at each element.
+fn out_of_bounds(raw: RawSlice, index: i128) -> ! {
     std::panic::resume_unwind(Box::new(OutOfBounds {
         arg: raw.arg,
         index,
@@ -85,7 +86,7 @@ macro_rules! view {
             type Output = E;
             #[inline(always)]
             fn index(&self, i: I) -> &E {
-                let at = checked(&self.raw, i);
+                let at = checked(self.raw, i);
                 // SAFETY: `at` is inside the buffer (`checked`), which `__from_raw`'s caller
                 // keeps valid for the view's use.
                 unsafe { &*(self.raw.addr as *const E).add(at) }
@@ -96,7 +97,7 @@ macro_rules! view {
         impl<E, I: DslIndex> IndexMut<I> for $name<[E]> {
             #[inline(always)]
             fn index_mut(&mut self, i: I) -> &mut E {
-                let at = checked(&self.raw, i);
+                let at = checked(self.raw, i);
                 // SAFETY: as for `index`; the buffer is written only through views, one element
                 // per thread as on the GPU (two threads writing one element race there too).
                 unsafe { &mut *(self.raw.addr as *mut E).add(at) }
@@ -126,7 +127,7 @@ dsl_index!(u32, i32, u64, i64, usize);
 
 /// `i` as an offset into `raw`, or the launch stops (see [`OutOfBounds`]).
 #[inline(always)]
-fn checked<I: DslIndex>(raw: &RawSlice, i: I) -> usize {
+fn checked<I: DslIndex>(raw: RawSlice, i: I) -> usize {
     match i.offset() {
         Ok(at) if at < raw.len => at as usize,
         Ok(at) => out_of_bounds(raw, i128::from(at)),
