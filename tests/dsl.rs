@@ -638,7 +638,14 @@ fn nvrtc_lines() -> TestResult {
 /// The C++ of the examples' kernels (the opbox preludes left out) against
 /// tests/snapshots/dsl/<kernel>.cu; `OPBOX_BLESS=1` rewrites them.
 fn snapshot() -> TestResult {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/dsl");
+    // From the working directory when it is the repository (scripts/gpu-check runs the binary
+    // there, on another machine), else from where this was built.
+    let here = std::path::Path::new("tests/snapshots/dsl");
+    let dir = if here.is_dir() {
+        here.to_path_buf()
+    } else {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/dsl")
+    };
     for decl in [
         &example::axpy::DECL,
         &example::fused_gelu::DECL,
