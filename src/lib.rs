@@ -33,6 +33,7 @@
 //! body cannot name the library's marker module through `super::`).
 
 pub use opbox_macros::{builtin, ConstexprEnum, KernelArg, NativeType};
+pub use opbox_macros::{device, kernel};
 pub use opbox_macros::{extern_kernel, stable_fragment, stable_impl, stable_library};
 
 // Each public item is re-exported once, by name: the runtime's own module tree (its typemap,
@@ -156,12 +157,29 @@ pub mod cache {
     pub use opbox_runtime::backend::cuda::jit::{stats, CacheStats};
 }
 
+/// The `#[kernel]` DSL's functions and operators, as its CPU build runs them: the thread and
+/// block indices (`global_id_x()`, ...) and, in [`dsl::ops`], the operators with the DSL's
+/// semantics (wrapping integers, `x / 0 == 0`, masked shifts, saturating casts).
+pub mod dsl {
+    pub use opbox_runtime::backend::cpu::dsl::grid::{
+        block_dim_x, block_dim_y, block_dim_z, block_id_x, block_id_y, block_id_z, global_id_x,
+        global_id_y, global_id_z, grid_dim_x, grid_dim_y, grid_dim_z, thread_id_x, thread_id_y,
+        thread_id_z,
+    };
+    pub use opbox_runtime::backend::cpu::dsl::ops;
+}
+
 /// Everything a library author writes against.
 pub mod prelude {
+    pub use crate::dsl::{
+        block_dim_x, block_dim_y, block_dim_z, block_id_x, block_id_y, block_id_z, global_id_x,
+        global_id_y, global_id_z, grid_dim_x, grid_dim_y, grid_dim_z, thread_id_x, thread_id_y,
+        thread_id_z,
+    };
     pub use crate::kernel::{In, InOut, LaunchConfig, Out};
     pub use crate::{
-        extern_kernel, op, stable_fragment, stable_impl, stable_library, DType, Device,
-        DispatchKey, Error, Library, OpHandle, Result, Scalar, StableValue, Stack, Tensor,
+        device, extern_kernel, kernel, op, stable_fragment, stable_impl, stable_library, DType,
+        Device, DispatchKey, Error, Library, OpHandle, Result, Scalar, StableValue, Stack, Tensor,
     };
 }
 
@@ -186,6 +204,13 @@ pub mod __private {
             NativeField, NativeFieldSchema, NativeSchema, NativeType, NativeTypeRegistration,
         };
         pub use std::sync::OnceLock;
+    }
+
+    /// What `#[kernel]` and `#[device]` expansions name.
+    pub mod dsl {
+        pub use opbox_codegen::cuda::dsl::{dsl_build_options, DslBody, DslCode, DslFn};
+        pub use opbox_runtime::backend::cpu::dsl::{args, grid, ops};
+        pub use opbox_runtime::kernel::PreparedLaunch;
     }
 
     /// What `#[extern_kernel]` expansions name.

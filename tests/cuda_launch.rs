@@ -10,7 +10,7 @@
 
 mod harness;
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use harness::{ensure, s, with_gpu, with_nvrtc, Outcome, Test, TestResult};
 use opbox::cuda::{compile_for_arch, synchronize};
@@ -189,26 +189,13 @@ fn gpu_multi_file() -> TestResult {
 }
 
 fn gpu_fault() -> TestResult {
-    with_gpu(|| {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let out = Command::new(exe)
-            .arg(CHILD_FAULT)
-            .output()
-            .map_err(|e| e.to_string())?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        ensure(out.status.success(), || {
-            format!("the child did not see Error::Cuda:\n{stdout}{stderr}")
-        })?;
-        println!("    child: {}", stdout.trim());
-        Ok(Outcome::Pass)
-    })
+    with_gpu(|| harness::run_child(CHILD_FAULT))
 }
 
 /// In a child process: plant an out-of-bounds write, then expect `Error::Cuda` naming the kernel
 /// from `synchronize`. Exit 0 only if that is what happened.
 fn child_fault() -> ExitCode {
-    let run = || -> Result<String, String> {
+    harness::child_verdict(|| {
         let out = Tensor::zeros(&[1], DType::F32, Device::Cuda(0)).map_err(s)?;
         write_out_of_bounds::launch(LaunchConfig::single(), &out).map_err(s)?;
         match synchronize(0) {
@@ -220,15 +207,5 @@ fn child_fault() -> ExitCode {
             )),
             Ok(()) => Err("synchronize returned Ok after an illegal address".into()),
         }
-    };
-    match run() {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            println!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }

@@ -61,6 +61,48 @@ pub fn extern_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     .into()
 }
 
+/// A kernel written in Rust (the DSL): one body, compiled to CUDA C++ for NVRTC and built as
+/// Rust for the CPU.
+///
+/// ```ignore
+/// #[kernel]
+/// fn axpy(x: In<[f32]>, y: InOut<[f32]>, a: f32, n: u32) {
+///     let i = global_id_x();
+///     if i < n {
+///         y[i] = a * x[i] + y[i];
+///     }
+/// }
+///
+/// axpy::launch(LaunchConfig::for_elems(n), &x, &y, 2.0, n as u32)?; // CPU or CUDA tensors
+/// ```
+/// Generates the module an `#[extern_kernel]` gets (`DECL`, `HANDLE`, `launch`, `specialize`),
+/// whose launch runs on the tensors' device. Outside the subset (see the README) the macro
+/// names the construct and what to write instead. `#[kernel(build = OPTS, options = [..])]`
+/// takes the group's build options (the C++ behind its `#[builtin]`s) and NVRTC options.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let declaring_file = || proc_macro::Span::call_site().local_file();
+    backend::kernel(
+        attr.into(),
+        item.into(),
+        &backend::CompilerFiles(declaring_file),
+    )
+    .into()
+}
+
+/// A helper fn that `#[kernel]`s call: built as Rust for the CPU, and emitted as a `__device__`
+/// function into each kernel that reaches it.
+#[proc_macro_attribute]
+pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let declaring_file = || proc_macro::Span::call_site().local_file();
+    backend::device(
+        attr.into(),
+        item.into(),
+        &backend::CompilerFiles(declaring_file),
+    )
+    .into()
+}
+
 /// A `#[repr(C)]` struct with a C++ twin of the same layout: `#[native(name = "my_addon::Color",
 /// initializer = "aggregate")]`, or `#[native(name = "...", opaque)]`; `#[native(skip)]` on a
 /// field keeps it out of C++'s view (not with an aggregate initializer).

@@ -122,6 +122,15 @@ pub enum Error {
     #[error("{op} panicked: {message}")]
     KernelPanic { op: String, message: String },
 
+    /// The CPU build of a `#[kernel]` indexed a buffer outside its elements; the launch stopped.
+    #[error("kernel {kernel} indexed {param}[{index}], but {param} has {len} elements (CPU build; the launch stopped there)")]
+    IndexOutOfBounds {
+        kernel: String,
+        param: String,
+        index: i128,
+        len: u32,
+    },
+
     #[error("shape error: {0}")]
     Shape(String),
 

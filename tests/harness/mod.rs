@@ -150,3 +150,34 @@ pub fn compile_sm90(decls: &[&opbox::cuda::codegen::KernelDecl]) -> Result<(), S
     }
     Ok(())
 }
+
+/// Runs this test binary again with `flag` (a child that may poison its CUDA context, say) and
+/// passes when the child exits 0, printing its one-line verdict.
+pub fn run_child(flag: &str) -> TestResult {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(exe)
+        .arg(flag)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure(out.status.success(), || {
+        format!("the child ({flag}) failed:\n{stdout}{stderr}")
+    })?;
+    println!("    child: {}", stdout.trim());
+    Ok(Outcome::Pass)
+}
+
+/// The child's side of [`run_child`]: prints the verdict of `run` and exits 0 only on `Ok`.
+pub fn child_verdict(run: impl FnOnce() -> Result<String, String>) -> std::process::ExitCode {
+    match run() {
+        Ok(line) => {
+            println!("{line}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("{e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -140,6 +140,19 @@ impl ParamKind {
         }
     }
 
+    /// A device buffer (`In`/`Out`/`InOut` of any element).
+    pub const fn is_slice(self) -> bool {
+        matches!(
+            self,
+            ParamKind::In(_)
+                | ParamKind::Out(_)
+                | ParamKind::InOut(_)
+                | ParamKind::NativeIn(_)
+                | ParamKind::NativeOut(_)
+                | ParamKind::NativeInOut(_)
+        )
+    }
+
     /// The native type this param references: by value or as a slice element.
     pub const fn native(self) -> Option<NativeParam> {
         match self {
@@ -159,6 +172,13 @@ impl ParamKind {
         }
     }
 }
+
+/// The C++ type of a slice's element count under [`EntryAbi::ParamsAndLens`]: DSL buffers hold
+/// at most `u32::MAX` elements, which the launch checks, so `len()` is a `u32` on both sides.
+pub const LEN_C_TYPE: &str = "unsigned int";
+
+/// The count's parameter name is the slice's with this suffix: `x__len`.
+pub const LEN_SUFFIX: &str = "__len";
 
 /// `Color` from `my_crate::color::Color`.
 fn short_rust_name(path: &str) -> &str {
@@ -247,6 +267,11 @@ pub enum EntryAbi {
     /// which the translation unit declares before the user's sources and the host writes
     /// before each launch (Warp's `external_constant_params`, for external runtimes).
     ConstantParams,
+    /// As [`EntryAbi::Params`], then one `unsigned int` element count per slice parameter, in
+    /// declaration order: the entry of a `#[kernel]` (DSL) kernel, whose body reads `x.len()`
+    /// and whose debug builds check every index. The launch appends the counts itself, so the
+    /// declaration, `launch` and `launch_stack` take the same arguments as an extern kernel's.
+    ParamsAndLens,
 }
 
 /// A `build = path::to::OPTIONS` reference: the static as written, and a function returning it.
@@ -301,7 +326,18 @@ impl KernelDecl {
         if self.abi == EntryAbi::ConstantParams {
             return Vec::new();
         }
-        self.params.iter().filter_map(|p| p.kind.c_type()).collect()
+        let mut types: Vec<String> = self.params.iter().filter_map(|p| p.kind.c_type()).collect();
+        types.extend(self.slice_lens().map(|_| LEN_C_TYPE.to_string()));
+        types
+    }
+
+    /// The slice params whose element counts follow the params under
+    /// [`EntryAbi::ParamsAndLens`] (none under another ABI), in order.
+    pub fn slice_lens(&self) -> impl Iterator<Item = &Param> {
+        let lens = self.abi == EntryAbi::ParamsAndLens;
+        self.params
+            .iter()
+            .filter(move |p| lens && p.kind.is_slice())
     }
 
     /// The C++ declaration the Rust one implies, with parameter names, for messages:
@@ -328,6 +364,10 @@ impl KernelDecl {
             self.params
                 .iter()
                 .filter_map(|p| p.kind.c_type().map(|t| format!("{t} {}", p.name)))
+                .chain(
+                    self.slice_lens()
+                        .map(|p| format!("{LEN_C_TYPE} {}{LEN_SUFFIX}", p.name)),
+                )
                 .collect()
         };
         s.push_str(&params.join(", "));

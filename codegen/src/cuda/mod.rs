@@ -7,6 +7,8 @@
 mod cstr;
 mod decl;
 mod directive;
+pub mod dsl;
+pub mod dsl_prelude;
 mod emit;
 mod error;
 mod guard;
@@ -18,7 +20,7 @@ mod scan;
 pub use crate::types::{ConstValue, ElemType, ScalarType};
 pub use decl::{
     BuildRef, ConstexprStyle, EntryAbi, EnumParam, IncludeEdge, KernelDecl, NativeParam, Param,
-    ParamKind, SourceFile,
+    ParamKind, SourceFile, LEN_C_TYPE, LEN_SUFFIX,
 };
 pub use directive::{directives, Directive, DirectiveKind};
 pub use emit::{emit, emit_with_structs, TranslationUnit};

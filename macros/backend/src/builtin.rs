@@ -149,6 +149,8 @@ fn emit(
     let p = quote!(::opbox::__private::native);
     let name = unraw(&sig.ident);
     let decl_ident = format_ident!("__opbox_builtin_{}", name);
+    let dsl_ident = format_ident!("__opbox_dsl_fn_{}", name);
+    let dsl_cpp = format!("opbox_builtin_{name}");
     // One local trait per parameter (and the return), so that rustc's message for a type that
     // cannot cross names the parameter; each forwards to NativeField.
     let mut traits = Vec::new();
@@ -194,6 +196,14 @@ fn emit(
                 params: &[#(#params),*],
                 ret: #ret,
             }
+        };
+
+        // What a #[kernel] that calls it reads: the C++ name calls use, and the wrapper.
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        #vis const #dsl_ident: &'static ::opbox::__private::dsl::DslFn = &::opbox::__private::dsl::DslFn {
+            cpp_name: #dsl_cpp,
+            body: ::opbox::__private::dsl::DslBody::Builtin(#decl_ident),
         };
 
         ::opbox::__private::inventory::submit! {

@@ -11,6 +11,7 @@ mod constexpr_enum;
 mod diagnostic;
 mod errors;
 mod extern_kernel;
+mod kernel;
 mod kernel_arg;
 mod kernel_params;
 mod library;
@@ -52,6 +53,16 @@ pub fn extern_kernel(
     files: &dyn SourceLoader,
 ) -> TokenStream {
     extern_kernel::expand(attr, item, files)
+}
+
+/// `#[kernel]` on a fn with a body: the DSL. `files` finds the declaring file (for `#line`).
+pub fn kernel(attr: TokenStream, item: TokenStream, files: &dyn SourceLoader) -> TokenStream {
+    kernel::expand(attr, item, files)
+}
+
+/// `#[device]` on a helper fn that DSL kernels call.
+pub fn device(attr: TokenStream, item: TokenStream, files: &dyn SourceLoader) -> TokenStream {
+    kernel::expand_device(attr, item, files)
 }
 
 /// `#[derive(NativeType)]`.

@@ -9,6 +9,8 @@ use opbox_codegen::cuda::{ConstValue, KernelDecl};
 /// loaded kernels here, so a repeat launch finds them with no hashing and no lock.
 pub struct KernelHandle {
     decl: &'static KernelDecl,
+    /// The CPU build of a `#[kernel]` (DSL) kernel; `None` for an `#[extern_kernel]`.
+    cpu: Option<crate::backend::cpu::dsl::CpuEntry>,
     #[cfg(feature = "cuda")]
     pub(crate) cuda: crate::backend::cuda::loader::CudaSlots,
 }
@@ -17,9 +19,29 @@ impl KernelHandle {
     pub const fn new(decl: &'static KernelDecl) -> KernelHandle {
         KernelHandle {
             decl,
+            cpu: None,
             #[cfg(feature = "cuda")]
             cuda: crate::backend::cuda::loader::CudaSlots::new(),
         }
+    }
+
+    /// A DSL kernel's handle: launches on CPU tensors run `cpu`, the body built as Rust.
+    pub const fn with_cpu(
+        decl: &'static KernelDecl,
+        cpu: crate::backend::cpu::dsl::CpuEntry,
+    ) -> KernelHandle {
+        KernelHandle {
+            decl,
+            cpu: Some(cpu),
+            #[cfg(feature = "cuda")]
+            cuda: crate::backend::cuda::loader::CudaSlots::new(),
+        }
+    }
+
+    /// The CPU build, for a DSL kernel.
+    #[inline]
+    pub fn cpu(&self) -> Option<crate::backend::cpu::dsl::CpuEntry> {
+        self.cpu
     }
 
     pub fn decl(&self) -> &'static KernelDecl {

@@ -33,6 +33,7 @@ pub fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
     match prepared.device() {
         #[cfg(feature = "cuda")]
         Device::Cuda(_) => crate::backend::cuda::submit::submit(prepared),
+        Device::Cpu => crate::backend::cpu::dsl::submit(prepared),
         device => Err(no_backend(prepared, device)),
     }
 }

@@ -232,9 +232,16 @@ pub fn prepare<'a>(
                 LaunchArg::Tensor(x),
             ) => {
                 let on_cuda = matches!(x.device(), Device::Cuda(_));
-                if !elem_matches(param.kind, x) || !on_cuda {
+                // A DSL kernel also runs on CPU tensors, through its CPU build.
+                let on_cpu_build = handle.cpu().is_some() && x.device() == Device::Cpu;
+                if !elem_matches(param.kind, x) || !(on_cuda || on_cpu_build) {
                     let t = elem_name(param.kind);
-                    return Err(bad(format!("{t} CUDA tensor"), arg.describe()));
+                    let devices = if handle.cpu().is_some() {
+                        "CPU or CUDA"
+                    } else {
+                        "CUDA"
+                    };
+                    return Err(bad(format!("{t} {devices} tensor"), arg.describe()));
                 }
                 if !x.is_contiguous() {
                     return Err(bad(
@@ -262,7 +269,8 @@ pub fn prepare<'a>(
                     }
                     Some(_) => {}
                 }
-                let ptr = x.device_ptr()?;
+                // The CPU build reads its tensors itself (`Buffers::lock`), not this word.
+                let ptr = if on_cuda { x.device_ptr()? } else { 0 };
                 scalar_bytes = ptr.to_ne_bytes();
                 bytes = &scalar_bytes;
             }
@@ -315,6 +323,9 @@ pub fn prepare<'a>(
     }
     if writes {
         check_aliases(decl, args)?;
+    }
+    if decl.abi == EntryAbi::ParamsAndLens {
+        count = pack_lens(decl, args, arena, &mut starts, (used, count))?;
     }
 
     let device = match first {
@@ -393,6 +404,43 @@ fn check_aliases(decl: &KernelDecl, args: &[LaunchArg<'_>]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Under [`EntryAbi::ParamsAndLens`] (DSL kernels), one `u32` element count per slice param,
+/// after the params, in order: what the kernel's `len()` and bounds checks read. `(used,
+/// count)` are the chunks and params packed so far; returns the new param count.
+fn pack_lens(
+    decl: &KernelDecl,
+    args: &[LaunchArg<'_>],
+    arena: &mut [Chunk],
+    starts: &mut [u16; MAX_LAUNCH_ARGS],
+    (mut used, mut count): (usize, usize),
+) -> Result<usize> {
+    let params = decl.params.iter().filter(|p| p.kind.in_launch_abi());
+    for (param, arg) in params.zip(args) {
+        let LaunchArg::Tensor(x) = *arg else { continue };
+        let elems = crate::backend::cpu::dsl::args::element_count(param.kind, x);
+        let len = u32::try_from(elems).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "kernel {}: {} has {elems} elements; a #[kernel]'s buffers hold at most u32::MAX (its len() is a u32)",
+                decl.rust_name, param.name
+            ))
+        })?;
+        if count >= MAX_LAUNCH_ARGS || used >= arena.len() {
+            return Err(Error::InvalidArgument(format!(
+                "kernel {} has more than {MAX_LAUNCH_ARGS} launch parameters with its buffer lengths",
+                decl.rust_name
+            )));
+        }
+        let region = chunk_bytes(&mut arena[used..used + 1]);
+        for (d, b) in region.iter_mut().zip(len.to_ne_bytes()) {
+            *d = MaybeUninit::new(b);
+        }
+        starts[count] = used as u16;
+        used += 1;
+        count += 1;
+    }
+    Ok(count)
 }
 
 /// The bytes of a run of chunks.

@@ -116,11 +116,16 @@ pub fn lower_stack<'s>(
             | ParamKind::NativeIn(_)
             | ParamKind::NativeOut(_)
             | ParamKind::NativeInOut(_) => {
-                let expected = || format!("{} CUDA tensor", elem_name(p.kind));
+                // A #[kernel] (DSL, the only ParamsAndLens entries) also runs on CPU tensors.
+                let dsl = decl.abi == opbox_codegen::cuda::EntryAbi::ParamsAndLens;
+                let devices = if dsl { "CPU or CUDA" } else { "CUDA" };
+                let expected = || format!("{} {devices} tensor", elem_name(p.kind));
                 let Some(x) = v.as_tensor() else {
                     return Err(at.bad(expected(), v.describe()));
                 };
-                if !elem_matches(p.kind, x) || !matches!(x.device(), Device::Cuda(_)) {
+                let on_device =
+                    matches!(x.device(), Device::Cuda(_)) || (dsl && x.device() == Device::Cpu);
+                if !elem_matches(p.kind, x) || !on_device {
                     return Err(at.bad(expected(), LaunchArg::Tensor(x).describe()));
                 }
                 args.push(LaunchArg::Tensor(x));

@@ -1,14 +1,151 @@
 //! The slice views of a kernel declaration: which way each buffer parameter's data flows.
 //!
-//! They are markers for declarations only (a launch takes a `&Tensor` for each), and the one
-//! place a parameter's direction is written: the signature check, the launch checks and the
-//! dependency edges a graph derives all read it from the declaration these markers build.
+//! In a declaration they are markers (a launch takes a `&Tensor` for each), and the one place a
+//! parameter's direction is written: the signature check, the launch checks and the dependency
+//! edges a graph derives all read it from the declaration these markers build.
+//!
+//! In the CPU build of a `#[kernel]` (DSL) body they are the buffers themselves: `x[i]` reads an
+//! element, `y[i] = v` writes one, `x.len()` is the element count (a `u32`, as on the GPU). An
+//! index outside the buffer ends the launch with [`Error::IndexOutOfBounds`](crate::Error), not a
+//! panic. Indices may be any of `u32`, `i32`, `u64`, `i64` and `usize`.
 
 use std::marker::PhantomData;
+use std::ops::{Index, IndexMut};
 
-/// `In<[T]>`: a read-only device buffer (`const T*`).
-pub struct In<T: ?Sized>(PhantomData<T>);
-/// `Out<[T]>`: a written device buffer (`T*`).
-pub struct Out<T: ?Sized>(PhantomData<T>);
-/// `InOut<[T]>`: a read and written device buffer (`T*`).
-pub struct InOut<T: ?Sized>(PhantomData<T>);
+/// A buffer as the CPU build of a DSL kernel sees it: base address, element count, and its
+/// launch-argument index for the out-of-bounds report. 16 bytes, so a block's views stay in
+/// registers.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct RawSlice {
+    pub(crate) addr: usize,
+    pub(crate) len: u32,
+    pub(crate) arg: u32,
+}
+
+/// Why a DSL kernel's CPU build stopped: carried by an unwind that never runs the panic hook
+/// (`resume_unwind`), caught by the grid runner and returned as an error.
+#[derive(Debug)]
+pub(crate) struct OutOfBounds {
+    /// The buffer's launch-argument index.
+    pub arg: u32,
+    pub index: i128,
+    pub len: u32,
+}
+
+#[cold]
+#[inline(never)]
+// By value: a reference would make every view live in memory, reloaded at each element.
+fn out_of_bounds(raw: RawSlice, index: i128) -> ! {
+    std::panic::resume_unwind(Box::new(OutOfBounds {
+        arg: raw.arg,
+        index,
+        len: raw.len,
+    }))
+}
+
+macro_rules! view {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        pub struct $name<T: ?Sized> {
+            raw: RawSlice,
+            _elem: PhantomData<*const T>,
+        }
+
+        impl<T: ?Sized> Clone for $name<T> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+
+        impl<T: ?Sized> Copy for $name<T> {}
+
+        impl<E> $name<[E]> {
+            /// The view of a CPU build; only the generated code makes one.
+            ///
+            /// # Safety
+            /// `raw` addresses `raw.len` initialized `E`s that stay valid, and are not accessed
+            /// other than through views, for as long as the view is used.
+            #[doc(hidden)]
+            #[inline(always)]
+            pub unsafe fn __from_raw(raw: RawSlice) -> Self {
+                $name { raw, _elem: PhantomData }
+            }
+
+            /// The number of elements.
+            #[inline(always)]
+            #[allow(clippy::len_without_is_empty)]
+            pub fn len(&self) -> u32 {
+                self.raw.len
+            }
+        }
+
+        // One impl over every index type, so `x[0]`'s element type is known before the
+        // literal's type is (rustc picks `i32` for it at the end).
+        impl<E, I: DslIndex> Index<I> for $name<[E]> {
+            type Output = E;
+            #[inline(always)]
+            fn index(&self, i: I) -> &E {
+                let at = checked(self.raw, i);
+                // SAFETY: `at` is inside the buffer (`checked`), which `__from_raw`'s caller
+                // keeps valid for the view's use.
+                unsafe { &*(self.raw.addr as *const E).add(at) }
+            }
+        }
+    };
+    (@mutable $name:ident) => {
+        impl<E, I: DslIndex> IndexMut<I> for $name<[E]> {
+            #[inline(always)]
+            fn index_mut(&mut self, i: I) -> &mut E {
+                let at = checked(self.raw, i);
+                // SAFETY: as for `index`; the buffer is written only through views, one element
+                // per thread as on the GPU (two threads writing one element race there too).
+                unsafe { &mut *(self.raw.addr as *mut E).add(at) }
+            }
+        }
+    };
+}
+
+/// The integer types a DSL buffer is indexed with.
+pub trait DslIndex: Copy {
+    /// The offset, or `None` when negative or past `u32::MAX` (never inside a buffer).
+    #[doc(hidden)]
+    fn offset(self) -> Result<u32, i128>;
+}
+
+macro_rules! dsl_index {
+    ($($t:ty),*) => {$(
+        impl DslIndex for $t {
+            #[inline(always)]
+            fn offset(self) -> Result<u32, i128> {
+                u32::try_from(self).map_err(|_| self as i128)
+            }
+        }
+    )*};
+}
+dsl_index!(u32, i32, u64, i64, usize);
+
+/// `i` as an offset into `raw`, or the launch stops (see [`OutOfBounds`]).
+#[inline(always)]
+fn checked<I: DslIndex>(raw: RawSlice, i: I) -> usize {
+    match i.offset() {
+        Ok(at) if at < raw.len => at as usize,
+        Ok(at) => out_of_bounds(raw, i128::from(at)),
+        Err(wide) => out_of_bounds(raw, wide),
+    }
+}
+
+view!(
+    /// `In<[T]>`: a read-only device buffer (`const T*`).
+    In
+);
+view!(
+    /// `Out<[T]>`: a written device buffer (`T*`).
+    Out
+);
+view!(@mutable Out);
+view!(
+    /// `InOut<[T]>`: a read and written device buffer (`T*`).
+    InOut
+);
+view!(@mutable InOut);

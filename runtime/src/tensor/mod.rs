@@ -286,7 +286,7 @@ impl Tensor {
         &self.inner().layout
     }
 
-    fn storage(&self) -> &Storage {
+    pub(crate) fn storage(&self) -> &Storage {
         &self.inner().storage
     }
 

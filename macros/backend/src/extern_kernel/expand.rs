@@ -160,7 +160,7 @@ pub(super) fn emit(
     let vis = &func.vis;
     let ident = &func.sig.ident;
     let rust_name = ident.to_string();
-    let entry = args
+    let entry: String = args
         .entry
         .as_ref()
         .map_or_else(|| rust_name.clone(), LitStr::value);
@@ -169,25 +169,97 @@ pub(super) fn emit(
         .iter()
         .filter(|a| a.path().is_ident("doc"))
         .collect();
-    let param_items = params.iter().map(|p| {
-        let name = p.name.to_string();
-        let kind = class_tokens(&p.class);
-        quote!(::opbox::__private::cuda::Param::new(#name, #kind))
-    });
-    let sources = files.iter().map(source_file);
+    let sources: Vec<TokenStream> = files.iter().map(source_file).collect();
     let options = args
         .options
         .iter()
         .map(|o| quote!(::opbox::__private::Cow::Borrowed(#o)));
+    let options = quote!(&[#(#options),*]);
     let style = if args.template {
         quote!(::opbox::__private::cuda::ConstexprStyle::TemplateArgs)
     } else {
         quote!(::opbox::__private::cuda::ConstexprStyle::Defines)
     };
-    let c_signature_doc = format!(
+    let launch_doc = format!(
         " Launches the CUDA entry `{entry}` of `{}`; checks every tensor's dtype and device first.",
         files.first().map_or("", |f| f.name.as_str())
     );
+    let abi = if args.constant_params {
+        quote!(::opbox::__private::cuda::EntryAbi::ConstantParams)
+    } else {
+        quote!(::opbox::__private::cuda::EntryAbi::Params)
+    };
+    let module_check = if args.constant_params {
+        constant_params_check(ident, params)
+    } else {
+        TokenStream::new()
+    };
+    let module = kernel_module(
+        &ModuleSpec {
+            vis,
+            ident,
+            docs,
+            entry,
+            style,
+            sources,
+            options,
+            build: build_ref(args.build.as_ref()),
+            abi,
+            handle: quote!(::opbox::__private::cuda::KernelHandle::new(&DECL)),
+            launch_doc,
+            extra: TokenStream::new(),
+        },
+        params,
+    );
+    quote! {
+        #module_check
+        #module
+    }
+}
+
+/// What differs between the modules of an `#[extern_kernel]` and a `#[kernel]`.
+pub(crate) struct ModuleSpec<'a> {
+    pub vis: &'a syn::Visibility,
+    pub ident: &'a Ident,
+    pub docs: Vec<&'a Attribute>,
+    pub entry: String,
+    pub style: TokenStream,
+    pub sources: Vec<TokenStream>,
+    /// The options slice expression (`&[..]`).
+    pub options: TokenStream,
+    pub build: TokenStream,
+    pub abi: TokenStream,
+    /// The `KernelHandle` expression (`KernelHandle::new(&DECL)`).
+    pub handle: TokenStream,
+    pub launch_doc: String,
+    /// More items inside the module (a DSL kernel's CPU build).
+    pub extra: TokenStream,
+}
+
+/// A kernel's module: `DECL`, `HANDLE`, its registration, `launch`, and `specialize` with
+/// #[constexpr] params. One shape for extern and DSL kernels, so every launch path, check and
+/// tool applies to both.
+pub(crate) fn kernel_module(spec: &ModuleSpec<'_>, params: &[KernelParam]) -> TokenStream {
+    let ModuleSpec {
+        vis,
+        ident,
+        docs,
+        entry,
+        style,
+        sources,
+        options,
+        build,
+        abi,
+        handle,
+        launch_doc,
+        extra,
+    } = spec;
+    let rust_name = ident.to_string();
+    let param_items = params.iter().map(|p| {
+        let name = p.name.to_string();
+        let kind = class_tokens(&p.class);
+        quote!(::opbox::__private::cuda::Param::new(#name, #kind))
+    });
     let mut fn_params = Vec::new();
     let mut launch_args = Vec::new();
     let mut const_args = Vec::new();
@@ -208,25 +280,12 @@ pub(super) fn emit(
     let specialized = (!const_args.is_empty()).then(|| {
         specialized(
             &rust_name,
-            &c_signature_doc,
+            launch_doc,
             (&const_params, &const_args),
             (&runtime_params, &launch_args),
         )
     });
-    let build = build_ref(args.build.as_ref());
-    let abi = if args.constant_params {
-        quote!(::opbox::__private::cuda::EntryAbi::ConstantParams)
-    } else {
-        quote!(::opbox::__private::cuda::EntryAbi::Params)
-    };
-    let module_check = if args.constant_params {
-        constant_params_check(ident, params)
-    } else {
-        TokenStream::new()
-    };
     quote! {
-        #module_check
-
         #(#docs)*
         #[allow(non_snake_case)]
         #vis mod #ident {
@@ -242,7 +301,7 @@ pub(super) fn emit(
                 params: ::opbox::__private::Cow::Borrowed(&[#(#param_items),*]),
                 constexpr_style: #style,
                 sources: ::opbox::__private::Cow::Borrowed(&[#(#sources),*]),
-                options: ::opbox::__private::Cow::Borrowed(&[#(#options),*]),
+                options: ::opbox::__private::Cow::Borrowed(#options),
                 preamble: ::opbox::__private::Cow::Borrowed(""),
                 declared_at: ::opbox::__private::Cow::Borrowed(::core::concat!(::core::file!(), ":", ::core::line!())),
                 build: #build,
@@ -250,9 +309,9 @@ pub(super) fn emit(
             };
 
             /// The loaded kernel per device (and per #[constexpr] value set), loaded on first use.
-            pub static HANDLE: ::opbox::__private::cuda::KernelHandle = ::opbox::__private::cuda::KernelHandle::new(&DECL);
+            pub static HANDLE: ::opbox::__private::cuda::KernelHandle = #handle;
 
-            // Every extern kernel is listed, so `opbox aot` can compile a whole binary's.
+            // Every kernel is listed, so `opbox aot` can compile a whole binary's.
             ::opbox::__private::inventory::submit! {
                 ::opbox::__private::cuda::ExternKernelRegistration {
                     decl: &DECL,
@@ -262,12 +321,14 @@ pub(super) fn emit(
 
             #specialized
 
-            #[doc = #c_signature_doc]
+            #[doc = #launch_doc]
             #[allow(clippy::too_many_arguments)]
             #[inline]
             pub fn launch(cfg: ::opbox::__private::cuda::LaunchConfig, #(#fn_params),*) -> ::opbox::__private::Result<()> {
                 ::opbox::__private::cuda::launch(&HANDLE, &cfg, &[#(#launch_args),*], &[#(#const_args),*])
             }
+
+            #extra
         }
     }
 }

@@ -5,7 +5,7 @@
 //! [`SourceLoader`]) → expand (`expand.rs`).
 
 mod attr;
-mod expand;
+pub(crate) mod expand;
 mod source;
 mod valid;
 

@@ -2,6 +2,7 @@
 //! runtime and the signature checks rely on. User-facing messages live in the ui-tests.
 
 mod extern_kernel;
+mod kernel;
 mod library;
 mod native;
 

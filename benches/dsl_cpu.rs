@@ -1,0 +1,59 @@
+//! The `#[kernel]` DSL's CPU build: axpy over 16 M f32 (set `OPBOX_BENCH_ELEMS` for another
+//! size) against a hand-written Rust loop on one thread, and the DSL kernel on 1, 2, 4, ...
+//! worker threads up to the cores (`OPBOX_CPU_THREADS` caps the grid's workers). The goal:
+//! DSL on one thread ≥ 0.8× the loop, scaling with cores.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use opbox::prelude::*;
+
+#[kernel]
+fn axpy(x: In<[f32]>, y: InOut<[f32]>, a: f32, n: u32) {
+    let i = global_id_x();
+    if i < n {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
+fn elems() -> usize {
+    std::env::var("OPBOX_BENCH_ELEMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16 << 20)
+}
+
+fn bench(c: &mut Criterion) {
+    let n = elems();
+    let mut g = c.benchmark_group("dsl_cpu_axpy");
+    g.throughput(Throughput::Bytes((n * 12) as u64));
+    let xs = vec![1.5f32; n];
+    let mut ys = vec![2.0f32; n];
+    g.bench_function("hand loop, 1 thread", |b| {
+        b.iter(|| {
+            for (y, x) in ys.iter_mut().zip(&xs) {
+                *y += 2.0 * x;
+            }
+        })
+    });
+    let x = Tensor::from_vec(xs.clone(), &[n]).expect("input tensor");
+    let y = Tensor::from_vec(ys.clone(), &[n]).expect("input tensor");
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let mut threads = 1;
+    while threads <= cores {
+        std::env::set_var("OPBOX_CPU_THREADS", threads.to_string());
+        g.bench_with_input(
+            BenchmarkId::new("DSL kernel, threads", threads),
+            &threads,
+            |b, _| {
+                b.iter(|| {
+                    axpy::launch(LaunchConfig::for_elems(n), &x, &y, 2.0, n as u32).expect("launch")
+                })
+            },
+        );
+        threads *= 2;
+    }
+    std::env::remove_var("OPBOX_CPU_THREADS");
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

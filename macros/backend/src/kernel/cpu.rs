@@ -1,0 +1,113 @@
+//! The CPU build of a DSL body: the same Rust, with the operators whose Rust meaning differs from
+//! the DSL's (overflow panics in debug, division by zero, unmasked shifts, `as` with `f16`,
+//! std's float `min`/`max`) routed to `opbox::dsl::ops`, the Rust twins of the C++ helpers. The
+//! rest (comparisons, `& | ^ !`, indexing, calls, control flow) is left exactly as written, so
+//! rustc type-checks the user's own code.
+
+use opbox_codegen::cuda::dsl_prelude::{dsl_method, MethodOn, THREAD_INDEX_FNS};
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::visit_mut::{self, VisitMut};
+
+use super::lower::compound;
+
+struct Rewrite {
+    /// In a kernel's body, whose thread indices are its `__opbox_ctx` parameter (a `#[device]`
+    /// fn reads them through a thread-local).
+    kernel: bool,
+}
+
+fn ops() -> TokenStream {
+    quote!(::opbox::__private::dsl::ops)
+}
+
+fn op_fn(op: &syn::BinOp) -> Option<&'static str> {
+    Some(match op {
+        syn::BinOp::Add(_) => "add",
+        syn::BinOp::Sub(_) => "sub",
+        syn::BinOp::Mul(_) => "mul",
+        syn::BinOp::Div(_) => "div",
+        syn::BinOp::Rem(_) => "rem",
+        syn::BinOp::Shl(_) => "shl",
+        syn::BinOp::Shr(_) => "shr",
+        syn::BinOp::AddAssign(_) => "add_assign",
+        syn::BinOp::SubAssign(_) => "sub_assign",
+        syn::BinOp::MulAssign(_) => "mul_assign",
+        syn::BinOp::DivAssign(_) => "div_assign",
+        syn::BinOp::RemAssign(_) => "rem_assign",
+        syn::BinOp::ShlAssign(_) => "shl_assign",
+        syn::BinOp::ShrAssign(_) => "shr_assign",
+        _ => return None,
+    })
+}
+
+impl VisitMut for Rewrite {
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        visit_mut::visit_expr_mut(self, e);
+        let ops = ops();
+        let replaced: Option<TokenStream> = match e {
+            syn::Expr::Binary(b) => op_fn(&b.op).map(|f| {
+                let f = syn::Ident::new(f, b.op.span());
+                let (l, r) = (&b.left, &b.right);
+                if compound(&b.op).is_some() {
+                    quote_spanned!(b.op.span()=> #ops::#f(&mut #l, #r))
+                } else {
+                    quote_spanned!(b.op.span()=> #ops::#f(#l, #r))
+                }
+            }),
+            syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) && !is_literal(&u.expr) => {
+                let x = &u.expr;
+                Some(quote_spanned!(u.span()=> #ops::neg(#x)))
+            }
+            syn::Expr::Cast(c) => {
+                let (x, t) = (&c.expr, &c.ty);
+                Some(quote_spanned!(c.span()=> #ops::cast::<#t, _>(#x)))
+            }
+            syn::Expr::Call(c) if self.kernel && c.args.is_empty() => match &*c.func {
+                syn::Expr::Path(p) => p
+                    .path
+                    .get_ident()
+                    .filter(|i| THREAD_INDEX_FNS.iter().any(|f| i == f))
+                    .map(|i| quote_spanned!(i.span()=> __opbox_ctx.#i())),
+                _ => None,
+            },
+            syn::Expr::MethodCall(m) => dsl_method(&m.method.to_string()).map(|method| {
+                let tr = match method.on {
+                    MethodOn::Numbers => quote!(Num),
+                    MethodOn::Floats => quote!(Float),
+                };
+                let (name, recv) = (&m.method, &m.receiver);
+                let args = m.args.iter();
+                quote_spanned!(m.span()=> #ops::#tr::#name(#recv #(, #args)*))
+            }),
+            _ => None,
+        };
+        if let Some(tokens) = replaced {
+            // Parenthesized, so the call binds as the operator it replaces did.
+            *e = syn::Expr::Verbatim(quote!((#tokens)));
+        }
+    }
+}
+
+fn is_literal(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Lit(_) => true,
+        syn::Expr::Paren(p) => is_literal(&p.expr),
+        _ => false,
+    }
+}
+
+/// A `#[device]` fn's body with the DSL's operators.
+pub(crate) fn rewrite(block: &syn::Block) -> syn::Block {
+    let mut b = block.clone();
+    Rewrite { kernel: false }.visit_block_mut(&mut b);
+    b
+}
+
+/// A kernel's body with the DSL's operators, reading its thread indices from `__opbox_ctx`.
+pub(crate) fn rewrite_kernel(block: &syn::Block) -> syn::Block {
+    let mut b = block.clone();
+    Rewrite { kernel: true }.visit_block_mut(&mut b);
+    b
+}

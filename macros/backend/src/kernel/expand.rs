@@ -1,0 +1,399 @@
+//! A checked `#[kernel]` as tokens: the module an `#[extern_kernel]` gets (`DECL`, `HANDLE`,
+//! `launch`, `specialize`, the AOT registration; see [`kernel_module`]), with
+//! - `DECL` under `EntryAbi::ParamsAndLens` (slice lengths after the params, for `len()` and the
+//!   debug bounds checks) and `constexpr = "template"`; its C++ is the preamble its build options
+//!   give (`dsl_build_options`: helpers, the group's preamble, callees, then the kernel);
+//! - `HANDLE` carrying the CPU entry, which locks the tensors, reads the arguments back from the
+//!   checked launch and runs the body (`__opbox_body`, the CPU build) over the grid.
+
+use opbox_codegen::cuda::{ParamKind, LEN_SUFFIX};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::spanned::Spanned;
+
+use super::attr;
+use super::cpp::Cpp;
+use super::cpu::{rewrite, rewrite_kernel};
+use super::ir::{Elem, Ty};
+use super::lower::Lowering;
+use crate::errors::Errors;
+use crate::extern_kernel::expand::{kernel_module, ModuleSpec};
+use crate::extern_kernel::SourceLoader;
+use crate::kernel_params::{classify_inputs, Access, KernelMacro, KernelParam, ParamClass};
+use crate::paths;
+
+pub(super) const KERNEL: KernelMacro = KernelMacro {
+    attr: "#[kernel]",
+    an: "a #[kernel]",
+};
+
+/// The DSL type of a classified parameter.
+pub(super) fn param_ty(class: &ParamClass, low: &mut Lowering<'_>) -> Ty {
+    match class {
+        ParamClass::Known(k) => match k {
+            ParamKind::In(t) => Ty::Slice(Elem::Prim(*t), false),
+            ParamKind::Out(t) | ParamKind::InOut(t) => Ty::Slice(Elem::Prim(*t), true),
+            ParamKind::Scalar(t) | ParamKind::Constexpr(t) => Ty::Prim(t.elem()),
+            _ => Ty::Unknown,
+        },
+        ParamClass::Arg(ty) | ParamClass::Constexpr(ty) => low.ty(ty),
+        ParamClass::NativeSlice(access, ty) => {
+            let named = match low.ty(ty) {
+                Ty::Named(n) => Elem::Named(n),
+                _ => Elem::Named(String::new()),
+            };
+            Ty::Slice(named, *access != Access::In)
+        }
+    }
+}
+
+/// `mut` for the params the body writes through (`y[i] = ..` needs `&mut y`).
+pub(super) fn body_param(pt: &syn::PatType, ty: &Ty) -> TokenStream {
+    let pat = &pt.pat;
+    let t = &pt.ty;
+    match ty {
+        Ty::Slice(_, true) => quote!(mut #pat: #t),
+        _ => quote!(#pat: #t),
+    }
+}
+
+/// The rewritten fn, which stands in for the kernel when the macro reports errors, so that
+/// rustc checks the body too and nothing else fails because the kernel is missing.
+pub(super) fn fallback(func: &syn::ItemFn) -> TokenStream {
+    let vis = &func.vis;
+    let ident = &func.sig.ident;
+    let body = rewrite(&func.block);
+    let params = func.sig.inputs.iter().map(|input| match input {
+        // `#[constexpr]` is dropped: not an attribute rustc knows.
+        syn::FnArg::Typed(pt) => {
+            let (pat, ty) = (&pt.pat, &pt.ty);
+            let writes = matches!(&**ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Out" || s.ident == "InOut"));
+            if writes {
+                quote!(mut #pat: #ty)
+            } else {
+                quote!(#pat: #ty)
+            }
+        }
+        other => quote!(#other),
+    });
+    quote! {
+        #[allow(dead_code, unused_mut, unused_variables, non_snake_case, clippy::all)]
+        #vis fn #ident(#(#params),*) #body
+    }
+}
+
+pub(super) fn kernel(
+    attr: TokenStream,
+    func: &syn::ItemFn,
+    files: &dyn SourceLoader,
+) -> Result<TokenStream, (syn::Error, TokenStream)> {
+    let mut errors = Errors::default();
+    let args = attr::parse(attr, &mut errors);
+    let sig = &func.sig;
+    if !sig.generics.params.is_empty() {
+        errors.at(sig.generics.span(), "a #[kernel] takes no generics or traits: declare one kernel per element type (axpy_f32, axpy_f16), or make the choice a #[constexpr] param");
+    }
+    if let syn::ReturnType::Type(_, ty) = &sig.output {
+        errors.at(ty.span(), "a #[kernel] returns nothing (a __global__ function returns void): write results through Out<[T]> params");
+    }
+    for (tok, what) in [
+        (sig.asyncness.map(|a| a.span), "async"),
+        (sig.constness.map(|c| c.span), "const"),
+        (sig.unsafety.map(|u| u.span), "unsafe"),
+    ] {
+        if let Some(span) = tok {
+            errors.at(span, format!("a #[kernel] cannot be {what}"));
+        }
+    }
+    let params = classify_inputs(&sig.inputs, KERNEL, &mut errors);
+    for p in &params {
+        match &p.class {
+            ParamClass::Constexpr(ty) => errors.at(ty.span(), "a #[kernel]'s #[constexpr] params are integers or bool (they become template arguments; the body uses them as values)"),
+            ParamClass::Known(ParamKind::Constexpr(t)) if !t.can_be_template_arg() => errors.at(p.name.span(), format!("#[constexpr] {}: {t} cannot be a C++17 template argument; pass it as a runtime {t} param instead", p.name)),
+            _ => {}
+        }
+    }
+    let file = normalize(&files.declaring_file().shown);
+    let name = sig.ident.to_string();
+    let mut low = Lowering::new(&mut errors, name.clone());
+    let mut tys = Vec::new();
+    for p in &params {
+        let ty = param_ty(&p.class, &mut low);
+        let cpp_name = low.bind_param(&p.name, ty.clone());
+        tys.push((cpp_name, ty));
+    }
+    let body = low.body(&func.block);
+    let named: Vec<syn::Path> = low.named.clone();
+    let callees: Vec<syn::Path> = low.callees.clone();
+    let infer = std::mem::take(&mut low.infer);
+    drop(low);
+    if let Err(e) = errors.finish() {
+        return Err((e, fallback(func)));
+    }
+    let named_strings: Vec<String> = named.iter().map(|p| quote!(#p).to_string()).collect();
+    let line_file = escape_file(&file);
+    let mut cpp = Cpp::new(&infer, &named_strings, &line_file);
+    cpp.macros = true;
+    cpp.block_body(&body);
+    let text = entry_text(&name, &params, &tys, &cpp, &file);
+    Ok(emit(
+        func,
+        &args,
+        &params,
+        &tys,
+        &text,
+        (&named, &callees),
+        &file,
+    ))
+}
+
+/// `#line`'s file name: the declaring file as messages show it, escaped for a C++ string.
+pub(super) fn escape_file(file: &str) -> String {
+    normalize(file).replace('"', "\\\"")
+}
+
+/// `tests/../examples/x.rs` → `examples/x.rs`, with `/` separators: the path as the user would
+/// write it.
+pub(super) fn normalize(file: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in file.split(['/', '\\']) {
+        match part {
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            "." => {}
+            p => parts.push(p),
+        }
+    }
+    parts.join("/")
+}
+
+/// The C++ type of a parameter in the entry's signature (the ABI the signature check reads).
+fn abi_type(p: &KernelParam, ty: &Ty, cpp: &Cpp<'_>) -> String {
+    match (&p.class, ty) {
+        (ParamClass::Known(k), _) => k.c_type().unwrap_or_default(),
+        (ParamClass::NativeSlice(access, _), Ty::Slice(e, _)) => {
+            let e = cpp.elem(e);
+            if *access == Access::In {
+                format!("const {e}*")
+            } else {
+                format!("{e}*")
+            }
+        }
+        (_, t) => cpp.ty(t),
+    }
+}
+
+/// The `__global__` entry: a template over the #[constexpr] params, the launch params and the
+/// slice lengths, each slice wrapped with its length, then the body.
+fn entry_text(
+    name: &str,
+    params: &[KernelParam],
+    tys: &[(String, Ty)],
+    cpp: &Cpp<'_>,
+    file: &str,
+) -> String {
+    let mut tparams = Vec::new();
+    let mut cparams = Vec::new();
+    let mut lens = Vec::new();
+    let mut wraps = Vec::new();
+    for (p, (cname, ty)) in params.iter().zip(tys) {
+        if p.class.is_constexpr() {
+            tparams.push(format!("{} {cname}", cpp.ty(ty)));
+            continue;
+        }
+        let abi = abi_type(p, ty, cpp);
+        if let Ty::Slice(elem, writable) = ty {
+            let e = cpp.elem(elem);
+            let e = if *writable { e } else { format!("const {e}") };
+            cparams.push(format!("{abi} {cname}__p"));
+            lens.push(format!("unsigned int {cname}{LEN_SUFFIX}"));
+            wraps.push(format!(
+                "  const opbox_dsl::Slice<{e}> {cname}{{reinterpret_cast<{e}*>({cname}__p), {cname}{LEN_SUFFIX}}};"
+            ));
+        } else {
+            cparams.push(format!("{abi} {cname}"));
+        }
+    }
+    cparams.extend(lens);
+    let mut s = format!("// #[kernel] {name}, generated from {file}\n");
+    if !tparams.is_empty() {
+        s.push_str(&format!("template <{}>\n", tparams.join(", ")));
+    }
+    s.push_str(&format!(
+        "__global__ void {name}({}) {{\n",
+        cparams.join(", ")
+    ));
+    for w in wraps {
+        s.push_str(&w);
+        s.push('\n');
+    }
+    s.push_str(&cpp.out);
+    s.push_str("}\n");
+    s
+}
+
+/// `[callee consts]` and `[named FieldTypes]` for a `DslCode`, as written from a child module.
+pub(super) fn slot_tokens(
+    named: &[syn::Path],
+    callees: &[syn::Path],
+) -> (TokenStream, TokenStream) {
+    let callees = callees.iter().map(|p| {
+        let mut c = paths::from_child(p);
+        if let Some(last) = c.segments.last_mut() {
+            last.ident = format_ident!(
+                "__opbox_dsl_fn_{}",
+                crate::naming::unraw(&last.ident),
+                span = last.ident.span()
+            );
+        }
+        quote!(#c)
+    });
+    let named = named.iter().map(|p| {
+        let p = paths::from_child(p);
+        quote!(<#p as ::opbox::__private::native::NativeField>::FIELD_TYPE)
+    });
+    (quote!(&[#(#callees),*]), quote!(&[#(#named),*]))
+}
+
+fn emit(
+    func: &syn::ItemFn,
+    args: &attr::Args,
+    params: &[KernelParam],
+    tys: &[(String, Ty)],
+    text: &str,
+    (named, callees): (&[syn::Path], &[syn::Path]),
+    file: &str,
+) -> TokenStream {
+    let ident = &func.sig.ident;
+    let d = quote!(::opbox::__private::dsl);
+    let docs = func
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let user_options = args
+        .options
+        .iter()
+        .map(|o| quote!(::opbox::__private::Cow::Borrowed(#o)));
+    let user_options: Vec<TokenStream> = user_options.collect();
+    // Debug builds of the user's crate check every index on the GPU too.
+    let options = quote! {{
+        const DEBUG: &[::opbox::__private::Cow<'static, str>] =
+            &[#(#user_options,)* ::opbox::__private::Cow::Borrowed("-DOPBOX_DSL_BOUNDS")];
+        const RELEASE: &[::opbox::__private::Cow<'static, str>] = &[#(#user_options),*];
+        if cfg!(debug_assertions) { DEBUG } else { RELEASE }
+    }};
+    // The kernel's C++ is its source; the preamble has what it calls.
+    let sources = vec![quote! {
+        ::opbox::__private::cuda::SourceFile {
+            name: ::opbox::__private::Cow::Borrowed(#file),
+            content: ::opbox::__private::Cow::Borrowed(#text),
+            includes: ::opbox::__private::Cow::Borrowed(&[]),
+        }
+    }];
+    let user_build = match &args.build {
+        Some(p) => {
+            let p = paths::from_child(p);
+            quote!(::core::option::Option::Some(&*#p))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let (callee_list, named_list) = slot_tokens(named, callees);
+    let build = quote! {
+        ::core::option::Option::Some(::opbox::__private::cuda::BuildRef {
+            path: ::core::concat!(::core::module_path!(), "::BUILD"),
+            get: __opbox_build_options,
+        })
+    };
+
+    // The CPU entry: each argument read back by its launch index (constexprs by theirs).
+    let mut reads = Vec::new();
+    let mut views = Vec::new();
+    let mut call_args = Vec::new();
+    let mut body_params = Vec::new();
+    let (mut launch_i, mut const_i) = (0usize, 0usize);
+    for (input, (p, (_, ty))) in func.sig.inputs.iter().zip(params.iter().zip(tys)) {
+        let syn::FnArg::Typed(pt) = input else {
+            continue;
+        };
+        let name = &p.name;
+        let decl_ty = &pt.ty;
+        if p.class.is_constexpr() {
+            reads.push(quote!(let #name: #decl_ty = #d::args::constexpr(prepared, #const_i)?;));
+            const_i += 1;
+        } else {
+            match ty {
+                Ty::Slice(..) => {
+                    reads.push(quote!(let #name = __opbox_buffers.raw(#launch_i)?;));
+                    views.push(quote! {
+                        // SAFETY: the buffer is locked (`__opbox_buffers`) for the whole grid and
+                        // holds `len` elements of the declared type (checked by `prepare`).
+                        let #name = unsafe { <#decl_ty>::__from_raw(#name) };
+                    });
+                }
+                Ty::Prim(_) => reads
+                    .push(quote!(let #name: #decl_ty = #d::args::scalar(prepared, #launch_i)?;)),
+                _ => reads
+                    .push(quote!(let #name: #decl_ty = #d::args::by_value(prepared, #launch_i)?;)),
+            }
+            launch_i += 1;
+        }
+        call_args.push(quote!(#name));
+        let mut clean = pt.clone();
+        clean.attrs.clear();
+        body_params.push(body_param(&clean, ty));
+    }
+    let body = rewrite_kernel(&func.block);
+    // The user's lint levels apply to the body, which now lives in `__opbox_body`.
+    let lints = func.attrs.iter().filter(|a| {
+        ["allow", "warn", "deny", "expect"]
+            .iter()
+            .any(|l| a.path().is_ident(l))
+    });
+    let extra = quote! {
+        static __OPBOX_CODE: #d::DslCode = #d::DslCode {
+            template: "",
+            callees: #callee_list,
+            named: #named_list,
+        };
+
+        fn __opbox_build_options() -> &'static ::opbox::__private::BuildOptions {
+            static OPTIONS: ::std::sync::LazyLock<::opbox::__private::BuildOptions> =
+                ::std::sync::LazyLock::new(|| #d::dsl_build_options(#user_build, &__OPBOX_CODE));
+            &OPTIONS
+        }
+
+        fn __opbox_cpu(prepared: &#d::PreparedLaunch<'_>) -> ::opbox::__private::Result<()> {
+            let __opbox_buffers = #d::args::Buffers::lock(prepared)?;
+            #(#reads)*
+            #d::grid::run_grid(prepared, |__opbox_block: &#d::grid::ThreadCtx| {
+                #(#views)*
+                __opbox_block.each_thread(move |__opbox_ctx| __opbox_body(__opbox_ctx, #(#call_args),*));
+            })
+        }
+
+        /// The CPU build of the body.
+        #(#lints)*
+        #[inline(always)]
+        #[allow(unused_mut, unused_variables, unused_parens, non_snake_case, clippy::all)]
+        fn __opbox_body(__opbox_ctx: &#d::grid::ThreadCtx, #(#body_params),*) #body
+    };
+    kernel_module(
+        &ModuleSpec {
+            vis: &func.vis,
+            ident,
+            docs,
+            entry: ident.to_string(),
+            style: quote!(::opbox::__private::cuda::ConstexprStyle::TemplateArgs),
+            sources,
+            options,
+            build,
+            abi: quote!(::opbox::__private::cuda::EntryAbi::ParamsAndLens),
+            handle: quote!(::opbox::__private::cuda::KernelHandle::with_cpu(&DECL, __opbox_cpu)),
+            launch_doc: format!(" Launches #[kernel] `{ident}` on the tensors' device: CUDA (NVRTC-compiled C++) or CPU (the body built as Rust, blocks across cores); checks every tensor's dtype and device first."),
+            extra,
+        },
+        params,
+    )
+}

@@ -1,0 +1,240 @@
+//! The CPU build's grid: blocks in parallel across cores (`std::thread::scope`, each worker
+//! taking the next block from a shared counter), the threads of a block in order on one worker,
+//! `x` fastest. Each thread's indices are in a [`ThreadCtx`], which a kernel's body reads (the
+//! DSL's `global_id_x()`, `thread_id_y()`, ...); `#[device]` fns read it through a thread-local.
+//!
+//! A body that indexes outside a buffer unwinds with a private payload (no panic message: see
+//! [`crate::kernel::view`]); the worker catches it, the others stop at their next block, and the
+//! launch returns [`Error::IndexOutOfBounds`]. Any other panic inside the body (a builtin's CPU
+//! body, say) is caught the same way and returned as [`Error::KernelPanic`].
+
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::error::{Error, Result};
+use crate::kernel::view::OutOfBounds;
+use crate::kernel::{LaunchConfig, PreparedLaunch};
+
+/// Where the running thread of the grid is: thread and block indices, block and grid dims. A
+/// kernel's CPU body reads it directly (the macro passes it in: `__opbox_ctx.global_id_x()`),
+/// so the per-thread cost is one store of the thread index; `#[device]` fns reach it through a
+/// thread-local pointer, set once per block.
+pub struct ThreadCtx {
+    thread: [Cell<u32>; 3],
+    block: [u32; 3],
+    block_dim: [u32; 3],
+    grid_dim: [u32; 3],
+}
+
+thread_local! {
+    static CURRENT: Cell<*const ThreadCtx> = const { Cell::new(std::ptr::null()) };
+}
+
+macro_rules! index_fns {
+    ($($(#[$doc:meta])* $name:ident => |$p:ident| $e:expr;)*) => {
+        impl ThreadCtx {
+            $(
+                $(#[$doc])*
+                #[inline(always)]
+                pub fn $name(&self) -> u32 {
+                    let $p = self;
+                    $e
+                }
+            )*
+        }
+        $(
+            $(#[$doc])*
+            ///
+            /// Outside a launch's grid it is 0.
+            #[inline]
+            pub fn $name() -> u32 {
+                CURRENT.with(|c| {
+                    let ctx = c.get();
+                    if ctx.is_null() {
+                        return 0;
+                    }
+                    // SAFETY: `run_block` sets the pointer to its own context for the block's
+                    // duration and clears it before the context goes away.
+                    unsafe { &*ctx }.$name()
+                })
+            }
+        )*
+    };
+}
+
+index_fns! {
+    /// `threadIdx.x`.
+    thread_id_x => |p| p.thread[0].get();
+    /// `threadIdx.y`.
+    thread_id_y => |p| p.thread[1].get();
+    /// `threadIdx.z`.
+    thread_id_z => |p| p.thread[2].get();
+    /// `blockIdx.x`.
+    block_id_x => |p| p.block[0];
+    /// `blockIdx.y`.
+    block_id_y => |p| p.block[1];
+    /// `blockIdx.z`.
+    block_id_z => |p| p.block[2];
+    /// `blockDim.x`.
+    block_dim_x => |p| p.block_dim[0];
+    /// `blockDim.y`.
+    block_dim_y => |p| p.block_dim[1];
+    /// `blockDim.z`.
+    block_dim_z => |p| p.block_dim[2];
+    /// `gridDim.x`.
+    grid_dim_x => |p| p.grid_dim[0];
+    /// `gridDim.y`.
+    grid_dim_y => |p| p.grid_dim[1];
+    /// `gridDim.z`.
+    grid_dim_z => |p| p.grid_dim[2];
+    /// `blockIdx.x * blockDim.x + threadIdx.x`, wrapping as the `u32` arithmetic on the GPU.
+    global_id_x => |p| p.block[0].wrapping_mul(p.block_dim[0]).wrapping_add(p.thread[0].get());
+    /// `blockIdx.y * blockDim.y + threadIdx.y`.
+    global_id_y => |p| p.block[1].wrapping_mul(p.block_dim[1]).wrapping_add(p.thread[1].get());
+    /// `blockIdx.z * blockDim.z + threadIdx.z`.
+    global_id_z => |p| p.block[2].wrapping_mul(p.block_dim[2]).wrapping_add(p.thread[2].get());
+}
+
+/// Clears the thread-local pointer when a block ends, unwinding included.
+struct Current;
+
+impl Current {
+    fn set(ctx: &ThreadCtx) -> Current {
+        CURRENT.with(|c| c.set(ctx));
+        Current
+    }
+}
+
+impl Drop for Current {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(std::ptr::null()));
+    }
+}
+
+/// Workers for a grid of `blocks` blocks: one per core (or `OPBOX_CPU_THREADS`, read at each
+/// launch, for scaling measurements and shared machines), at most one per block.
+fn workers(blocks: u64) -> usize {
+    let cores = std::env::var("OPBOX_CPU_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    (cores as u64).min(blocks).max(1) as usize
+}
+
+impl ThreadCtx {
+    /// Runs `body` for each thread of the block, `x` fastest: the generated code calls it with
+    /// the buffers' views as its own locals, so that nothing the body writes through them can
+    /// alias them and they stay in registers.
+    #[inline(always)]
+    pub fn each_thread(&self, mut body: impl FnMut(&ThreadCtx)) {
+        let [bx, by, bz] = self.block_dim;
+        for tz in 0..bz {
+            self.thread[2].set(tz);
+            for ty in 0..by {
+                self.thread[1].set(ty);
+                for tx in 0..bx {
+                    self.thread[0].set(tx);
+                    body(self);
+                }
+            }
+        }
+    }
+}
+
+/// Runs `run` once per block of `prepared`'s grid (it runs the block's threads with
+/// [`ThreadCtx::each_thread`]). The first out-of-bounds index or panic ends the launch with an
+/// error naming the kernel.
+pub fn run_grid<F: Fn(&ThreadCtx) + Sync>(prepared: &PreparedLaunch<'_>, run: F) -> Result<()> {
+    let cfg: &LaunchConfig = prepared.config();
+    let kernel = prepared.decl().rust_name.as_ref();
+    let (gx, gy, gz) = cfg.grid;
+    let (bx, by, bz) = cfg.block;
+    let blocks = u64::from(gx) * u64::from(gy) * u64::from(gz);
+    if blocks == 0 || bx == 0 || by == 0 || bz == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "kernel {kernel}: grid {:?} and block {:?} must be at least 1 in every dimension",
+            cfg.grid, cfg.block
+        )));
+    }
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let failure: Mutex<Option<Error>> = Mutex::new(None);
+    let run_block = |b: u64| {
+        let block = [
+            (b % u64::from(gx)) as u32,
+            ((b / u64::from(gx)) % u64::from(gy)) as u32,
+            (b / (u64::from(gx) * u64::from(gy))) as u32,
+        ];
+        let ctx = ThreadCtx {
+            thread: [Cell::new(0), Cell::new(0), Cell::new(0)],
+            block,
+            block_dim: [bx, by, bz],
+            grid_dim: [gx, gy, gz],
+        };
+        let _current = Current::set(&ctx);
+        run(&ctx);
+    };
+    let worker = || loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let b = next.fetch_add(1, Ordering::Relaxed);
+        if b >= blocks {
+            break;
+        }
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_block(b))) {
+            stop.store(true, Ordering::Relaxed);
+            let err = unwind_error(prepared, payload);
+            let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert(err);
+            break;
+        }
+    };
+    let n = workers(blocks);
+    if n == 1 {
+        worker();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 1..n {
+                s.spawn(worker);
+            }
+            worker();
+        });
+    }
+    match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn unwind_error(prepared: &PreparedLaunch<'_>, payload: Box<dyn std::any::Any + Send>) -> Error {
+    let decl = prepared.decl();
+    let kernel = decl.rust_name.as_ref();
+    match payload.downcast::<OutOfBounds>() {
+        Ok(oob) => Error::IndexOutOfBounds {
+            kernel: kernel.to_string(),
+            param: decl
+                .params
+                .iter()
+                .filter(|p| p.kind.in_launch_abi())
+                .nth(oob.arg as usize)
+                .map_or_else(|| "a buffer".to_string(), |p| p.name.to_string()),
+            index: oob.index,
+            len: oob.len,
+        },
+        Err(other) => {
+            let message = other
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| other.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            Error::KernelPanic {
+                op: format!("kernel {kernel} (CPU build)"),
+                message,
+            }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! The CPU build of `#[kernel]` (DSL) kernels: the same body the macro turns into CUDA C++,
+//! compiled by rustc and run over the launch's grid.
+//!
+//! A DSL kernel's [`KernelHandle`](crate::kernel::KernelHandle) carries its CPU entry (a fn the
+//! macro generates); [`submit`] runs it for a launch whose tensors are on the CPU, after the same
+//! [`prepare`](crate::kernel::prepare) checks a CUDA launch passes.
+//!
+//! - [`ops`]: the operators with the DSL's Rust semantics, shared with the C++ helpers;
+//! - [`grid`]: blocks across cores, threads in order, the thread-index functions;
+//! - [`args`]: buffers locked for the launch, scalars, structs and constexprs read back.
+
+pub mod args;
+pub mod grid;
+pub mod ops;
+
+use crate::error::{Error, Result};
+use crate::kernel::PreparedLaunch;
+
+/// The CPU entry of a DSL kernel: runs the body over `prepared`'s grid.
+pub type CpuEntry = fn(&PreparedLaunch<'_>) -> Result<()>;
+
+/// Runs a checked launch whose tensors are on the CPU.
+pub(crate) fn submit(prepared: &PreparedLaunch<'_>) -> Result<()> {
+    match prepared.handle().cpu() {
+        Some(entry) => entry(prepared),
+        None => Err(Error::Unsupported(format!(
+            "kernel {} has no CPU build: only #[kernel] (DSL) kernels run on CPU tensors; an #[extern_kernel] runs on CUDA tensors",
+            prepared.decl().rust_name
+        ))),
+    }
+}

@@ -1,0 +1,345 @@
+//! The CPU build's operators: the Rust twins of the C++ helpers in
+//! `opbox_codegen::cuda::dsl_prelude`, so that one DSL body computes the same bits on both
+//! sides. The `#[kernel]` macro rewrites `a + b` to `ops::add(a, b)`, `x as T` to
+//! `ops::cast::<T, _>(x)` and `x.sqrt()` to `ops::Float::sqrt(x)`; comparisons, `& | ^ !` and
+//! indexing stay Rust's own, which already agree with C++.
+//!
+//! The rules (documented once, in `dsl_prelude`): integer arithmetic wraps in every build
+//! profile; `x / 0 == x % 0 == 0`, `MIN / -1 == MIN`; shifts mask their count; float-to-int
+//! casts saturate (Rust's `as`); `f16`/`bf16` compute and cast through `f32`.
+//!
+//! Every impl is generated from the one type table (`for_each_elem_type!`), one kind of row at a
+//! time (integer, float, half, bool, told apart by the row's Rust name).
+
+use half::{bf16, f16};
+
+/// What a cast goes through: an integer's value, or a float.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub enum Repr {
+    Int(i128),
+    F32(f32),
+    F64(f64),
+}
+
+/// A DSL scalar: every element type of the table.
+pub trait Scalar: Copy {
+    #[doc(hidden)]
+    fn repr(self) -> Repr;
+}
+
+/// A type an `as` cast may produce (every scalar but `bool`, as in Rust).
+pub trait FromRepr: Scalar {
+    #[doc(hidden)]
+    fn from_repr(r: Repr) -> Self;
+}
+
+/// `x as T`, for every pair of DSL scalars (`f16`/`bf16` included, through `f32`).
+#[inline(always)]
+pub fn cast<T: FromRepr, U: Scalar>(x: U) -> T {
+    T::from_repr(x.repr())
+}
+
+/// `+ - * / %` and unary `-` with the DSL's rules.
+pub trait Arith: Copy {
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn rem(self, o: Self) -> Self;
+    fn neg(self) -> Self;
+}
+
+/// `<<` and `>>` with a count of any integer type, masked to the bit width.
+pub trait Shift<R>: Copy {
+    fn shl(self, r: R) -> Self;
+    fn shr(self, r: R) -> Self;
+}
+
+/// The shift count as Rust's `wrapping_shl` takes it (its low bits are all that matter).
+#[doc(hidden)]
+pub trait ShiftCount: Copy {
+    fn count(self) -> u32;
+}
+
+/// Numeric methods of integers and floats.
+pub trait Num: Copy {
+    fn abs(self) -> Self;
+    fn min(self, o: Self) -> Self;
+    fn max(self, o: Self) -> Self;
+    fn clamp(self, lo: Self, hi: Self) -> Self;
+}
+
+/// Numeric methods of floats; `f16`/`bf16` compute each in `f32` and round once.
+pub trait Float: Num {
+    fn sqrt(self) -> Self;
+    fn exp(self) -> Self;
+    fn exp2(self) -> Self;
+    fn ln(self) -> Self;
+    fn log2(self) -> Self;
+    fn log10(self) -> Self;
+    fn tanh(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn powf(self, e: Self) -> Self;
+    fn mul_add(self, a: Self, b: Self) -> Self;
+    fn floor(self) -> Self;
+    fn ceil(self) -> Self;
+    fn round(self) -> Self;
+    fn trunc(self) -> Self;
+    fn recip(self) -> Self;
+    fn is_nan(self) -> bool;
+}
+
+macro_rules! binop_fns {
+    ($($f:ident),*) => {$(
+        #[inline(always)]
+        pub fn $f<T: Arith>(a: T, b: T) -> T {
+            a.$f(b)
+        }
+    )*};
+}
+binop_fns!(add, sub, mul, div, rem);
+
+#[inline(always)]
+pub fn neg<T: Arith>(a: T) -> T {
+    a.neg()
+}
+
+#[inline(always)]
+pub fn shl<T: Shift<R>, R>(a: T, r: R) -> T {
+    a.shl(r)
+}
+
+#[inline(always)]
+pub fn shr<T: Shift<R>, R>(a: T, r: R) -> T {
+    a.shr(r)
+}
+
+/// `a += b` and the other compound assignments: `place` is evaluated once.
+macro_rules! assign_fns {
+    ($($f:ident => $op:ident),*) => {$(
+        #[inline(always)]
+        pub fn $f<T: Arith>(place: &mut T, b: T) {
+            *place = place.$op(b);
+        }
+    )*};
+}
+assign_fns!(add_assign => add, sub_assign => sub, mul_assign => mul, div_assign => div, rem_assign => rem);
+
+#[inline(always)]
+pub fn shl_assign<T: Shift<R>, R>(place: &mut T, r: R) {
+    *place = place.shl(r);
+}
+
+#[inline(always)]
+pub fn shr_assign<T: Shift<R>, R>(place: &mut T, r: R) {
+    *place = place.shr(r);
+}
+
+/// The float `max` of the DSL: the other operand for one NaN, and `+0.0` over `-0.0`.
+macro_rules! float_min_max {
+    ($t:ty) => {
+        fn max(self, o: $t) -> $t {
+            if self.is_nan() {
+                o
+            } else if o.is_nan() || self > o {
+                self
+            } else if o > self {
+                o
+            } else if self.is_sign_negative() {
+                o
+            } else {
+                self
+            }
+        }
+        fn min(self, o: $t) -> $t {
+            if self.is_nan() {
+                o
+            } else if o.is_nan() || self < o {
+                self
+            } else if o < self {
+                o
+            } else if self.is_sign_negative() {
+                self
+            } else {
+                o
+            }
+        }
+    };
+}
+
+macro_rules! dsl_scalars {
+    ($(($v:ident, $t:ty, $r:literal, $c:literal, $s:literal, $abi:tt, $dl:tt, $kinds:tt))*) => {
+        $( dsl_scalars!(@row $v $t); )*
+        dsl_shift_all!([$(($v $t))*] [$($v $t),*]);
+    };
+    (@row Bool $t:ty) => {
+        impl Scalar for bool {
+            #[inline(always)]
+            fn repr(self) -> Repr { Repr::Int(self as i128) }
+        }
+    };
+    (@row F16 $t:ty) => { dsl_scalars!(@half f16); };
+    (@row BF16 $t:ty) => { dsl_scalars!(@half bf16); };
+    (@row F32 $t:ty) => { dsl_scalars!(@float f32 F32); };
+    (@row F64 $t:ty) => { dsl_scalars!(@float f64 F64); };
+    (@row $v:ident $t:ty) => { dsl_scalars!(@int $t); };
+    (@int $t:ty) => {
+        impl Scalar for $t {
+            #[inline(always)]
+            fn repr(self) -> Repr { Repr::Int(self as i128) }
+        }
+        impl FromRepr for $t {
+            #[inline(always)]
+            fn from_repr(r: Repr) -> $t {
+                match r { Repr::Int(v) => v as $t, Repr::F32(f) => f as $t, Repr::F64(f) => f as $t }
+            }
+        }
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: $t) -> $t { self.wrapping_add(o) }
+            #[inline(always)] fn sub(self, o: $t) -> $t { self.wrapping_sub(o) }
+            #[inline(always)] fn mul(self, o: $t) -> $t { self.wrapping_mul(o) }
+            #[inline(always)] fn div(self, o: $t) -> $t { if o == 0 { 0 } else { self.wrapping_div(o) } }
+            #[inline(always)] fn rem(self, o: $t) -> $t { if o == 0 { 0 } else { self.wrapping_rem(o) } }
+            #[inline(always)] fn neg(self) -> $t { (0 as $t).wrapping_sub(self) }
+        }
+        impl ShiftCount for $t {
+            #[inline(always)]
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            fn count(self) -> u32 { self as u32 }
+        }
+        impl Num for $t {
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn abs(self) -> $t { if self < 0 as $t { self.neg() } else { self } }
+            #[inline(always)] fn min(self, o: $t) -> $t { if self < o { self } else { o } }
+            #[inline(always)] fn max(self, o: $t) -> $t { if self > o { self } else { o } }
+            #[inline(always)] fn clamp(self, lo: $t, hi: $t) -> $t { if self < lo { lo } else if self > hi { hi } else { self } }
+        }
+    };
+    (@float $t:ident $variant:ident) => {
+        impl Scalar for $t {
+            #[inline(always)]
+            fn repr(self) -> Repr { Repr::$variant(self) }
+        }
+        impl FromRepr for $t {
+            #[inline(always)]
+            fn from_repr(r: Repr) -> $t {
+                match r { Repr::Int(v) => v as $t, Repr::F32(f) => f as $t, Repr::F64(f) => f as $t }
+            }
+        }
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: $t) -> $t { self + o }
+            #[inline(always)] fn sub(self, o: $t) -> $t { self - o }
+            #[inline(always)] fn mul(self, o: $t) -> $t { self * o }
+            #[inline(always)] fn div(self, o: $t) -> $t { self / o }
+            #[inline(always)] fn rem(self, o: $t) -> $t { self % o }
+            #[inline(always)] fn neg(self) -> $t { -self }
+        }
+        impl Num for $t {
+            #[inline(always)]
+            fn abs(self) -> $t { <$t>::abs(self) }
+            float_min_max!($t);
+            #[inline(always)] fn clamp(self, lo: $t, hi: $t) -> $t { if self < lo { lo } else if self > hi { hi } else { self } }
+        }
+        impl Float for $t {
+            #[inline(always)] fn sqrt(self) -> $t { <$t>::sqrt(self) }
+            #[inline(always)] fn exp(self) -> $t { <$t>::exp(self) }
+            #[inline(always)] fn exp2(self) -> $t { <$t>::exp2(self) }
+            #[inline(always)] fn ln(self) -> $t { <$t>::ln(self) }
+            #[inline(always)] fn log2(self) -> $t { <$t>::log2(self) }
+            #[inline(always)] fn log10(self) -> $t { <$t>::log10(self) }
+            #[inline(always)] fn tanh(self) -> $t { <$t>::tanh(self) }
+            #[inline(always)] fn sin(self) -> $t { <$t>::sin(self) }
+            #[inline(always)] fn cos(self) -> $t { <$t>::cos(self) }
+            #[inline(always)] fn powf(self, e: $t) -> $t { <$t>::powf(self, e) }
+            #[inline(always)] fn mul_add(self, a: $t, b: $t) -> $t { <$t>::mul_add(self, a, b) }
+            #[inline(always)] fn floor(self) -> $t { <$t>::floor(self) }
+            #[inline(always)] fn ceil(self) -> $t { <$t>::ceil(self) }
+            #[inline(always)] fn round(self) -> $t { <$t>::round(self) }
+            #[inline(always)] fn trunc(self) -> $t { <$t>::trunc(self) }
+            #[inline(always)] fn recip(self) -> $t { 1.0 / self }
+            #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
+        }
+    };
+    (@half $t:ident) => {
+        impl Scalar for $t {
+            #[inline(always)]
+            fn repr(self) -> Repr { Repr::F32(self.to_f32()) }
+        }
+        impl FromRepr for $t {
+            #[inline(always)]
+            fn from_repr(r: Repr) -> $t {
+                $t::from_f32(match r { Repr::Int(v) => v as f32, Repr::F32(f) => f, Repr::F64(f) => f as f32 })
+            }
+        }
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: $t) -> $t { $t::from_f32(self.to_f32() + o.to_f32()) }
+            #[inline(always)] fn sub(self, o: $t) -> $t { $t::from_f32(self.to_f32() - o.to_f32()) }
+            #[inline(always)] fn mul(self, o: $t) -> $t { $t::from_f32(self.to_f32() * o.to_f32()) }
+            #[inline(always)] fn div(self, o: $t) -> $t { $t::from_f32(self.to_f32() / o.to_f32()) }
+            #[inline(always)] fn rem(self, o: $t) -> $t { $t::from_f32(self.to_f32() % o.to_f32()) }
+            #[inline(always)] fn neg(self) -> $t { $t::from_bits(self.to_bits() ^ 0x8000) }
+        }
+        impl Num for $t {
+            #[inline(always)] fn abs(self) -> $t { $t::from_bits(self.to_bits() & 0x7fff) }
+            #[inline(always)] fn min(self, o: $t) -> $t { $t::from_f32(Num::min(self.to_f32(), o.to_f32())) }
+            #[inline(always)] fn max(self, o: $t) -> $t { $t::from_f32(Num::max(self.to_f32(), o.to_f32())) }
+            #[inline(always)] fn clamp(self, lo: $t, hi: $t) -> $t { $t::from_f32(Num::clamp(self.to_f32(), lo.to_f32(), hi.to_f32())) }
+        }
+        impl Float for $t {
+            #[inline(always)] fn sqrt(self) -> $t { $t::from_f32(self.to_f32().sqrt()) }
+            #[inline(always)] fn exp(self) -> $t { $t::from_f32(self.to_f32().exp()) }
+            #[inline(always)] fn exp2(self) -> $t { $t::from_f32(self.to_f32().exp2()) }
+            #[inline(always)] fn ln(self) -> $t { $t::from_f32(self.to_f32().ln()) }
+            #[inline(always)] fn log2(self) -> $t { $t::from_f32(self.to_f32().log2()) }
+            #[inline(always)] fn log10(self) -> $t { $t::from_f32(self.to_f32().log10()) }
+            #[inline(always)] fn tanh(self) -> $t { $t::from_f32(self.to_f32().tanh()) }
+            #[inline(always)] fn sin(self) -> $t { $t::from_f32(self.to_f32().sin()) }
+            #[inline(always)] fn cos(self) -> $t { $t::from_f32(self.to_f32().cos()) }
+            #[inline(always)] fn powf(self, e: $t) -> $t { $t::from_f32(self.to_f32().powf(e.to_f32())) }
+            #[inline(always)] fn mul_add(self, a: $t, b: $t) -> $t { $t::from_f32(self.to_f32().mul_add(a.to_f32(), b.to_f32())) }
+            #[inline(always)] fn floor(self) -> $t { $t::from_f32(self.to_f32().floor()) }
+            #[inline(always)] fn ceil(self) -> $t { $t::from_f32(self.to_f32().ceil()) }
+            #[inline(always)] fn round(self) -> $t { $t::from_f32(self.to_f32().round()) }
+            #[inline(always)] fn trunc(self) -> $t { $t::from_f32(self.to_f32().trunc()) }
+            #[inline(always)] fn recip(self) -> $t { $t::from_f32(1.0 / self.to_f32()) }
+            #[inline(always)] fn is_nan(self) -> bool { self.to_f32().is_nan() }
+        }
+    };
+}
+
+/// `dsl_shift_rhs` for each row in turn, with all rows as the count types.
+macro_rules! dsl_shift_all {
+    ([] $all:tt) => {};
+    ([($v:ident $t:ty) $($rest:tt)*] $all:tt) => {
+        dsl_shift_rhs!($v $t, $all);
+        dsl_shift_all!([$($rest)*] $all);
+    };
+}
+
+/// `Shift<R>` for every integer `$t` and integer count type `R` (rows told apart by variant).
+macro_rules! dsl_shift_rhs {
+    (Bool $t:ty, $all:tt) => {};
+    (F16 $t:ty, $all:tt) => {};
+    (BF16 $t:ty, $all:tt) => {};
+    (F32 $t:ty, $all:tt) => {};
+    (F64 $t:ty, $all:tt) => {};
+    ($v:ident $t:ty, [$($rv:ident $rt:ty),*]) => {
+        $( dsl_shift_rhs!(@pair $t, $rv $rt); )*
+    };
+    (@pair $t:ty, Bool $rt:ty) => {};
+    (@pair $t:ty, F16 $rt:ty) => {};
+    (@pair $t:ty, BF16 $rt:ty) => {};
+    (@pair $t:ty, F32 $rt:ty) => {};
+    (@pair $t:ty, F64 $rt:ty) => {};
+    (@pair $t:ty, $rv:ident $rt:ty) => {
+        impl Shift<$rt> for $t {
+            #[inline(always)] fn shl(self, r: $rt) -> $t { self.wrapping_shl(r.count()) }
+            #[inline(always)] fn shr(self, r: $rt) -> $t { self.wrapping_shr(r.count()) }
+        }
+    };
+}
+
+opbox_codegen::for_each_elem_type!(dsl_scalars);

@@ -1,0 +1,775 @@
+//! The `#[kernel]` DSL end to end: every kernel here runs on the CPU (no GPU needed), compiles
+//! with NVRTC (CI has NVRTC), and on a GPU runs on CUDA and is checked against the CPU, bit for
+//! bit where the DSL promises it.
+//!
+//! A custom harness (harness = false), like cuda_launch: each test passes, fails or skips with a
+//! printed reason. The CUDA out-of-bounds test runs its kernel in a child process (this binary
+//! with `--child-oob`): a trap poisons the CUDA context for the rest of the process.
+
+mod harness;
+
+#[path = "../examples/dsl.rs"]
+#[allow(dead_code)]
+mod example;
+
+use std::process::ExitCode;
+
+use harness::{ensure, s, with_gpu, with_nvrtc, Outcome, Test, TestResult};
+use opbox::cuda::codegen::{ConstValue, KernelDecl};
+use opbox::native::{bf16, f16};
+use opbox::prelude::*;
+use opbox::KernelArg;
+
+#[kernel]
+fn int_ops(a: In<[i32]>, b: In<[i32]>, out: Out<[i32]>, n: u32) {
+    let i = global_id_x();
+    if i < n {
+        let x = a[i];
+        let y = b[i];
+        let k = i * 9;
+        out[k] = x + y;
+        out[k + 1] = x - y;
+        out[k + 2] = x * y;
+        out[k + 3] = x / y;
+        out[k + 4] = x % y;
+        out[k + 5] = x << y;
+        out[k + 6] = x >> y;
+        out[k + 7] = -x;
+        out[k + 8] = x.abs().min(y).max(-100) ^ (x & 255 | 7);
+    }
+}
+
+#[kernel]
+fn u8_ops(a: In<[u8]>, b: In<[u8]>, out: Out<[u8]>, wide: Out<[u64]>, n: u32) {
+    let i = global_id_x();
+    if i < n {
+        let x = a[i];
+        let y = b[i];
+        out[i * 3] = x + y;
+        out[i * 3 + 1] = x * y - 1;
+        out[i * 3 + 2] = (x >> 9u32) | (y << 12);
+        let mut w = x as u64;
+        w <<= 60;
+        w += u64::MAX / 3;
+        wide[i] = w;
+    }
+}
+
+#[kernel]
+fn casts(
+    x: In<[f32]>,
+    to_i32: Out<[i32]>,
+    to_u8: Out<[u8]>,
+    to_u64: Out<[u64]>,
+    to_f16: Out<[f16]>,
+    to_bf16: Out<[bf16]>,
+    back: Out<[f64]>,
+    n: u32,
+) {
+    let i = global_id_x();
+    if i < n {
+        let v = x[i];
+        to_i32[i] = v as i32;
+        to_u8[i] = v as u8;
+        to_u64[i] = v as u64;
+        let h = v as f16;
+        to_f16[i] = h + h;
+        to_bf16[i] = v as bf16;
+        back[i] = (h as f64) * 0.5 + (v as bf16) as f64;
+    }
+}
+
+/// Every float literal here is an f32 in Rust, so the PTX must hold no f64 instruction.
+#[kernel]
+fn literals(x: In<[f32]>, y: Out<[f32]>, n: u32) {
+    let i = global_id_x();
+    if i < n {
+        let s = 0.5;
+        let t = if x[i] > 1.0 { 2.0 } else { -0.25 };
+        y[i] = x[i] * 2.5 + s * x[i] - 1e-3 + (x[i] / 3.0).max(0.25).sqrt() * t;
+    }
+}
+
+/// Collatz steps from `v`, at most 1000.
+#[device]
+fn collatz_steps(mut v: u32) -> u32 {
+    let mut steps = 0;
+    while v != 1 {
+        if v % 2 == 0 {
+            v /= 2;
+        } else {
+            v = 3 * v + 1;
+        }
+        steps += 1;
+        if steps > 1000 {
+            break;
+        }
+    }
+    steps
+}
+
+#[kernel]
+fn control(out: Out<[u32]>, n: u32, #[constexpr] K: u32) {
+    let i = global_id_x();
+    if i >= n {
+        return;
+    }
+    let mut acc = 0u32;
+    for j in (0..i).step_by(3) {
+        acc += j;
+    }
+    for j in 1..=K {
+        if j == 2 {
+            continue;
+        }
+        acc ^= j;
+    }
+    let mut k = 0;
+    loop {
+        k += 1;
+        if k >= 4 {
+            break;
+        }
+    }
+    let label = if i % 2 == 0 {
+        let t = acc + 1;
+        t * 2
+    } else {
+        acc
+    };
+    let acc = label + k + collatz_steps(i + 1);
+    out[i] = acc;
+}
+
+fn control_reference(i: u32, k_const: u32) -> u32 {
+    let mut acc = 0u32;
+    for j in (0..i).step_by(3) {
+        acc = acc.wrapping_add(j);
+    }
+    for j in 1..=k_const {
+        if j != 2 {
+            acc ^= j;
+        }
+    }
+    let label = if i.is_multiple_of(2) {
+        (acc + 1) * 2
+    } else {
+        acc
+    };
+    let mut v = i + 1;
+    let mut steps = 0;
+    while v != 1 && steps <= 1000 {
+        v = if v.is_multiple_of(2) {
+            v / 2
+        } else {
+            3 * v + 1
+        };
+        steps += 1;
+    }
+    label + 4 + steps
+}
+
+#[derive(Clone, Copy, KernelArg)]
+#[repr(C)]
+struct Affine {
+    scale: f32,
+    shift: f32,
+}
+
+#[kernel]
+fn affine(x: In<[f32]>, y: Out<[f32]>, p: Affine, n: u32) {
+    let i = global_id_x();
+    if i < n {
+        let q = Affine {
+            shift: p.shift,
+            scale: 2.0,
+        };
+        y[i] = x[i] * p.scale + p.shift * q.scale;
+    }
+}
+
+#[kernel]
+fn oob(x: In<[f32]>, y: Out<[f32]>, n: u32) {
+    let i = global_id_x();
+    if i < n {
+        y[i] = x[i + 1];
+    }
+}
+
+#[stable_library(dsl_ops)]
+fn dsl_ops(m: &mut Library) {
+    m.def("scale_(Tensor(a!) x, float s) -> ()");
+}
+
+#[kernel]
+fn scale_kernel(x: InOut<[f32]>, s: f32, n: u32) {
+    let i = global_id_x();
+    if i < n {
+        x[i] *= s;
+    }
+}
+
+/// One impl for both keys: the DSL kernel's launch runs on the tensor's device.
+#[stable_impl(dsl_ops::scale_, CPU, CUDA)]
+fn scale_(x: &Tensor, s: f64) -> opbox::Result<()> {
+    let n = x.numel();
+    scale_kernel::launch(LaunchConfig::for_elems(n), x, s as f32, n as u32)
+}
+
+fn run_scale_op(device: Device) -> opbox::Result<Vec<f32>> {
+    let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.5], &[3])?.to(device)?;
+    let op = opbox::op("dsl_ops::scale_")?;
+    let () = op.call((&x, 2.0f64))?;
+    x.to_vec()
+}
+
+/// Every DSL kernel of this file and of examples/dsl.rs, with constexpr values where it has some.
+fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
+    vec![
+        (&int_ops::DECL, vec![]),
+        (&u8_ops::DECL, vec![]),
+        (&casts::DECL, vec![]),
+        (&literals::DECL, vec![]),
+        (&control::DECL, vec![ConstValue::U32(5)]),
+        (&affine::DECL, vec![]),
+        (&oob::DECL, vec![]),
+        (&scale_kernel::DECL, vec![]),
+        (&example::axpy::DECL, vec![]),
+        (&example::fused_gelu::DECL, vec![]),
+        (&example::brighten::DECL, vec![]),
+    ]
+}
+
+const CHILD_OOB: &str = "--child-oob";
+
+const TESTS: &[Test] = &[
+    ("cpu_examples_match_plain_rust", cpu_examples),
+    ("cpu_integer_ops_wrap_truncate_and_mask", cpu_int_ops),
+    ("cpu_u8_and_u64_ops_wrap", cpu_u8_ops),
+    ("cpu_casts_saturate_and_halves_round_through_f32", cpu_casts),
+    ("cpu_control_flow_device_fns_and_constexprs", cpu_control),
+    ("cpu_structs_by_value_and_literals", cpu_affine),
+    ("cpu_out_of_bounds_is_an_error", cpu_oob),
+    ("cpu_launch_stack_and_checks", cpu_stack),
+    ("cpu_one_dsl_impl_serves_cpu_and_cuda_keys", cpu_op),
+    ("nvrtc_every_dsl_kernel_compiles", nvrtc_all),
+    ("nvrtc_f32_literals_stay_f32_in_ptx", nvrtc_no_f64),
+    ("nvrtc_errors_name_the_rust_line", nvrtc_lines),
+    ("emitted_cpp_of_the_examples_is_the_snapshot", snapshot),
+    ("gpu_every_kernel_matches_the_cpu", gpu_matches_cpu),
+    ("gpu_out_of_bounds_traps_in_debug_builds", gpu_oob),
+];
+
+fn main() -> ExitCode {
+    if std::env::args().any(|a| a == CHILD_OOB) {
+        return child_oob();
+    }
+    harness::run(TESTS)
+}
+
+const EDGE_I32: [(i32, i32); 10] = [
+    (i32::MIN, -1),
+    (5, 0),
+    (-7, 2),
+    (i32::MAX, 1),
+    (1, 33),
+    (-1, -1),
+    (i32::MIN, i32::MIN),
+    (7, -3),
+    (-8, 31),
+    (123_456, 65_537),
+];
+
+fn int_reference(x: i32, y: i32) -> [i32; 9] {
+    let div = if y == 0 { 0 } else { x.wrapping_div(y) };
+    let rem = if y == 0 { 0 } else { x.wrapping_rem(y) };
+    [
+        x.wrapping_add(y),
+        x.wrapping_sub(y),
+        x.wrapping_mul(y),
+        div,
+        rem,
+        x.wrapping_shl(y as u32),
+        x.wrapping_shr(y as u32),
+        x.wrapping_neg(),
+        x.wrapping_abs().min(y).max(-100) ^ (x & 255 | 7),
+    ]
+}
+
+/// int_ops on `device`: its output.
+fn run_int_ops(device: Device) -> opbox::Result<Vec<i32>> {
+    let n = EDGE_I32.len();
+    let a = Tensor::from_vec(EDGE_I32.iter().map(|p| p.0).collect::<Vec<_>>(), &[n])?.to(device)?;
+    let b = Tensor::from_vec(EDGE_I32.iter().map(|p| p.1).collect::<Vec<_>>(), &[n])?.to(device)?;
+    let out = Tensor::zeros(&[n * 9], DType::I32, device)?;
+    int_ops::launch(LaunchConfig::for_elems(n), &a, &b, &out, n as u32)?;
+    out.to_vec()
+}
+
+const EDGE_U8: [(u8, u8); 5] = [(0, 0), (255, 1), (200, 200), (1, 255), (17, 9)];
+
+fn run_u8_ops(device: Device) -> opbox::Result<(Vec<u8>, Vec<u64>)> {
+    let n = EDGE_U8.len();
+    let a = Tensor::from_vec(EDGE_U8.iter().map(|p| p.0).collect::<Vec<_>>(), &[n])?.to(device)?;
+    let b = Tensor::from_vec(EDGE_U8.iter().map(|p| p.1).collect::<Vec<_>>(), &[n])?.to(device)?;
+    let out = Tensor::zeros(&[n * 3], DType::U8, device)?;
+    let wide = Tensor::zeros(&[n], DType::U64, device)?;
+    // More blocks than elements, and blocks of 2, so the bounds check runs.
+    u8_ops::launch(
+        LaunchConfig::single().grid(4, 1, 1).block(2, 1, 1),
+        &a,
+        &b,
+        &out,
+        &wide,
+        n as u32,
+    )?;
+    Ok((out.to_vec()?, wide.to_vec()?))
+}
+
+const EDGE_F32: [f32; 16] = [
+    f32::NAN,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    1e10,
+    -1e10,
+    3.7,
+    -3.7,
+    0.0,
+    -0.0,
+    255.5,
+    256.0,
+    1e-40,
+    65504.0,
+    70000.0,
+    -2147483904.0,
+    0.1,
+];
+
+type CastOut = (Vec<i32>, Vec<u8>, Vec<u64>, Vec<f16>, Vec<bf16>, Vec<f64>);
+
+fn run_casts(device: Device) -> opbox::Result<CastOut> {
+    let n = EDGE_F32.len();
+    let x = Tensor::from_vec(EDGE_F32.to_vec(), &[n])?.to(device)?;
+    let t: [Tensor; 6] = [
+        Tensor::zeros(&[n], DType::I32, device)?,
+        Tensor::zeros(&[n], DType::U8, device)?,
+        Tensor::zeros(&[n], DType::U64, device)?,
+        Tensor::zeros(&[n], DType::F16, device)?,
+        Tensor::zeros(&[n], DType::BF16, device)?,
+        Tensor::zeros(&[n], DType::F64, device)?,
+    ];
+    casts::launch(
+        LaunchConfig::for_elems(n),
+        &x,
+        &t[0],
+        &t[1],
+        &t[2],
+        &t[3],
+        &t[4],
+        &t[5],
+        n as u32,
+    )?;
+    Ok((
+        t[0].to_vec()?,
+        t[1].to_vec()?,
+        t[2].to_vec()?,
+        t[3].to_vec()?,
+        t[4].to_vec()?,
+        t[5].to_vec()?,
+    ))
+}
+
+fn run_control(device: Device, n: usize) -> opbox::Result<Vec<u32>> {
+    let out = Tensor::zeros(&[n], DType::U32, device)?;
+    control::launch(LaunchConfig::for_elems(n), &out, n as u32, 5)?;
+    out.to_vec()
+}
+
+fn run_affine(device: Device) -> opbox::Result<Vec<f32>> {
+    let x = Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 8.0], &[4])?.to(device)?;
+    let y = Tensor::zeros(&[4], DType::F32, device)?;
+    affine::launch(
+        LaunchConfig::for_elems(4),
+        &x,
+        &y,
+        Affine {
+            scale: 3.0,
+            shift: 0.25,
+        },
+        4,
+    )?;
+    y.to_vec()
+}
+
+fn cpu_examples() -> TestResult {
+    let got = example::run(Device::Cpu).map_err(s)?;
+    example::check_cpu(&got)?;
+    Ok(Outcome::Pass)
+}
+
+fn cpu_int_ops() -> TestResult {
+    let got = run_int_ops(Device::Cpu).map_err(s)?;
+    for (k, (x, y)) in EDGE_I32.iter().enumerate() {
+        let want = int_reference(*x, *y);
+        ensure(got[k * 9..k * 9 + 9] == want, || {
+            format!(
+                "int_ops({x}, {y}) = {:?}, want {want:?}",
+                &got[k * 9..k * 9 + 9]
+            )
+        })?;
+    }
+    Ok(Outcome::Pass)
+}
+
+fn cpu_u8_ops() -> TestResult {
+    let (out, wide) = run_u8_ops(Device::Cpu).map_err(s)?;
+    for (k, (x, y)) in EDGE_U8.iter().enumerate() {
+        let want = [
+            x.wrapping_add(*y),
+            x.wrapping_mul(*y).wrapping_sub(1),
+            x.wrapping_shr(9) | y.wrapping_shl(12),
+        ];
+        ensure(out[k * 3..k * 3 + 3] == want, || {
+            format!(
+                "u8_ops({x}, {y}) = {:?}, want {want:?}",
+                &out[k * 3..k * 3 + 3]
+            )
+        })?;
+        let w = ((*x as u64) << 60).wrapping_add(u64::MAX / 3);
+        ensure(wide[k] == w, || {
+            format!("u8_ops wide({x}) = {}, want {w}", wide[k])
+        })?;
+    }
+    Ok(Outcome::Pass)
+}
+
+fn cpu_casts() -> TestResult {
+    let (i, u, w, h, b, back) = run_casts(Device::Cpu).map_err(s)?;
+    for (k, v) in EDGE_F32.iter().enumerate() {
+        let hv = f16::from_f32(*v);
+        let want_h = f16::from_f32(hv.to_f32() + hv.to_f32());
+        let want_back = hv.to_f32() as f64 * 0.5 + bf16::from_f32(*v).to_f32() as f64;
+        ensure(
+            i[k] == *v as i32 && u[k] == *v as u8 && w[k] == *v as u64,
+            || format!("{v} as int: {} {} {}", i[k], u[k], w[k]),
+        )?;
+        ensure(
+            h[k].to_bits() == want_h.to_bits() || (h[k].is_nan() && want_h.is_nan()),
+            || format!("{v} as f16 doubled: {:?}, want {want_h:?}", h[k]),
+        )?;
+        ensure(b[k].to_bits() == bf16::from_f32(*v).to_bits(), || {
+            format!("{v} as bf16: {:?}", b[k])
+        })?;
+        ensure(
+            back[k].to_bits() == want_back.to_bits() || (back[k].is_nan() && want_back.is_nan()),
+            || format!("back({v}) = {}, want {want_back}", back[k]),
+        )?;
+    }
+    Ok(Outcome::Pass)
+}
+
+fn cpu_control() -> TestResult {
+    let n = 300;
+    let got = run_control(Device::Cpu, n).map_err(s)?;
+    for (i, g) in got.iter().enumerate() {
+        let want = control_reference(i as u32, 5);
+        ensure(*g == want, || format!("control({i}) = {g}, want {want}"))?;
+    }
+    // The specialization launcher takes the runtime params only.
+    let out = Tensor::zeros(&[8], DType::U32, Device::Cpu).map_err(s)?;
+    control::specialize(2)
+        .launch(LaunchConfig::for_elems(8), &out, 8)
+        .map_err(s)?;
+    let got: Vec<u32> = out.to_vec().map_err(s)?;
+    ensure(got[7] == control_reference(7, 2), || {
+        format!("specialize(2): {got:?}")
+    })?;
+    Ok(Outcome::Pass)
+}
+
+fn cpu_affine() -> TestResult {
+    let got = run_affine(Device::Cpu).map_err(s)?;
+    let want: Vec<f32> = [1.0f32, -2.0, 0.5, 8.0]
+        .iter()
+        .map(|x| x * 3.0 + 0.25 * 2.0)
+        .collect();
+    ensure(got == want, || format!("affine: {got:?}, want {want:?}"))?;
+    Ok(Outcome::Pass)
+}
+
+fn cpu_oob() -> TestResult {
+    let x = Tensor::from_vec(vec![1.0f32; 8], &[8]).map_err(s)?;
+    let y = Tensor::zeros(&[8], DType::F32, Device::Cpu).map_err(s)?;
+    match oob::launch(LaunchConfig::for_elems(8), &x, &y, 8) {
+        Err(Error::IndexOutOfBounds {
+            kernel,
+            param,
+            index,
+            len,
+        }) => {
+            ensure(
+                kernel == "oob" && param == "x" && index == 8 && len == 8,
+                || format!("IndexOutOfBounds names {kernel} {param}[{index}] of {len}"),
+            )?;
+        }
+        other => return Err(format!("expected IndexOutOfBounds, got {other:?}")),
+    }
+    // The tensors are released after the failed launch.
+    y.fill_(1.0f64).map_err(s)?;
+    Ok(Outcome::Pass)
+}
+
+fn cpu_stack() -> TestResult {
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).map_err(s)?;
+    let y = Tensor::from_vec(vec![10.0f32, 20.0, 30.0], &[3]).map_err(s)?;
+    let mut stack = Stack::new();
+    stack.push(&x);
+    stack.push(&y);
+    stack.push(2.0f64);
+    stack.push(3i64);
+    opbox::kernel::launch_stack(
+        &example::axpy::HANDLE,
+        &LaunchConfig::for_elems(3),
+        stack.as_slice(),
+    )
+    .map_err(s)?;
+    let got: Vec<f32> = y.to_vec().map_err(s)?;
+    ensure(got == [12.0, 24.0, 36.0], || {
+        format!("launch_stack axpy: {got:?}")
+    })?;
+    let wrong = Tensor::zeros(&[3], DType::F16, Device::Cpu).map_err(s)?;
+    let err = example::axpy::launch(LaunchConfig::for_elems(3), &wrong, &y, 1.0, 3).err();
+    let want =
+        "kernel axpy expects argument #0 (x) to be f32 CPU or CUDA tensor, but got f16 CPU tensor";
+    ensure(
+        err.as_ref().map(ToString::to_string).as_deref() == Some(want),
+        || format!("wrong dtype: {err:?}"),
+    )?;
+    Ok(Outcome::Pass)
+}
+
+fn cpu_op() -> TestResult {
+    let got = run_scale_op(Device::Cpu).map_err(s)?;
+    ensure(got == [2.0, -4.0, 7.0], || {
+        format!("dsl_ops::scale_ on CPU: {got:?}")
+    })?;
+    Ok(Outcome::Pass)
+}
+
+fn nvrtc_all() -> TestResult {
+    with_nvrtc(|| {
+        for (decl, consts) in all_kernels() {
+            opbox::cuda::compile_for_arch(decl, &consts, "sm_90")
+                .map_err(|e| format!("{}: {e}", decl.rust_name))?;
+        }
+        Ok(Outcome::Pass)
+    })
+}
+
+fn nvrtc_no_f64() -> TestResult {
+    with_nvrtc(|| {
+        for decl in [
+            &literals::DECL,
+            &example::axpy::DECL,
+            &example::brighten::DECL,
+        ] {
+            let ptx = opbox::cuda::compile_for_arch(decl, &[], "compute_90").map_err(s)?;
+            let text = String::from_utf8_lossy(&ptx.image);
+            let f64_lines: Vec<&str> = text.lines().filter(|l| l.contains(".f64")).collect();
+            ensure(f64_lines.is_empty(), || {
+                format!(
+                    "{}: f64 in the PTX:\n{}",
+                    decl.rust_name,
+                    f64_lines.join("\n")
+                )
+            })?;
+            ensure(text.contains(".f32"), || {
+                format!("{}: no f32 instruction in the PTX", decl.rust_name)
+            })?;
+        }
+        Ok(Outcome::Pass)
+    })
+}
+
+/// An error planted in a statement's C++ is reported at that statement's Rust line.
+fn nvrtc_lines() -> TestResult {
+    with_nvrtc(|| {
+        let this = include_str!("dsl.rs");
+        let line = this
+            .lines()
+            .position(|l| l.trim() == "out[k + 7] = -x;")
+            .map(|i| i + 1)
+            .ok_or("the statement is not in tests/dsl.rs")?;
+        let mut unit = opbox::cuda::translation_unit(&int_ops::DECL, &[]).map_err(s)?;
+        let directive = format!("#line {line} \"tests/dsl.rs\"\n");
+        ensure(unit.source.contains(&directive), || {
+            format!("no `{}` in the C++", directive.trim())
+        })?;
+        unit.source = unit.source.replacen(
+            &directive,
+            &format!("{directive}opbox_not_a_name = 1;\n"),
+            1,
+        );
+        let options = vec![
+            "--gpu-architecture=sm_90".to_string(),
+            "-std=c++17".to_string(),
+        ];
+        match opbox::cuda::nvrtc::compile(&unit, &options, opbox::cuda::ImageKind::Cubin, "int_ops")
+        {
+            Err(Error::Compile { log, .. }) => {
+                let at = format!("tests/dsl.rs({line})");
+                ensure(log.contains(&at), || {
+                    format!("the log does not name {at}:\n{log}")
+                })?;
+                println!(
+                    "    NVRTC: {}",
+                    log.lines().find(|l| l.contains(&at)).unwrap_or("")
+                );
+                Ok(Outcome::Pass)
+            }
+            other => Err(format!(
+                "expected a compile error, got {:?}",
+                other.map(|_| ())
+            )),
+        }
+    })
+}
+
+/// The C++ of the examples' kernels (the opbox preludes left out) against
+/// tests/snapshots/dsl/<kernel>.cu; `OPBOX_BLESS=1` rewrites them.
+fn snapshot() -> TestResult {
+    // From the working directory when it is the repository (scripts/gpu-check runs the binary
+    // there, on another machine), else from where this was built.
+    let here = std::path::Path::new("tests/snapshots/dsl");
+    let dir = if here.is_dir() {
+        here.to_path_buf()
+    } else {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/dsl")
+    };
+    for decl in [
+        &example::axpy::DECL,
+        &example::fused_gelu::DECL,
+        &example::brighten::DECL,
+    ] {
+        let build = decl.build.ok_or("a DSL kernel has build options")?;
+        let preamble = &(build.get)().preamble;
+        let prelude = opbox::cuda::codegen::dsl_prelude::DSL_PRELUDE;
+        let text = preamble
+            .strip_prefix(prelude)
+            .ok_or("the preamble starts with the DSL prelude")?;
+        let source = decl
+            .sources
+            .first()
+            .map(|f| f.content.as_ref())
+            .unwrap_or("");
+        let text = format!("// preamble (after the opbox_dsl helpers of opbox_codegen::cuda::dsl_prelude):\n{text}// source:\n{source}");
+        let path = dir.join(format!("{}.cu", decl.rust_name));
+        if std::env::var_os("OPBOX_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            std::fs::write(&path, &text).map_err(|e| e.to_string())?;
+            continue;
+        }
+        let want = std::fs::read_to_string(&path)
+            .map_err(|e| format!("{}: {e} (OPBOX_BLESS=1 writes it)", path.display()))?;
+        ensure(want == text, || {
+            format!(
+                "{} changed; OPBOX_BLESS=1 cargo test --test dsl rewrites it. Now:\n{text}",
+                path.display()
+            )
+        })?;
+    }
+    Ok(Outcome::Pass)
+}
+
+fn gpu_matches_cpu() -> TestResult {
+    with_gpu(|| {
+        let cuda = Device::Cuda(0);
+        let ex_cpu = example::run(Device::Cpu).map_err(s)?;
+        let ex_gpu = example::run(cuda).map_err(s)?;
+        example::check_cuda(&ex_cpu, &ex_gpu)?;
+        ensure(
+            run_int_ops(cuda).map_err(s)? == run_int_ops(Device::Cpu).map_err(s)?,
+            || "int_ops differs".into(),
+        )?;
+        ensure(
+            run_u8_ops(cuda).map_err(s)? == run_u8_ops(Device::Cpu).map_err(s)?,
+            || "u8_ops differs".into(),
+        )?;
+        let (c, g) = (
+            run_casts(Device::Cpu).map_err(s)?,
+            run_casts(cuda).map_err(s)?,
+        );
+        ensure(c.0 == g.0 && c.1 == g.1 && c.2 == g.2, || {
+            format!("float-to-int casts differ: {c:?} vs {g:?}")
+        })?;
+        let same16 = |a: &[f16], b: &[f16]| {
+            a.iter()
+                .zip(b)
+                .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+        };
+        let sameb = |a: &[bf16], b: &[bf16]| {
+            a.iter()
+                .zip(b)
+                .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+        };
+        let same64 =
+            c.5.iter()
+                .zip(&g.5)
+                .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()));
+        ensure(same16(&c.3, &g.3) && sameb(&c.4, &g.4) && same64, || {
+            format!("half casts differ: {c:?} vs {g:?}")
+        })?;
+        ensure(
+            run_control(cuda, 300).map_err(s)? == run_control(Device::Cpu, 300).map_err(s)?,
+            || "control differs".into(),
+        )?;
+        ensure(
+            run_affine(cuda).map_err(s)? == run_affine(Device::Cpu).map_err(s)?,
+            || "affine differs".into(),
+        )?;
+        ensure(run_scale_op(cuda).map_err(s)? == [2.0, -4.0, 7.0], || {
+            "dsl_ops::scale_ on CUDA differs".into()
+        })?;
+        opbox::cuda::synchronize(0).map_err(s)?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn gpu_oob() -> TestResult {
+    with_gpu(|| harness::run_child(CHILD_OOB))
+}
+
+/// In a child process: an out-of-bounds read on the GPU traps (a debug build's check), and the next
+/// synchronize reports `Error::Cuda`. Exit 0 only if that is what happened.
+fn child_oob() -> ExitCode {
+    harness::child_verdict(|| {
+        let x = Tensor::from_vec(vec![1.0f32; 8], &[8])
+            .map_err(s)?
+            .to(Device::Cuda(0))
+            .map_err(s)?;
+        let y = Tensor::zeros(&[8], DType::F32, Device::Cuda(0)).map_err(s)?;
+        if cfg!(debug_assertions) {
+            oob::launch(LaunchConfig::for_elems(8), &x, &y, 8).map_err(s)?;
+        } else {
+            // A release build has no GPU bounds checks; this is the declaration a debug build
+            // of this file would have.
+            let mut decl = oob::DECL.clone();
+            decl.options.to_mut().push("-DOPBOX_DSL_BOUNDS".into());
+            let decl: &'static KernelDecl = Box::leak(Box::new(decl));
+            let handle = Box::leak(Box::new(opbox::kernel::KernelHandle::new(decl)));
+            let args = [
+                opbox::kernel::LaunchArg::Tensor(&x),
+                opbox::kernel::LaunchArg::Tensor(&y),
+                opbox::kernel::LaunchArg::U32(8),
+            ];
+            opbox::kernel::launch(handle, &LaunchConfig::for_elems(8), &args, &[]).map_err(s)?;
+        }
+        match opbox::cuda::synchronize(0) {
+            Err(Error::Cuda { kernel, message }) => {
+                Ok(format!("Error::Cuda in {kernel}: {message}"))
+            }
+            Err(e) => Err(format!("expected Error::Cuda, got: {e}")),
+            Ok(()) => Err("synchronize returned Ok after an out-of-bounds read".into()),
+        }
+    })
+}

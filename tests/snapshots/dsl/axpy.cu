@@ -1,0 +1,14 @@
+// preamble (after the opbox_dsl helpers of opbox_codegen::cuda::dsl_prelude):
+// source:
+// #[kernel] axpy, generated from examples/dsl.rs
+__global__ void axpy(const float* x__p, float* y__p, float a, unsigned int n, unsigned int x__len, unsigned int y__len) {
+  const opbox_dsl::Slice<const float> x{reinterpret_cast<const float*>(x__p), x__len};
+  const opbox_dsl::Slice<float> y{reinterpret_cast<float*>(y__p), y__len};
+#line 20 "examples/dsl.rs"
+  const unsigned int i = opbox_dsl::global_id_x();
+#line 21 "examples/dsl.rs"
+  if (opbox_dsl::lt(i, n)) {
+#line 22 "examples/dsl.rs"
+    y[i] = opbox_dsl::add(opbox_dsl::mul(a, x[i]), y[i]);
+  }
+}

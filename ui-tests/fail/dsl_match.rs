@@ -1,0 +1,16 @@
+use opbox::prelude::*;
+
+const SCALE: f32 = 2.0;
+
+#[kernel]
+fn scale(x: In<[f32]>, y: Out<[f32]>, n: u32) {
+    let i = global_id_x();
+    if i < n {
+        y[i] = match i {
+            0 => x[i],
+            _ => x[i] * SCALE,
+        };
+    }
+}
+
+fn main() {}
