@@ -20,11 +20,11 @@ pub fn init() -> Result<()> {
 /// Resolves `ns::name` or `ns::name.overload` once; call the handle as often as you like.
 pub fn op(name: &str) -> Result<OpHandle> {
     let registry = check()?;
-    match registry.ops.get(name) {
+    match registry.get(name) {
         Some(entry) => Ok(OpHandle { entry }),
         None => Err(Error::UnknownOp {
             name: name.to_string(),
-            suggestion: closest(name, registry.ops.keys().map(String::as_str)).map(str::to_string),
+            suggestion: closest(name, registry.ops().iter().map(|e| e.name)).map(str::to_string),
         }),
     }
 }
@@ -38,7 +38,7 @@ pub struct OpHandle {
 impl OpHandle {
     /// `ns::name[.overload]`.
     pub fn name(&self) -> &'static str {
-        &self.entry.name
+        self.entry.name
     }
 
     pub fn schema(&self) -> &'static Schema {
@@ -156,7 +156,7 @@ impl OpHandle {
 /// The one device all tensor arguments are on, or None when the call has no tensors.
 fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
     let mut first: Option<(usize, Device)> = None;
-    for &index in &entry.tensor_args {
+    for &index in entry.tensor_args {
         let Some(value) = stack.get(index) else {
             continue;
         };
@@ -216,7 +216,7 @@ fn mixed_devices_error(
             .unwrap_or_default()
     };
     Error::MixedDevices {
-        op: entry.name.clone(),
+        op: entry.name.to_string(),
         first_index,
         first_name: name(first_index),
         first_device,
@@ -230,7 +230,7 @@ fn mixed_devices_error(
 #[inline(never)]
 fn arg_count_error(entry: &OpEntry, got: usize) -> Error {
     Error::ArgCount {
-        op: entry.name.clone(),
+        op: entry.name.to_string(),
         expected: entry.schema.arguments.len(),
         got,
         schema: entry.schema.to_string(),
@@ -241,7 +241,7 @@ fn arg_count_error(entry: &OpEntry, got: usize) -> Error {
 #[inline(never)]
 fn no_kernel_error(entry: &OpEntry, key: DispatchKey) -> Error {
     Error::NoKernel {
-        op: entry.name.clone(),
+        op: entry.name.to_string(),
         key: key.to_string(),
         available: entry.available_keys(),
     }
@@ -251,7 +251,7 @@ fn no_kernel_error(entry: &OpEntry, key: DispatchKey) -> Error {
 #[inline(never)]
 fn kernel_error(entry: &OpEntry, status: i32) -> Error {
     take_last_error().unwrap_or_else(|| Error::Kernel {
-        op: entry.name.clone(),
+        op: entry.name.to_string(),
         message: format!("kernel failed with status {status} and left no error"),
     })
 }
@@ -400,7 +400,9 @@ mod tests {
             line: 1,
         };
         let ops: &'static [OpDef] = Box::leak(Box::new([OpDef {
+            name: Pick::NAME,
             schema: Pick::SCHEMA,
+            tensor_args: &[0],
             site,
         }]));
         let lib = Box::leak(Box::new(LibraryRegistration {
@@ -419,7 +421,7 @@ mod tests {
         }));
         let registry = Box::leak(Box::new(collect(&[lib], &[kernel])));
         OpHandle {
-            entry: registry.ops["t::pick"],
+            entry: registry.get("t::pick").expect("t::pick is registered"),
         }
     }
 

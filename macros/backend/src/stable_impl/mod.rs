@@ -107,6 +107,7 @@ fn expand_module(
         return None;
     };
     let mut generated = Vec::new();
+    let mut registrations = Vec::new();
     for item in items.iter_mut() {
         let Item::Fn(func) = item else { continue };
         kernel::check(&func.sig, errors);
@@ -114,9 +115,14 @@ fn expand_module(
             // Inside the module, the library path as written at the attribute resolves one
             // level up.
             let library = paths::from_child(&args.path);
-            generated.push(kernel::items(&library, &func.sig.ident, func, &args.key));
+            let (tokens, registration) = kernel::items(&library, &func.sig.ident, func, &args.key);
+            generated.push(tokens);
+            registrations.push(registration);
         }
         func.attrs.push(syn::parse_quote!(#[allow(non_snake_case)]));
+    }
+    if !registrations.is_empty() {
+        generated.push(submit(&registrations));
     }
     items.extend(generated.into_iter().map(Item::Verbatim));
     args.map(|_| quote!(#module))
@@ -150,6 +156,19 @@ fn expand_single(args: Option<&Args>, func: ItemFn, errors: &mut Errors) -> Opti
         leading_colon: library.leading_colon,
         segments: library.segments.into_iter().collect(),
     };
-    let tokens = kernel::items(&library, &op_ident, &func, &args.key);
-    Some(quote!(#func #tokens))
+    let (tokens, registration) = kernel::items(&library, &op_ident, &func, &args.key);
+    let submit = submit(&[registration]);
+    Some(quote!(#func #tokens #submit))
+}
+
+/// One inventory item for the kernels of one `#[stable_impl]`: start-up then registers per
+/// impl block, not per kernel.
+fn submit(registrations: &[Ident]) -> TokenStream {
+    quote! {
+        ::opbox::__private::inventory::submit! {
+            ::opbox::__private::KernelGroup {
+                kernels: &[#(#registrations),*],
+            }
+        }
+    }
 }
