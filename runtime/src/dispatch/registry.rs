@@ -357,6 +357,12 @@ mod tests {
             error.to_string(),
             "operator 'ns::a' has two different CPU kernels: first at src/lib.rs:30, again at src/lib.rs:40. Keep one of them"
         );
+        // inventory's order is not source order: the message must not depend on it.
+        let reversed = [different[1], different[0]];
+        assert_eq!(
+            collect(&libs, &reversed).error.expect("duplicate impl"),
+            error
+        );
         let other_keys = [
             kernel("ns::a", DispatchKey::CPU, 30, "crate::cpu::a"),
             kernel("ns::a", DispatchKey::Meta, 40, "crate::meta::a"),
