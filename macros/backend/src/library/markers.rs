@@ -35,7 +35,10 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
     // message is the same for all of them, and one trait is a fraction of the tokens.
     let extra = naming::extra_arg_trait(span);
     let extra_trait = (arity < naming::ARG_TRAIT_MIN).then(|| {
-        let message = format!("`{full}` has only {arity} argument{}: remove this parameter", if arity == 1 { "" } else { "s" });
+        let message = format!(
+            "`{full}` has only {arity} argument{}: remove this parameter",
+            if arity == 1 { "" } else { "s" }
+        );
         let attr = on_unimplemented(&message, "not in the schema", &[&schema_note]);
         quote! {
             #attr
