@@ -126,10 +126,12 @@ pub fn check_cpu(got: &[Vec<f32>; 3]) -> Result<(), String> {
 }
 
 /// CUDA against the CPU: bit-identical for axpy and brighten (no transcendental functions, and
-/// no multiply-add to contract as the CPU does not); gelu's tanh within 4 ulps.
+/// no multiply-add to contract as the CPU does not); gelu within 16 ulps: CUDA's `tanhf` and
+/// Rust's `tanh` are each within 2 ulps of exact, NVRTC contracts the cubic into fmas, and for
+/// negative inputs `1 + tanh(u)` cancels, which multiplies those ulps (7 seen on the H200).
 pub fn check_cuda(cpu: &[Vec<f32>; 3], cuda: &[Vec<f32>; 3]) -> Result<(), String> {
     let ulps = |a: f32, b: f32| (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs();
-    for (k, (name, tolerance)) in [("axpy", 1), ("fused_gelu", 4), ("brighten", 0)]
+    for (k, (name, tolerance)) in [("axpy", 1), ("fused_gelu", 16), ("brighten", 0)]
         .into_iter()
         .enumerate()
     {

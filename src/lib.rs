@@ -63,9 +63,10 @@ pub mod tensor {
 /// The boxed kernel ABI and the registry, for code that registers or calls kernels by hand.
 pub mod dispatch {
     pub use opbox_runtime::dispatch::{
-        boxed_call, registered_ops, take_last_error, BoxedKernelFn, FromStack, IntoStack,
-        KernelArgs, KernelOutputs, KernelRegistration, LibraryKind, LibraryRegistration, OpDef,
-        OpSpec, TypedKernel, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+        boxed_call, boxed_entry, registered_ops, take_last_error, BoxedKernelFn, BoxedOp,
+        FromStack, IntoStack, KernelArgs, KernelBody, KernelGroup, KernelOutputs,
+        KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec, TypedKernel,
+        STATUS_ERROR, STATUS_OK, STATUS_PANIC,
     };
     /// Panic payloads leaked because dropping them panicked too (the process lives on).
     pub use opbox_runtime::panic::leaked_panic_payloads;
@@ -188,8 +189,8 @@ pub mod prelude {
 pub mod __private {
     pub use inventory;
     pub use opbox_runtime::dispatch::{
-        boxed_call, KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec,
-        TypedKernel,
+        boxed_entry, KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration, OpDef,
+        OpSpec, TypedKernel,
     };
     pub use opbox_runtime::schema;
     pub use opbox_runtime::typemap::{ty, KernelReturn, RustParam};

@@ -12,12 +12,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static LEAKED: AtomicU64 = AtomicU64::new(0);
 
 /// Runs `f`; a panic becomes its message.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(dispose)
 }
 
 /// The payload's message; the payload is dropped where a panic of its own cannot escape.
-fn dispose(payload: Box<dyn Any + Send>) -> String {
+pub(crate) fn dispose(payload: Box<dyn Any + Send>) -> String {
     let message = message_of(payload.as_ref());
     if let Err(second) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
         // Dropping this one could panic as well: keep it.

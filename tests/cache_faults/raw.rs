@@ -9,8 +9,7 @@
 use std::process::ExitCode;
 
 use opbox::dispatch::{
-    leaked_panic_payloads, take_last_error, BoxedKernelFn, KernelRegistration, STATUS_ERROR,
-    STATUS_OK,
+    leaked_panic_payloads, take_last_error, BoxedKernelFn, KernelGroup, STATUS_ERROR, STATUS_OK,
 };
 use opbox::prelude::*;
 use opbox::tensor::live_tensors_on_this_thread;
@@ -48,8 +47,10 @@ pub fn child(args: &[String]) -> Option<ExitCode> {
 }
 
 fn kernel_of(op: &str) -> Result<BoxedKernelFn, String> {
-    inventory::iter::<KernelRegistration>
+    // Each #[stable_impl] registers its kernels as one group.
+    inventory::iter::<KernelGroup>
         .into_iter()
+        .flat_map(|group| group.kernels)
         .find(|r| r.op == op)
         .map(|r| r.kernel)
         .ok_or_else(|| format!("no kernel registered for {op}"))

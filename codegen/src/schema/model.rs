@@ -232,3 +232,16 @@ pub struct Schema {
     pub arguments: Cow<'static, [Argument]>,
     pub returns: Cow<'static, [Return]>,
 }
+
+impl Schema {
+    /// The indices of the arguments whose type mentions Tensor: the only ones dispatch reads to
+    /// pick a key. The macros compute them into each op's registration.
+    pub fn tensor_arguments(&self) -> Vec<usize> {
+        self.arguments
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.ty.mentions_tensor())
+            .map(|(i, _)| i)
+            .collect()
+    }
+}

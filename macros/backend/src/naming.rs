@@ -29,6 +29,12 @@ pub fn arg_trait(index: usize, span: Span) -> Ident {
     Ident::new(&format!("Arg{index}"), span)
 }
 
+/// The one trait every parameter position past the schema's arguments is checked against
+/// (re-exported under each position's `Arg{index}` name).
+pub fn extra_arg_trait(span: Span) -> Ident {
+    Ident::new("ExtraArg", span)
+}
+
 pub fn returns_trait(span: Span) -> Ident {
     Ident::new("Returns", span)
 }

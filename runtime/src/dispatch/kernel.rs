@@ -2,6 +2,8 @@
 
 use std::cell::RefCell;
 
+use opbox_codegen::schema::Schema;
+
 use super::registration::OpSpec;
 use crate::value::{FromStable, StableValue};
 use crate::{Error, Result};
@@ -109,31 +111,61 @@ fn too_many_outputs(declared: usize) -> Error {
     ))
 }
 
-/// Runs a kernel body behind the boxed ABI: checks the counts, catches errors and panics, and
-/// turns them into a status. Generated shims call this; so can hand-written ones.
+/// An op's static data, which every boxed shim hands to the shared code behind the ABI
+/// ([`boxed_entry`]): that code is then compiled once, not once per op.
+#[derive(Debug)]
+pub struct BoxedOp {
+    /// `ns::name[.overload]`.
+    pub name: &'static str,
+    pub schema: &'static Schema,
+}
+
+/// A kernel body as [`boxed_entry`] runs it: unbox the arguments, call, write the outputs.
+pub type KernelBody<'b> = dyn FnMut(&KernelArgs<'_>, &mut KernelOutputs<'_>) -> Result<()> + 'b;
+
+/// Runs a kernel body behind the boxed ABI for the op `S`: [`boxed_entry`] with `S`'s static
+/// data, for hand-written shims (generated ones call `boxed_entry` directly).
 ///
 /// # Safety
-/// `stack` must point to `num_args + num_outputs` initialised values that stay valid and
-/// unaliased for the call, as [`BoxedKernelFn`] describes.
+/// As [`boxed_entry`].
+#[inline]
 pub unsafe fn boxed_call<S: OpSpec>(
     stack: *mut StableValue,
     num_args: u64,
     num_outputs: u64,
-    body: impl FnOnce(&KernelArgs<'_>, &mut KernelOutputs<'_>) -> Result<()>,
+    mut body: impl FnMut(&KernelArgs<'_>, &mut KernelOutputs<'_>) -> Result<()>,
 ) -> i32 {
-    let schema = S::SCHEMA;
+    // SAFETY: the caller's contract is boxed_entry's.
+    unsafe { boxed_entry(S::BOXED, stack, num_args, num_outputs, &mut body) }
+}
+
+/// Runs a kernel body behind the boxed ABI: checks the counts against the op's schema, runs
+/// `body` once, and turns its errors and panics into a status (the error is left for
+/// [`take_last_error`]). Not generic, so every op's shim shares this one copy.
+///
+/// # Safety
+/// `stack` must point to `num_args + num_outputs` initialised values that stay valid and
+/// unaliased for the call, as [`BoxedKernelFn`] describes.
+pub unsafe fn boxed_entry(
+    op: &'static BoxedOp,
+    stack: *mut StableValue,
+    num_args: u64,
+    num_outputs: u64,
+    body: &mut KernelBody<'_>,
+) -> i32 {
+    let schema = op.schema;
     let counts = (usize::try_from(num_args), usize::try_from(num_outputs));
     let (Ok(num_args), Ok(num_outputs)) = counts else {
-        return refuse::<S>(Refusal::Overflow);
+        return refuse(op, Refusal::Overflow);
     };
     if num_args != schema.arguments.len() || num_outputs != schema.returns.len() {
-        return refuse::<S>(Refusal::Counts(num_args, num_outputs));
+        return refuse(op, Refusal::Counts(num_args, num_outputs));
     }
     // An op with no arguments and no results reads no stack, so any pointer will do.
     let (inputs, outputs): (&[StableValue], &mut [StableValue]) = if num_args + num_outputs == 0 {
         (&[], &mut [])
     } else if stack.is_null() {
-        return refuse::<S>(Refusal::Null(num_args + num_outputs));
+        return refuse(op, Refusal::Null(num_args + num_outputs));
     } else {
         // SAFETY: the caller guarantees `stack` points to `num_args + num_outputs` initialised,
         // unaliased values (checked non-null above); the two halves do not overlap.
@@ -145,7 +177,7 @@ pub unsafe fn boxed_call<S: OpSpec>(
         }
     };
     let args = KernelArgs {
-        op: S::NAME,
+        op: op.name,
         schema,
         values: inputs,
     };
@@ -153,17 +185,24 @@ pub unsafe fn boxed_call<S: OpSpec>(
         slots: outputs,
         written: 0,
     };
-    // The payload of a panic is dropped inside `catch` too: one whose own drop panics must not
-    // unwind past the C edge.
-    match crate::panic::catch(|| body(&args, &mut outs)) {
-        Ok(Ok(())) => STATUS_OK,
-        Ok(Err(error)) => kernel_failed::<S>(error),
-        Err(message) => kernel_panicked::<S>(message),
+    // The body's (error-sized) Result stays inside the closure, which hands back only whether
+    // it failed: wrapping it in catch_unwind's Result would copy it on every call. A panic's
+    // payload is disposed of where a panic of its own cannot escape the C edge.
+    let mut failure = None;
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if let Err(error) = body(&args, &mut outs) {
+            failure = Some(error);
+        }
+    }));
+    match (caught, failure) {
+        (Ok(()), None) => STATUS_OK,
+        (Ok(()), Some(error)) => kernel_failed(op, error),
+        (Err(payload), _) => kernel_panicked(op, crate::panic::dispose(payload)),
     }
 }
 
-// The failure paths of `boxed_call`, out of line so that every generated shim's hot path stays
-// short: each records the error for `take_last_error` and returns the status.
+// The failure paths of `boxed_entry`, out of line so that its hot path stays short: each
+// records the error for `take_last_error` and returns the status.
 
 /// Why a stack was refused before the kernel ran.
 enum Refusal {
@@ -178,24 +217,24 @@ enum Refusal {
 /// A stack that does not match the schema.
 #[cold]
 #[inline(never)]
-fn refuse<S: OpSpec>(why: Refusal) -> i32 {
-    let schema = S::SCHEMA;
+fn refuse(op: &BoxedOp, why: Refusal) -> i32 {
+    let schema = op.schema;
     set_last_error(match why {
         Refusal::Overflow => {
-            Error::InvalidArgument(format!("{}: stack size does not fit in memory", S::NAME))
+            Error::InvalidArgument(format!("{}: stack size does not fit in memory", op.name))
         }
         Refusal::Null(values) => Error::InvalidArgument(format!(
             "{}: the stack pointer is null, but the call passes {values} values",
-            S::NAME
+            op.name
         )),
         Refusal::Counts(num_args, _) if num_args != schema.arguments.len() => Error::ArgCount {
-            op: S::NAME.to_string(),
+            op: op.name.to_string(),
             expected: schema.arguments.len(),
             got: num_args,
             schema: schema.to_string(),
         },
         Refusal::Counts(_, num_outputs) => Error::ReturnCount {
-            op: S::NAME.to_string(),
+            op: op.name.to_string(),
             expected: schema.returns.len(),
             got: num_outputs,
             schema: schema.to_string(),
@@ -206,15 +245,15 @@ fn refuse<S: OpSpec>(why: Refusal) -> i32 {
 
 #[cold]
 #[inline(never)]
-fn kernel_failed<S: OpSpec>(error: Error) -> i32 {
-    set_last_error(kernel_error(S::NAME, error));
+fn kernel_failed(op: &BoxedOp, error: Error) -> i32 {
+    set_last_error(kernel_error(op.name, error));
     STATUS_ERROR
 }
 
 #[cold]
 #[inline(never)]
-fn kernel_panicked<S: OpSpec>(message: String) -> i32 {
-    set_last_error(panic_error(S::NAME, message));
+fn kernel_panicked(op: &BoxedOp, message: String) -> i32 {
+    set_last_error(panic_error(op.name, message));
     STATUS_PANIC
 }
 
@@ -232,7 +271,7 @@ pub(crate) fn kernel_error(op: &str, error: Error) -> Error {
     }
 }
 
-/// The error a caught kernel panic (its message, from `crate::panic::catch`) becomes, on the
+/// The error a caught kernel panic (its message, from `crate::panic::dispose`) becomes, on the
 /// boxed and the typed path alike.
 #[cold]
 #[inline(never)]

@@ -13,12 +13,14 @@ mod typed;
 
 pub use call::{FromStack, IntoStack};
 pub use kernel::{
-    boxed_call, take_last_error, BoxedKernelFn, KernelArgs, KernelOutputs, STATUS_ERROR, STATUS_OK,
-    STATUS_PANIC,
+    boxed_call, boxed_entry, take_last_error, BoxedKernelFn, BoxedOp, KernelArgs, KernelBody,
+    KernelOutputs, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
 };
 pub use key::DispatchKey;
 pub use library::Library;
 pub use op::{init, op, OpHandle};
-pub use registration::{KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec};
+pub use registration::{
+    KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec,
+};
 pub use registry::registered_ops;
 pub use typed::TypedKernel;

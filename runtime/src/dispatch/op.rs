@@ -20,11 +20,11 @@ pub fn init() -> Result<()> {
 /// Resolves `ns::name` or `ns::name.overload` once; call the handle as often as you like.
 pub fn op(name: &str) -> Result<OpHandle> {
     let registry = check()?;
-    match registry.ops.get(name) {
+    match registry.get(name) {
         Some(entry) => Ok(OpHandle { entry }),
         None => Err(Error::UnknownOp {
             name: name.to_string(),
-            suggestion: closest(name, registry.ops.keys().map(String::as_str)).map(str::to_string),
+            suggestion: closest(name, registry.ops().iter().map(|e| e.name)).map(str::to_string),
         }),
     }
 }
@@ -38,7 +38,7 @@ pub struct OpHandle {
 impl OpHandle {
     /// `ns::name[.overload]`.
     pub fn name(&self) -> &'static str {
-        &self.entry.name
+        self.entry.name
     }
 
     pub fn schema(&self) -> &'static Schema {
@@ -69,7 +69,7 @@ impl OpHandle {
                         // SAFETY: the slot's key is `(A's key, R)`, which TypedKernel's contract
                         // ties to exactly this fn type.
                         let kernel = unsafe { restore::<A, R>(erased) };
-                        return self.finish_typed(crate::panic::catch(|| kernel(args)));
+                        return self.run_typed(kernel, args);
                     }
                 }
             }
@@ -77,13 +77,28 @@ impl OpHandle {
         self.call_via_stack(args)
     }
 
-    /// A typed entry's outcome, with its errors and panics named as the boxed path names them.
+    /// Runs a typed entry under catch_unwind, with its errors and panics named as the boxed
+    /// path names them. The kernel's (error-sized) Result stays inside the closure, which hands
+    /// back only the value: wrapping the Result in catch_unwind's would copy it on every call.
     #[inline]
-    fn finish_typed<R>(&self, outcome: std::result::Result<Result<R>, String>) -> Result<R> {
-        match outcome {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(kernel::kernel_error(self.name(), error)),
-            Err(message) => Err(panic_error(self.name(), message)),
+    fn run_typed<A, R>(&self, kernel: fn(A) -> Result<R>, args: A) -> Result<R> {
+        let mut failure = None;
+        let caught =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match kernel(args) {
+                Ok(value) => Some(value),
+                Err(error) => {
+                    failure = Some(error);
+                    None
+                }
+            }));
+        match (caught, failure) {
+            (Ok(Some(value)), _) => Ok(value),
+            (Ok(None), Some(error)) => Err(kernel::kernel_error(self.name(), error)),
+            (Ok(None), None) => Err(kernel::kernel_error(
+                self.name(),
+                Error::msg("the typed entry returned neither a value nor an error"),
+            )),
+            (Err(payload), _) => Err(panic_error(self.name(), crate::panic::dispose(payload))),
         }
     }
 
@@ -156,7 +171,7 @@ impl OpHandle {
 /// The one device all tensor arguments are on, or None when the call has no tensors.
 fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
     let mut first: Option<(usize, Device)> = None;
-    for &index in &entry.tensor_args {
+    for &index in entry.tensor_args {
         let Some(value) = stack.get(index) else {
             continue;
         };
@@ -216,7 +231,7 @@ fn mixed_devices_error(
             .unwrap_or_default()
     };
     Error::MixedDevices {
-        op: entry.name.clone(),
+        op: entry.name.to_string(),
         first_index,
         first_name: name(first_index),
         first_device,
@@ -230,7 +245,7 @@ fn mixed_devices_error(
 #[inline(never)]
 fn arg_count_error(entry: &OpEntry, got: usize) -> Error {
     Error::ArgCount {
-        op: entry.name.clone(),
+        op: entry.name.to_string(),
         expected: entry.schema.arguments.len(),
         got,
         schema: entry.schema.to_string(),
@@ -241,7 +256,7 @@ fn arg_count_error(entry: &OpEntry, got: usize) -> Error {
 #[inline(never)]
 fn no_kernel_error(entry: &OpEntry, key: DispatchKey) -> Error {
     Error::NoKernel {
-        op: entry.name.clone(),
+        op: entry.name.to_string(),
         key: key.to_string(),
         available: entry.available_keys(),
     }
@@ -251,7 +266,7 @@ fn no_kernel_error(entry: &OpEntry, key: DispatchKey) -> Error {
 #[inline(never)]
 fn kernel_error(entry: &OpEntry, status: i32) -> Error {
     take_last_error().unwrap_or_else(|| Error::Kernel {
-        op: entry.name.clone(),
+        op: entry.name.to_string(),
         message: format!("kernel failed with status {status} and left no error"),
     })
 }
@@ -400,7 +415,9 @@ mod tests {
             line: 1,
         };
         let ops: &'static [OpDef] = Box::leak(Box::new([OpDef {
+            name: Pick::NAME,
             schema: Pick::SCHEMA,
+            tensor_args: &[0],
             site,
         }]));
         let lib = Box::leak(Box::new(LibraryRegistration {
@@ -419,7 +436,7 @@ mod tests {
         }));
         let registry = Box::leak(Box::new(collect(&[lib], &[kernel])));
         OpHandle {
-            entry: registry.ops["t::pick"],
+            entry: registry.get("t::pick").expect("t::pick is registered"),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use opbox_codegen::schema::Schema;
 
-use super::kernel::BoxedKernelFn;
+use super::kernel::{BoxedKernelFn, BoxedOp};
 use super::key::DispatchKey;
 use super::typed::TypedKernel;
 use crate::error::Site;
@@ -12,6 +12,11 @@ pub trait OpSpec {
     /// `ns::name` or `ns::name.overload`.
     const NAME: &'static str;
     const SCHEMA: &'static Schema;
+    /// Both, as the boxed shims hand them to the shared code behind the ABI.
+    const BOXED: &'static BoxedOp = &BoxedOp {
+        name: Self::NAME,
+        schema: Self::SCHEMA,
+    };
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,10 +27,15 @@ pub enum LibraryKind {
     Fragment,
 }
 
-/// One op defined by a library or fragment, and the line of its `m.def`.
+/// One op defined by a library or fragment, and the line of its `m.def`. The macro computes
+/// everything here, so registering an op costs no allocation or formatting.
 #[derive(Debug)]
 pub struct OpDef {
+    /// `ns::name[.overload]`: the schema's qualified name in its library's namespace.
+    pub name: &'static str,
     pub schema: &'static Schema,
+    /// [`Schema::tensor_arguments`]: the only arguments dispatch looks at.
+    pub tensor_args: &'static [usize],
     pub site: Site,
 }
 
@@ -52,5 +62,14 @@ pub struct KernelRegistration {
     pub function: &'static str,
 }
 
+/// The kernels of one `#[stable_impl]` (a module, or one fn): one inventory item for all of
+/// them, so start-up work grows with impl blocks, not kernels. A hand-written kernel can
+/// still submit a lone [`KernelRegistration`].
+#[derive(Debug)]
+pub struct KernelGroup {
+    pub kernels: &'static [KernelRegistration],
+}
+
 inventory::collect!(LibraryRegistration);
 inventory::collect!(KernelRegistration);
+inventory::collect!(KernelGroup);

@@ -1,14 +1,16 @@
 //! Collects every registration once, checks it, and freezes it into lock-free lookup tables.
 
 use std::any::TypeId;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use foldhash::fast::FixedState;
 use opbox_codegen::schema::Schema;
 
 use super::kernel::BoxedKernelFn;
 use super::key::DispatchKey;
-use super::registration::{KernelRegistration, LibraryKind, LibraryRegistration};
+use super::registration::{KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration};
 use crate::error::Site;
 use crate::{Error, Result};
 
@@ -24,7 +26,7 @@ pub(crate) struct KernelSlot {
 /// One op with its kernels. Leaked once at collection, so handles are `&'static`.
 #[derive(Debug)]
 pub(crate) struct OpEntry {
-    pub(crate) name: String,
+    pub(crate) name: &'static str,
     pub(crate) schema: &'static Schema,
     pub(crate) site: Site,
     pub(crate) kernels: [Option<KernelSlot>; DispatchKey::COUNT],
@@ -32,7 +34,7 @@ pub(crate) struct OpEntry {
     pub(crate) num_args: usize,
     pub(crate) num_outputs: usize,
     /// Indices of the arguments whose type mentions Tensor: the only ones dispatch looks at.
-    pub(crate) tensor_args: Vec<usize>,
+    pub(crate) tensor_args: &'static [usize],
 }
 
 impl OpEntry {
@@ -58,9 +60,30 @@ impl OpEntry {
     }
 }
 
+/// Names are the macros' static strings, not attacker input, so a fixed-seed fast hash will do.
+type Map<K, V> = HashMap<K, V, FixedState>;
+
+fn map_with_capacity<K, V>(capacity: usize) -> Map<K, V> {
+    HashMap::with_capacity_and_hasher(capacity, FixedState::default())
+}
+
 pub(crate) struct Registry {
-    pub(crate) ops: HashMap<String, &'static OpEntry>,
+    /// Every op, in collection order.
+    ops: &'static [OpEntry],
+    /// Each op's index in `ops`, by name: the one map.
+    index: Map<&'static str, usize>,
     pub(crate) error: Option<Error>,
+}
+
+impl Registry {
+    pub(crate) fn get(&self, name: &str) -> Option<&'static OpEntry> {
+        let ops = self.ops;
+        self.index.get(name).and_then(|&i| ops.get(i))
+    }
+
+    pub(crate) fn ops(&self) -> &'static [OpEntry] {
+        self.ops
+    }
 }
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
@@ -68,31 +91,74 @@ static REGISTRY: OnceLock<Registry> = OnceLock::new();
 /// The registry, collected on first use. Later reads are one atomic load.
 pub(crate) fn registry() -> &'static Registry {
     REGISTRY.get_or_init(|| {
-        let mut libraries: Vec<&'static LibraryRegistration> =
+        let libraries: Vec<&'static LibraryRegistration> =
             inventory::iter::<LibraryRegistration>.into_iter().collect();
-        let mut kernels: Vec<&'static KernelRegistration> =
-            inventory::iter::<KernelRegistration>.into_iter().collect();
-        // inventory's order is unspecified: sort so "first" and "second" in errors are stable.
-        libraries.sort_by_key(|l| (l.site.file, l.site.line, l.namespace));
-        kernels.sort_by_key(|k| (k.site.file, k.site.line, k.op));
+        let kernels: Vec<&'static KernelRegistration> = inventory::iter::<KernelGroup>
+            .into_iter()
+            .flat_map(|group| group.kernels)
+            .chain(inventory::iter::<KernelRegistration>)
+            .collect();
         collect(&libraries, &kernels)
     })
 }
 
 /// Every op name, sorted.
 pub fn registered_ops() -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = registry().ops.values().map(|e| e.name.as_str()).collect();
+    let mut names: Vec<&'static str> = registry().ops.iter().map(|e| e.name).collect();
     names.sort_unstable();
     names
 }
 
+/// Checks the registrations and builds the registry. inventory's order is unspecified, and
+/// the errors name a "first" and a "second" site: when there are errors, the collection runs
+/// again in source order so that they read the same in every build. Only a failing
+/// registration pays for the sort.
 pub(crate) fn collect(
     libraries: &[&'static LibraryRegistration],
     kernels: &[&'static KernelRegistration],
 ) -> Registry {
+    let built = build(libraries, kernels);
+    if built.errors.is_empty() {
+        return built.freeze();
+    }
+    let mut libraries = libraries.to_vec();
+    let mut kernels = kernels.to_vec();
+    libraries.sort_by_key(|l| (l.site.file, l.site.line, l.namespace));
+    kernels.sort_by_key(|k| (k.site.file, k.site.line, k.op));
+    build(&libraries, &kernels).freeze()
+}
+
+/// A registry under construction.
+struct Built {
+    ops: Vec<OpEntry>,
+    index: Map<&'static str, usize>,
+    errors: Vec<Error>,
+}
+
+impl Built {
+    fn freeze(mut self) -> Registry {
+        let error = match self.errors.len() {
+            0 => None,
+            1 => self.errors.pop(),
+            _ => Some(Error::Registration(self.errors)),
+        };
+        Registry {
+            ops: self.ops.leak(),
+            index: self.index,
+            error,
+        }
+    }
+}
+
+fn build(
+    libraries: &[&'static LibraryRegistration],
+    kernels: &[&'static KernelRegistration],
+) -> Built {
     let mut errors = Vec::new();
-    let mut definers: HashMap<&str, Site> = HashMap::new();
-    let mut entries: HashMap<String, OpEntry> = HashMap::new();
+    let mut definers: Map<&str, Site> = map_with_capacity(libraries.len());
+    let count = libraries.iter().map(|lib| lib.ops.len()).sum();
+    let mut ops: Vec<OpEntry> = Vec::with_capacity(count);
+    let mut index: Map<&'static str, usize> = map_with_capacity(count);
 
     for lib in libraries {
         if lib.kind == LibraryKind::Def {
@@ -105,40 +171,34 @@ pub(crate) fn collect(
             }
         }
         for def in lib.ops {
-            let name = def.schema.qualified_name(lib.namespace);
-            if let Some(existing) = entries.get(&name) {
-                errors.push(Error::DuplicateOp {
-                    op: name,
-                    first: existing.site,
-                    second: def.site,
-                });
-                continue;
+            match index.entry(def.name) {
+                Entry::Occupied(existing) => {
+                    if let Some(first) = ops.get(*existing.get()) {
+                        errors.push(Error::DuplicateOp {
+                            op: def.name.to_string(),
+                            first: first.site,
+                            second: def.site,
+                        });
+                    }
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(ops.len());
+                    ops.push(OpEntry {
+                        name: def.name,
+                        schema: def.schema,
+                        site: def.site,
+                        kernels: [None; DispatchKey::COUNT],
+                        num_args: def.schema.arguments.len(),
+                        num_outputs: def.schema.returns.len(),
+                        tensor_args: def.tensor_args,
+                    });
+                }
             }
-            let tensor_args = def
-                .schema
-                .arguments
-                .iter()
-                .enumerate()
-                .filter(|(_, a)| a.ty.mentions_tensor())
-                .map(|(i, _)| i)
-                .collect();
-            entries.insert(
-                name.clone(),
-                OpEntry {
-                    name,
-                    schema: def.schema,
-                    site: def.site,
-                    kernels: [None; DispatchKey::COUNT],
-                    num_args: def.schema.arguments.len(),
-                    num_outputs: def.schema.returns.len(),
-                    tensor_args,
-                },
-            );
         }
     }
 
     for reg in kernels {
-        let Some(entry) = entries.get_mut(reg.op) else {
+        let Some(entry) = index.get(reg.op).and_then(|&i| ops.get_mut(i)) else {
             errors.push(Error::ImplWithoutDef {
                 op: reg.op.to_string(),
                 key: reg.key.to_string(),
@@ -164,17 +224,7 @@ pub(crate) fn collect(
             }
         }
     }
-
-    let ops = entries
-        .into_iter()
-        .map(|(name, entry)| (name, &*Box::leak(Box::new(entry))))
-        .collect();
-    let error = match errors.len() {
-        0 => None,
-        1 => errors.pop(),
-        _ => Some(Error::Registration(errors)),
-    };
-    Registry { ops, error }
+    Built { ops, index, errors }
 }
 
 /// Returns the collection's errors, if any.
@@ -212,12 +262,7 @@ mod tests {
         let ops: Vec<OpDef> = schemas
             .iter()
             .enumerate()
-            .map(|(i, s)| OpDef {
-                schema: Box::leak(Box::new(
-                    opbox_codegen::schema::parse(s).expect("test schema parses"),
-                )),
-                site: site(line + 1 + i as u32),
-            })
+            .map(|(i, s)| op_def(ns, s, site(line + 1 + i as u32)))
             .collect();
         Box::leak(Box::new(LibraryRegistration {
             namespace: ns,
@@ -225,6 +270,19 @@ mod tests {
             site: site(line),
             ops: Box::leak(ops.into_boxed_slice()),
         }))
+    }
+
+    /// An op as the library macro would register it.
+    pub(crate) fn op_def(ns: &str, schema: &str, site: Site) -> OpDef {
+        let schema: &'static Schema = Box::leak(Box::new(
+            opbox_codegen::schema::parse(schema).expect("test schema parses"),
+        ));
+        OpDef {
+            name: schema.qualified_name(ns).leak(),
+            schema,
+            tensor_args: schema.tensor_arguments().leak(),
+            site,
+        }
     }
 
     fn kernel(
@@ -266,7 +324,7 @@ mod tests {
         ];
         let registry = collect(&libs, &[]);
         assert!(registry.error.is_none());
-        assert_eq!(registry.ops.len(), 3);
+        assert_eq!(registry.ops().len(), 3);
     }
 
     #[test]
@@ -299,13 +357,22 @@ mod tests {
             error.to_string(),
             "operator 'ns::a' has two different CPU kernels: first at src/lib.rs:30, again at src/lib.rs:40. Keep one of them"
         );
+        // inventory's order is not source order: the message must not depend on it.
+        let reversed = [different[1], different[0]];
+        assert_eq!(
+            collect(&libs, &reversed).error.expect("duplicate impl"),
+            error
+        );
         let other_keys = [
             kernel("ns::a", DispatchKey::CPU, 30, "crate::cpu::a"),
             kernel("ns::a", DispatchKey::Meta, 40, "crate::meta::a"),
         ];
         let registry = collect(&libs, &other_keys);
         assert!(registry.error.is_none());
-        assert_eq!(registry.ops["ns::a"].available_keys(), vec!["CPU", "Meta"]);
+        assert_eq!(
+            registry.get("ns::a").expect("ns::a").available_keys(),
+            vec!["CPU", "Meta"]
+        );
     }
 
     #[test]
@@ -338,7 +405,7 @@ mod tests {
             "crate::a",
         )];
         let registry = collect(&libs, &kernels);
-        let entry = registry.ops["ns::a"];
+        let entry = registry.get("ns::a").expect("ns::a");
         assert!(entry.kernel_for(DispatchKey::CUDA).is_some());
         assert!(entry.kernel_for(DispatchKey::CPU).is_some());
     }

@@ -17,6 +17,7 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
     let marker_name = &op.marker;
     let marker = naming::marker_type(span);
     let schema_expr = schema_tokens::schema(&op.schema, ns);
+    let schema_imports = schema_tokens::imports();
     let mut printed = op.schema.clone();
     printed.name.namespace = Some(ns.to_string().into());
     let printed = printed.to_string();
@@ -30,15 +31,24 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
     );
     let schema_note = format!("schema: {printed}");
 
+    // Every position past the schema's takes one trait, under each position's name: the
+    // message is the same for all of them, and one trait is a fraction of the tokens.
+    let extra = naming::extra_arg_trait(span);
+    let extra_trait = (arity < naming::ARG_TRAIT_MIN).then(|| {
+        let message = format!(
+            "`{full}` has only {arity} argument{}: remove this parameter",
+            if arity == 1 { "" } else { "s" }
+        );
+        let attr = on_unimplemented(&message, "not in the schema", &[&schema_note]);
+        quote! {
+            #attr
+            pub trait #extra<S> {}
+        }
+    });
     let arg_traits = (0..arity.max(naming::ARG_TRAIT_MIN)).map(|index| {
         let trait_ident = naming::arg_trait(index, span);
         let Some(arg) = op.schema.arguments.get(index) else {
-            let message = format!("`{full}` has only {arity} argument{}: remove this parameter", if arity == 1 { "" } else { "s" });
-            let attr = on_unimplemented(&message, "not in the schema", &[&schema_note]);
-            return quote! {
-                #attr
-                pub trait #trait_ident<S> {}
-            };
+            return quote!(pub use self::#extra as #trait_ident;);
         };
         let in_place = arg.is_mutable();
         let fits = forms(arg.ty, Position::Param { in_place });
@@ -126,6 +136,8 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
             /// The op's marker type, which `#[stable_impl]` checks kernels against.
             pub struct #marker;
 
+            #schema_imports
+
             impl ::opbox::__private::OpSpec for #marker {
                 const NAME: &'static str = #full;
                 const SCHEMA: &'static ::opbox::__private::schema::Schema = &#schema_expr;
@@ -135,6 +147,7 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
             pub trait #arity_trait<const N: usize> {}
             impl #arity_trait<#arity> for #marker {}
 
+            #extra_trait
             #(#arg_traits)*
 
             #returns_attr

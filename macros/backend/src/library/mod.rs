@@ -76,9 +76,12 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], kind: Kind) -> TokenStream {
     let op_defs = ops.iter().map(|op| {
         let marker = format_ident!("{}", op.marker, span = op.lit.span());
         let site = paths::site(op.lit.span());
+        let tensor_args = op.schema.tensor_arguments();
         quote_spanned! {op.lit.span()=>
             ::opbox::__private::OpDef {
+                name: <#markers_mod::#marker::Op as ::opbox::__private::OpSpec>::NAME,
                 schema: <#markers_mod::#marker::Op as ::opbox::__private::OpSpec>::SCHEMA,
+                tensor_args: &[#(#tensor_args),*],
                 site: #site,
             }
         }

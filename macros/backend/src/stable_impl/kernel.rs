@@ -43,9 +43,16 @@ pub(super) fn check(sig: &Signature, errors: &mut Errors) {
     }
 }
 
-/// The kernel's signature checks and its registration with a boxed shim, for a fn that passed
-/// [`check`].
-pub(super) fn items(library: &Path, op: &Ident, func: &ItemFn, key: &Ident) -> TokenStream {
+/// The kernel's signature checks, its boxed shim and typed entry, and its registration, for a
+/// fn that passed [`check`]: all inside one const, named by the returned ident, whose value is
+/// the registration. The caller submits the consts of one `#[stable_impl]` together
+/// (`super::submit`).
+pub(super) fn items(
+    library: &Path,
+    op: &Ident,
+    func: &ItemFn,
+    key: &Ident,
+) -> (TokenStream, Ident) {
     let sig = &func.sig;
     let fn_ident = &sig.ident;
     let op_name = op.to_string();
@@ -109,8 +116,11 @@ pub(super) fn items(library: &Path, op: &Ident, func: &ItemFn, key: &Ident) -> T
     let typed = typed_entry(fn_ident, &params, &ret_ty, ret_span);
     let site = paths::site(sig.ident.span());
     let fn_name = fn_ident.to_string();
-    quote! {
-        const _: () = {
+    let registration = format_ident!("__opbox_kernel_{}_{}", fn_ident, key);
+    let tokens = quote! {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        const #registration: ::opbox::__private::KernelRegistration = {
             use #ops_module as __opbox_op;
 
             #[allow(dead_code)]
@@ -120,34 +130,41 @@ pub(super) fn items(library: &Path, op: &Ident, func: &ItemFn, key: &Ident) -> T
                 #returns_check
             }
 
+            // Not generic over the op: the shared code behind the ABI (`boxed_entry`) is compiled
+            // once, and this shim only hands it the op's static data and the unboxing call.
             unsafe extern "C" fn __opbox_boxed(
                 stack: *mut ::opbox::__private::StableValue,
                 num_args: u64,
                 num_outputs: u64,
             ) -> i32 {
                 // SAFETY: the dispatcher calls this through the BoxedKernelFn contract, which is
-                // exactly boxed_call's precondition.
+                // exactly boxed_entry's precondition.
                 unsafe {
-                    ::opbox::__private::boxed_call::<#marker>(stack, num_args, num_outputs, |__opbox_args, __opbox_outs| {
-                        ::opbox::__private::KernelReturn::write(#fn_ident(#(#gets),*), __opbox_outs)
-                    })
+                    ::opbox::__private::boxed_entry(
+                        <#marker as ::opbox::__private::OpSpec>::BOXED,
+                        stack,
+                        num_args,
+                        num_outputs,
+                        &mut |__opbox_args, __opbox_outs| {
+                            ::opbox::__private::KernelReturn::write(#fn_ident(#(#gets),*), __opbox_outs)
+                        },
+                    )
                 }
             }
 
             #typed
 
-            ::opbox::__private::inventory::submit! {
-                ::opbox::__private::KernelRegistration {
-                    op: <#marker as ::opbox::__private::OpSpec>::NAME,
-                    key: ::opbox::__private::DispatchKey::#key,
-                    kernel: __opbox_boxed,
-                    typed: ::core::option::Option::Some(__OPBOX_TYPED),
-                    site: #site,
-                    function: ::core::concat!(::core::module_path!(), "::", #fn_name),
-                }
+            ::opbox::__private::KernelRegistration {
+                op: <#marker as ::opbox::__private::OpSpec>::NAME,
+                key: ::opbox::__private::DispatchKey::#key,
+                kernel: __opbox_boxed,
+                typed: ::core::option::Option::Some(__OPBOX_TYPED),
+                site: #site,
+                function: ::core::concat!(::core::module_path!(), "::", #fn_name),
             }
         };
-    }
+    };
+    (tokens, registration)
 }
 
 /// The kernel's typed entry: `__opbox_typed` takes the parameters as one tuple and returns the

@@ -117,6 +117,7 @@ fn expand_module(
         return None;
     };
     let mut generated = Vec::new();
+    let mut registrations = Vec::new();
     for item in items.iter_mut() {
         let Item::Fn(func) = item else { continue };
         kernel::check(&func.sig, errors);
@@ -125,10 +126,15 @@ fn expand_module(
             // level up.
             let library = paths::from_child(&args.path);
             for key in &args.keys {
-                generated.push(kernel::items(&library, &func.sig.ident, func, key));
+                let (tokens, registration) = kernel::items(&library, &func.sig.ident, func, key);
+                generated.push(tokens);
+                registrations.push(registration);
             }
         }
         func.attrs.push(syn::parse_quote!(#[allow(non_snake_case)]));
+    }
+    if !registrations.is_empty() {
+        generated.push(submit(&registrations));
     }
     items.extend(generated.into_iter().map(Item::Verbatim));
     args.map(|_| quote!(#module))
@@ -165,9 +171,23 @@ fn expand_single(args: Option<&Args>, func: ItemFn, errors: &mut Errors) -> Opti
         leading_colon: library.leading_colon,
         segments: library.segments.into_iter().collect(),
     };
-    let tokens = args
+    let (tokens, registrations): (Vec<TokenStream>, Vec<Ident>) = args
         .keys
         .iter()
-        .map(|key| kernel::items(&library, &op_ident, &func, key));
-    Some(quote!(#func #(#tokens)*))
+        .map(|key| kernel::items(&library, &op_ident, &func, key))
+        .unzip();
+    let submit = submit(&registrations);
+    Some(quote!(#func #(#tokens)* #submit))
+}
+
+/// One inventory item for the kernels of one `#[stable_impl]`: start-up then registers per
+/// impl block, not per kernel.
+fn submit(registrations: &[Ident]) -> TokenStream {
+    quote! {
+        ::opbox::__private::inventory::submit! {
+            ::opbox::__private::KernelGroup {
+                kernels: &[#(#registrations),*],
+            }
+        }
+    }
 }

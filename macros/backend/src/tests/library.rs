@@ -40,6 +40,10 @@ fn a_library_emits_one_module_per_op_with_its_marker_and_checks() {
             "impl Returns<()> for Op {}",
             "kind: ::opbox::__private::LibraryKind::Def",
             "namespace: \"mylib\"",
+            // The registration's per-op data is computed here, not at start-up.
+            "name: <mylib::axpby::Op as ::opbox::__private::OpSpec>::NAME,",
+            "tensor_args: &[0usize, 1usize],",
+            "tensor_args: &[0usize],",
         ],
     );
     // `Tensor(a!)` may only be borrowed: no by-value marker for add.Scalar's argument 0.
@@ -88,6 +92,12 @@ fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
             "arg2::<__opbox_op::Op, <f64 as ::opbox::__private::RustParam>::Schema>();",
             "<Result<Tensor> as ::opbox::__private::KernelReturn>::Schema",
             "unsafe extern \"C\" fn __opbox_boxed(",
+            // The shim calls the one non-generic entry with the op's static data.
+            "::opbox::__private::boxed_entry(",
+            "<__opbox_op::Op as ::opbox::__private::OpSpec>::BOXED,",
+            "const __opbox_kernel_axpby_CPU: ::opbox::__private::KernelRegistration = {",
+            // Inside `submit!`, which prettyplease leaves as tokens.
+            "::opbox::__private::KernelGroup { kernels : & [__opbox_kernel_axpby_CPU], }",
             "key: ::opbox::__private::DispatchKey::CPU,",
             "op: <__opbox_op::Op as ::opbox::__private::OpSpec>::NAME,",
         ],
