@@ -94,7 +94,18 @@ impl KernelOutputs<'_> {
     pub fn push(&mut self, value: StableValue) -> Result<()> {
         match self.slots.get_mut(self.written) {
             Some(slot) => {
-                *slot = value;
+                // Dropping the slot's old value may call out, so `value` waits in a temporary,
+                // stored as two 8-byte halves; `*slot = value` would read it back as one 16-byte
+                // load, which the CPU cannot forward from those stores (a stall of several ns on
+                // every result). Moved by halves instead.
+                let value = std::mem::ManuallyDrop::new(value);
+                // SAFETY: `slot` is an initialised value of the output slots, dropped once here
+                // and then overwritten; `value` is moved out exactly once (ManuallyDrop keeps it
+                // from being dropped again).
+                unsafe {
+                    std::ptr::drop_in_place(slot as *mut StableValue);
+                    StableValue::move_by_halves(&*value, slot);
+                }
                 self.written += 1;
                 Ok(())
             }
