@@ -136,15 +136,18 @@ impl StableValue {
     /// it again), and `dst` to writable space for one value that holds nothing to release.
     #[inline]
     pub(crate) unsafe fn move_by_halves(src: *const StableValue, dst: *mut StableValue) {
-        // SAFETY: StableValue is 16 bytes with 8-byte alignment (asserted above), so both
-        // pointers are valid for two aligned u64s; the caller's contract covers ownership.
-        // Volatile keeps the two loads from being merged back into one 16-byte load.
+        // SAFETY: both pointers are valid and aligned for a StableValue (the caller's contract),
+        // whose `repr(C)` layout puts `tag` and `aux` in its first 8 bytes (two u32s, no
+        // pointer) and `payload` in the last 8. The payload is copied as the union it is, so a
+        // pointer in it keeps its provenance. Volatile keeps the two loads from being merged
+        // back into one 16-byte load.
         unsafe {
-            let (src, dst) = (src.cast::<u64>(), dst.cast::<u64>());
-            let low = std::ptr::read_volatile(src);
-            let high = std::ptr::read_volatile(src.add(1));
-            dst.write(low);
-            dst.add(1).write(high);
+            let header = std::ptr::read_volatile(std::ptr::addr_of!((*src).tag).cast::<u64>());
+            let payload = std::ptr::read_volatile(std::ptr::addr_of!((*src).payload));
+            std::ptr::addr_of_mut!((*dst).tag)
+                .cast::<u64>()
+                .write(header);
+            std::ptr::addr_of_mut!((*dst).payload).write(payload);
         }
     }
 
