@@ -11,8 +11,11 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use opbox::cuda::{device_count, synchronize};
+use opbox::cuda::synchronize;
 use opbox::prelude::*;
+
+#[path = "common/gpu.rs"]
+mod gpu;
 
 #[extern_kernel(source = "../examples/kernels/empty.cu")]
 fn empty(x: In<[f32]>);
@@ -33,11 +36,6 @@ fn axpy_dsl(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
 
 const N: usize = 256 << 20;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// Median seconds of one call of `f`, over `rounds` synchronized rounds of `per` calls.
 fn time(rounds: usize, per: usize, mut f: impl FnMut() -> opbox::Result<()>) -> opbox::Result<f64> {
     for _ in 0..per {
@@ -53,20 +51,13 @@ fn time(rounds: usize, per: usize, mut f: impl FnMut() -> opbox::Result<()>) -> 
         synchronize(0)?;
         samples.push(t.elapsed().as_secs_f64() / per as f64);
     }
-    Ok(median(samples))
+    Ok(gpu::median(samples))
 }
 
 fn bench() -> opbox::Result<()> {
-    match device_count() {
-        Ok(n) if n > 0 => {}
-        Ok(_) => {
-            println!("skipped: no GPU (the CUDA driver reports 0 devices)");
-            return Ok(());
-        }
-        Err(e) => {
-            println!("skipped: no GPU ({e})");
-            return Ok(());
-        }
+    if let Some(why) = gpu::skip_reason() {
+        println!("skipped: {why}");
+        return Ok(());
     }
     let dev = Device::Cuda(0);
     let x = Tensor::full(&[N], 1.5f64, DType::F32, dev)?;
@@ -94,7 +85,7 @@ fn bench() -> opbox::Result<()> {
         ext.push(time(1, 20_000, || empty::launch(single.clone(), &one))?);
         dsl_l.push(time(1, 20_000, || empty_dsl::launch(single.clone(), &one))?);
     }
-    let (ext, dsl_l) = (median(ext) * 1e6, median(dsl_l) * 1e6);
+    let (ext, dsl_l) = (gpu::median(ext) * 1e6, gpu::median(dsl_l) * 1e6);
     println!("dsl bench on {}", opbox::cuda::device(0)?.name);
     println!("| figure | value | goal | ratio |");
     println!("|---|---|---|---|");

@@ -27,8 +27,11 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use cudarc::driver::{sys, LaunchConfig as RawConfig, PushKernelArg};
-use opbox::cuda::{device, device_count, synchronize};
+use opbox::cuda::{device, synchronize};
 use opbox::prelude::*;
+
+#[path = "common/gpu.rs"]
+mod gpu;
 
 #[extern_kernel(source = "../examples/kernels/empty.cu")]
 fn empty(x: In<[f32]>);
@@ -148,13 +151,7 @@ fn child_medians(flag: &str, keys: &[&str]) -> opbox::Result<Vec<f64>> {
             samples.push(value);
         }
     }
-    Ok(runs
-        .into_iter()
-        .map(|mut s| {
-            s.sort_by(f64::total_cmp);
-            s[s.len() / 2]
-        })
-        .collect())
+    Ok(runs.into_iter().map(gpu::median).collect())
 }
 
 /// Mean ns of `f` over `reps` calls.
@@ -222,29 +219,12 @@ fn interleaved_timed(
             samples[which].push(spent.as_secs_f64() * 1e6 / per_round as f64);
         }
     }
-    Ok(samples
-        .into_iter()
-        .map(|mut s| {
-            s.sort_by(f64::total_cmp);
-            s[s.len() / 2]
-        })
-        .collect())
+    Ok(samples.into_iter().map(gpu::median).collect())
 }
 
 fn bench() -> opbox::Result<()> {
-    match device_count() {
-        Ok(n) if n > 0 => {}
-        Ok(_) => {
-            println!("skipped: no GPU (the CUDA driver reports 0 devices)");
-            return Ok(());
-        }
-        Err(e) => {
-            println!("skipped: no GPU ({e})");
-            return Ok(());
-        }
-    }
-    if let Err(e) = opbox::cuda::nvrtc::version() {
-        println!("skipped: no NVRTC ({e})");
+    if let Some(why) = gpu::skip_reason() {
+        println!("skipped: {why}");
         return Ok(());
     }
     let dev = device(0)?;
