@@ -57,9 +57,10 @@ pub(crate) trait Memory: Send + Sync + 'static {
         Err(self.not_device_memory(op))
     }
 
-    /// The device address of byte 0, for kernel launches.
-    fn device_ptr(&self, op: &str) -> Result<u64> {
-        Err(self.not_device_memory(op))
+    /// The device address of byte 0, for kernel launches; None for memory a kernel cannot
+    /// address.
+    fn device_base(&self) -> Option<u64> {
+        None
     }
 
     /// For a backend's own operations on its memory (the CUDA slice, say).
@@ -97,8 +98,8 @@ impl Memory for MetaMemory {
 /// A tensor's bytes, on one device.
 pub(crate) struct Storage {
     memory: Box<dyn Memory>,
-    /// The device address of byte 0, read once at creation: a launch packs it with no call
-    /// through `memory` (one cache line fewer to miss on the launch path).
+    /// `memory`'s device address of byte 0, read once at creation: a launch packs it with no
+    /// call through `memory` (one cache line fewer to miss on the launch path).
     device_base: Option<u64>,
     /// The usable length in bytes (a cpu buffer may be longer, rounded up to whole chunks).
     nbytes: usize,
@@ -131,7 +132,7 @@ impl Storage {
                 )))
             }
         };
-        let device_base = memory.device_ptr("").ok();
+        let device_base = memory.device_base();
         Ok(Storage {
             memory,
             device_base,
@@ -218,9 +219,7 @@ impl Storage {
     /// The device address of byte 0. Work queued on the device's default stream (where opbox
     /// launches) is ordered after every copy this storage makes.
     pub(crate) fn device_ptr(&self, op: &str) -> Result<u64> {
-        match self.device_base {
-            Some(base) => Ok(base),
-            None => self.memory.device_ptr(op),
-        }
+        self.device_base
+            .ok_or_else(|| self.memory.not_device_memory(op))
     }
 }
