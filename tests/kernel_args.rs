@@ -151,8 +151,8 @@ fn derived_twin() -> TestResult {
         || "no layout check".into(),
     )?;
     ensure(
-        tu.name_expression == "&axpy_epilogue<opbox_epilogue::Gelu>",
-        || tu.name_expression.clone(),
+        tu.name_expression() == "&axpy_epilogue<opbox_epilogue::Gelu>",
+        || tu.name_expression().to_string(),
     )?;
     // A wrong enum for the parameter is refused before NVRTC.
     let wrong = opbox::cuda::codegen::emit(&axpy_epilogue::DECL, &[ConstValue::I32(1)]);

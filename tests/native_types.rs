@@ -226,7 +226,8 @@ fn nvrtc_compile(types: &str) -> Result<Result<(), String>, String> {
     let unit = TranslationUnit {
         source,
         program_name: "opbox/native_abi.cu".into(),
-        name_expression: "&opbox_native_probe".into(),
+        name_expressions: vec!["&opbox_native_probe".into()],
+        headers: opbox::cuda::codegen::host_headers::NAMED_HEADERS,
     };
     let options = [
         "--gpu-architecture=compute_90".to_string(),

@@ -18,7 +18,7 @@ use crate::harness::{ensure, s, Outcome, TestResult};
 fn artifact() -> Artifact {
     Artifact {
         kind: ImageKind::Cubin,
-        lowered_name: "axpby".into(),
+        lowered_names: vec!["axpby".into()],
         image: (0..=255u8).cycle().take(4096).collect(),
     }
 }

@@ -124,6 +124,7 @@ impl ParamKind {
     pub fn template_param_kind(self) -> String {
         match self {
             ParamKind::ConstexprEnum(_) => "class".to_string(),
+            ParamKind::Constexpr(t) | ParamKind::Scalar(t) => t.c_name().to_string(),
             other => other.elem().map_or("?", ElemType::c_name).to_string(),
         }
     }
@@ -131,7 +132,7 @@ impl ParamKind {
     fn elem(self) -> Option<ElemType> {
         match self {
             ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => Some(t),
-            ParamKind::Scalar(t) | ParamKind::Constexpr(t) => Some(t.elem()),
+            ParamKind::Scalar(t) | ParamKind::Constexpr(t) => t.elem(),
             ParamKind::Native(_)
             | ParamKind::ConstexprEnum(_)
             | ParamKind::NativeIn(_)
@@ -189,13 +190,30 @@ fn short_rust_name(path: &str) -> &str {
 pub struct Param {
     pub name: Cow<'static, str>,
     pub kind: ParamKind,
+    /// `Option<In<[T]>>` (and `Out`/`InOut`): `None` passes `nullptr`, as kernels that take
+    /// "no strides array" expect.
+    pub nullable: bool,
 }
 
 impl Param {
     pub const fn new(name: &'static str, kind: ParamKind) -> Param {
+        Param::with_nullable(name, kind, false)
+    }
+
+    pub const fn with_nullable(name: &'static str, kind: ParamKind, nullable: bool) -> Param {
         Param {
             name: Cow::Borrowed(name),
             kind,
+            nullable,
+        }
+    }
+
+    /// The Rust type as written in the declaration: `Option<In<[u64]>>`.
+    pub fn rust_type(&self) -> String {
+        if self.nullable {
+            format!("Option<{}>", self.kind.rust_type())
+        } else {
+            self.kind.rust_type()
         }
     }
 }
@@ -315,7 +333,7 @@ impl KernelDecl {
             if p.kind.is_constexpr() {
                 s.push_str("#[constexpr] ");
             }
-            let _ = write!(s, "{}: {}", p.name, p.kind.rust_type());
+            let _ = write!(s, "{}: {}", p.name, p.rust_type());
         }
         s.push(')');
         s
@@ -384,17 +402,12 @@ impl KernelDecl {
         self.params.iter().filter_map(|p| p.kind.native())
     }
 
-    /// Whether the emitted source needs the half or bfloat16 type.
+    /// Whether a parameter, by value, as an element or in a native struct's fields, is `t`.
     pub fn uses_elem(&self, t: ElemType) -> bool {
         self.params.iter().any(|p| p.kind.elem() == Some(t))
-            || self.native_params().any(|n| {
-                let scalar = match t {
-                    ElemType::F16 => crate::native::NativeScalar::F16,
-                    ElemType::BF16 => crate::native::NativeScalar::BF16,
-                    _ => return false,
-                };
-                n.schema.uses_scalar(scalar)
-            })
+            || self
+                .native_params()
+                .any(|n| n.schema.uses_scalar(t.primitive()))
     }
 
     /// The entry file's relative name, or `<none>` for a declaration without sources.

@@ -19,27 +19,40 @@ use super::decl::{ConstexprStyle, EntryAbi, KernelDecl, NativeParam, ParamKind, 
 use super::directive::{directives, lines, DirectiveKind};
 use super::error::EmitError;
 use super::guard::{include_guard, undefines, Guard};
+use super::host_headers::{NamedHeader, NAMED_HEADERS};
+use super::module::{shares_module, ModuleMember};
 use super::native_checks::{native_checks, CheckTarget};
-use super::prelude::prelude;
+use super::prelude::{prelude, PreludeParts};
+use super::signature_check::push_checks;
 use crate::native::NativeSchema;
 use crate::types::{ConstValue, ElemType};
 
-/// What NVRTC gets for one kernel specialization.
+/// What NVRTC gets for one module: one or more kernels of one source file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TranslationUnit {
     /// The full C++ source.
     pub source: String,
     /// NVRTC's program name: `opbox/axpby_f32.cu`. It only names lines before the first `#line`.
     pub program_name: String,
-    /// The entry as an NVRTC name expression: `&axpby` or `&axpby<256u>`. Its lowered name is
-    /// the symbol to load; for an `extern "C"` entry that is the plain name.
-    pub name_expression: String,
+    /// Each member's entry as an NVRTC name expression, in member order: `&axpby` or
+    /// `&axpby<256u>`. Its lowered name is the symbol to load; for an `extern "C"` entry that is
+    /// the plain name.
+    pub name_expressions: Vec<String>,
+    /// The headers NVRTC resolves by name (the C and C++ standard headers, see `host_headers`).
+    pub headers: &'static [NamedHeader],
+}
+
+impl TranslationUnit {
+    /// The first member's name expression: the only one of a single kernel's unit.
+    pub fn name_expression(&self) -> &str {
+        self.name_expressions.first().map_or("", String::as_str)
+    }
 }
 
 /// Emits the translation unit of `decl` specialized by `constexprs` (one value per `#[constexpr]`
 /// parameter, in declaration order).
 pub fn emit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationUnit, EmitError> {
-    emit_with_structs(decl, constexprs, &[])
+    emit_module(&[ModuleMember { decl, constexprs }], &[])
 }
 
 /// [`emit`], also defining the C++ twins of `shared_structs`: the `#[derive(KernelArg)]`
@@ -50,11 +63,42 @@ pub fn emit_with_structs(
     constexprs: &[ConstValue],
     shared_structs: &[&'static NativeSchema],
 ) -> Result<TranslationUnit, EmitError> {
+    emit_module(&[ModuleMember { decl, constexprs }], shared_structs)
+}
+
+/// Emits one unit for every member of a module (see [`shares_module`]): the file once, then each
+/// member's signature check and name expression, so NVRTC compiles the file once for all of them.
+pub fn emit_module(
+    members: &[ModuleMember<'_>],
+    shared_structs: &[&'static NativeSchema],
+) -> Result<TranslationUnit, EmitError> {
+    let Some(first) = members.first() else {
+        return Err(EmitError::EmptyModule);
+    };
+    let decl = first.decl;
     let kernel = decl.rust_name.to_string();
     if decl.sources.is_empty() {
         return Err(EmitError::NoSource { kernel });
     }
-    let literals = constexpr_literals(decl, constexprs)?;
+    let literals: Vec<Vec<(String, String)>> = members
+        .iter()
+        .map(|m| constexpr_literals(m.decl, m.constexprs))
+        .collect::<Result<_, _>>()?;
+    for (m, lits) in members.iter().zip(&literals).skip(1) {
+        let defines = |d: &KernelDecl, l: &[(String, String)]| {
+            if d.constexpr_style == ConstexprStyle::Defines {
+                l.to_vec()
+            } else {
+                Vec::new()
+            }
+        };
+        if !shares_module(decl, m.decl) || defines(decl, &literals[0]) != defines(m.decl, lits) {
+            return Err(EmitError::NotOneModule {
+                first: kernel,
+                other: m.decl.rust_name.to_string(),
+            });
+        }
+    }
 
     let mut src = String::new();
     let _ = writeln!(
@@ -63,25 +107,30 @@ pub fn emit_with_structs(
         decl.rust_name
     );
     src.push_str("#line 1 \"<opbox-prelude>\"\n");
-    src.push_str(&prelude(
-        decl.uses_elem(ElemType::F16),
-        decl.uses_elem(ElemType::BF16),
-    ));
+    let uses = |t: ElemType| members.iter().any(|m| m.decl.uses_elem(t));
+    src.push_str(&prelude(PreludeParts {
+        f16: uses(ElemType::F16),
+        bf16: uses(ElemType::BF16),
+        fp8: uses(ElemType::F8E4M3) || uses(ElemType::F8E5M2),
+    }));
     if !decl.preamble.is_empty() {
         src.push_str("#line 1 \"<opbox-preamble>\"\n");
         push_text(&mut src, &decl.preamble);
     }
-    if decl.constexpr_style == ConstexprStyle::Defines && !literals.is_empty() {
+    if decl.constexpr_style == ConstexprStyle::Defines && !literals[0].is_empty() {
         let _ = writeln!(
             src,
             "#line 1 \"<opbox-constexpr:{}>\"",
             escape(&decl.rust_name)
         );
-        for (name, lit) in &literals {
+        for (name, lit) in &literals[0] {
             let _ = writeln!(src, "#define {name} {lit}");
         }
     }
-    let natives: Vec<NativeParam> = decl.native_params().collect();
+    let natives: Vec<NativeParam> = members
+        .iter()
+        .flat_map(|m| m.decl.native_params())
+        .collect();
     let mut generated: Vec<&'static NativeSchema> = Vec::new();
     for schema in natives
         .iter()
@@ -98,8 +147,9 @@ pub fn emit_with_structs(
     }
     if decl.abi == EntryAbi::ConstantParams {
         src.push_str("#line 1 \"<opbox-constant-params>\"\n");
-        match natives.as_slice() {
-            [n] if decl.params.len() == 1 => {
+        let own: Vec<NativeParam> = decl.native_params().collect();
+        match own.as_slice() {
+            [n] if decl.params.len() == 1 && members.len() == 1 => {
                 let _ = writeln!(
                     src,
                     "// {}'s bytes, written by the host before each launch",
@@ -118,7 +168,12 @@ pub fn emit_with_structs(
     }
     Inliner::new(decl, &mut src).inline(0)?;
     if !natives.is_empty() {
-        let roots: Vec<&'static NativeSchema> = natives.iter().map(|n| n.schema).collect();
+        let mut roots: Vec<&'static NativeSchema> = Vec::new();
+        for n in &natives {
+            if !roots.iter().any(|r| r.native_name == n.schema.native_name) {
+                roots.push(n.schema);
+            }
+        }
         let checks =
             native_checks(&roots, CheckTarget::Nvrtc).map_err(|e| EmitError::NativeConflict {
                 kernel: kernel.clone(),
@@ -127,41 +182,24 @@ pub fn emit_with_structs(
         src.push_str(&checks.source);
     }
 
-    let entry_expr = match decl.constexpr_style {
-        ConstexprStyle::TemplateArgs if !literals.is_empty() => {
-            let args: Vec<&str> = literals.iter().map(|(_, l)| l.as_str()).collect();
-            format!("{}<{}>", decl.entry, args.join(", "))
-        }
-        _ => decl.entry.to_string(),
-    };
-    let _ = writeln!(src, "#line 1 \"<opbox-check:{}>\"", escape(&decl.rust_name));
-    let _ = writeln!(
-        src,
-        "static_assert(opbox_detail::is_same<opbox_detail::abi_sig<decltype(&{entry_expr})>::type, void (*)({})>::value, \"{}\");",
-        decl.c_param_types().join(", "),
-        escape(&mismatch_message(decl)),
-    );
+    let mut name_expressions = Vec::with_capacity(members.len());
+    for (index, (m, lits)) in members.iter().zip(&literals).enumerate() {
+        let entry_expr = match m.decl.constexpr_style {
+            ConstexprStyle::TemplateArgs if !lits.is_empty() => {
+                let args: Vec<&str> = lits.iter().map(|(_, l)| l.as_str()).collect();
+                format!("{}<{}>", m.decl.entry, args.join(", "))
+            }
+            _ => m.decl.entry.to_string(),
+        };
+        push_checks(&mut src, index, m.decl, &entry_expr);
+        name_expressions.push(format!("&{entry_expr}"));
+    }
     Ok(TranslationUnit {
         source: src,
         program_name: format!("opbox/{}.cu", decl.rust_name),
-        name_expression: format!("&{entry_expr}"),
+        name_expressions,
+        headers: NAMED_HEADERS,
     })
-}
-
-/// The static_assert text. C++ messages cannot hold backticks (NVRTC prints `?`), hence quotes.
-/// The declaration's site stays out (the runtime adds it to the error): it would tie the cache key
-/// to line numbers in the Rust file and, for registry crates, to absolute paths.
-fn mismatch_message(decl: &KernelDecl) -> String {
-    format!(
-        "opbox: kernel '{entry}' in {file} does not match its Rust declaration\n  \
-         Rust declaration:      {rust}\n  \
-         implies the C++ entry: {c}\n  \
-         (extern \"C\" is optional; long/int64_t are accepted for i64; const or __restrict__ on a parameter itself is ignored)",
-        entry = decl.entry,
-        file = decl.entry_file(),
-        rust = decl.rust_signature(),
-        c = decl.c_signature(),
-    )
 }
 
 /// `(name, C++ literal)` for each constexpr param, checked against the declaration.

@@ -93,6 +93,10 @@ pub enum EmitError {
     NativeConflict { kernel: String, message: String },
     /// Unguarded headers include each other so often that the unit passes `limit` bytes.
     UnitTooLarge { kernel: String, limit: usize },
+    /// A module with no kernels.
+    EmptyModule,
+    /// Two kernels asked to share a unit that differ in a compile input (see `shares_module`).
+    NotOneModule { first: String, other: String },
 }
 
 impl fmt::Display for EmitError {
@@ -122,6 +126,11 @@ impl fmt::Display for EmitError {
                 f,
                 "kernel `{kernel}`: the translation unit passes {} MiB because headers without include guards are included again and again; add `#pragma once` to them",
                 limit >> 20
+            ),
+            EmitError::EmptyModule => write!(f, "a module needs at least one kernel"),
+            EmitError::NotOneModule { first, other } => write!(
+                f,
+                "kernels `{first}` and `{other}` cannot share one translation unit: their sources, preamble, options, build options or #[constexpr] defines differ"
             ),
             EmitError::BadInclude { kernel, file, line } => write!(
                 f,

@@ -1,4 +1,4 @@
-//! The content-addressed cache key of one compiled kernel specialization.
+//! The content-addressed cache key of one compiled module (one or more kernels of one file).
 //!
 //! SHA-256 over labeled, length-prefixed records (so no two different input lists can run
 //! together into the same byte stream): the opbox version, the NVRTC version, the arch, the
@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::decl::KernelDecl;
 use super::emit::TranslationUnit;
+use super::module::ModuleMember;
 use crate::native::NativeSchema;
 use crate::types::ConstValue;
 
@@ -29,8 +30,8 @@ pub struct KeyInputs<'a> {
     pub arch: &'a str,
     /// Every NVRTC option, the declaration's included, in the order passed.
     pub options: &'a [String],
-    pub decl: &'a KernelDecl,
-    pub constexprs: &'a [ConstValue],
+    /// The kernels of the module, in the unit's order.
+    pub members: &'a [ModuleMember<'a>],
     pub unit: &'a TranslationUnit,
     /// The build options' part ([`crate::build_options::ResolvedBuildOptions::key_component`]):
     /// preamble and dependency contents. Their include dirs stay out (absolute paths).
@@ -72,7 +73,7 @@ impl Records {
 
 pub fn cache_key(k: &KeyInputs<'_>) -> CacheKey {
     let mut r = Records(Sha256::new());
-    r.put("opbox-kernel-cache", b"1");
+    r.put("opbox-kernel-cache", b"2");
     r.put("opbox_version", k.opbox_version.as_bytes());
     r.put(
         "nvrtc_version",
@@ -82,9 +83,18 @@ pub fn cache_key(k: &KeyInputs<'_>) -> CacheKey {
     for o in k.options {
         r.put("option", o.as_bytes());
     }
-    r.put_decl(k.decl, k.constexprs, k.build);
+    for m in k.members {
+        r.put_decl(m.decl, m.constexprs);
+    }
+    r.put_build(k.build);
     r.put("unit", k.unit.source.as_bytes());
-    r.put("name_expression", k.unit.name_expression.as_bytes());
+    for e in &k.unit.name_expressions {
+        r.put("name_expression", e.as_bytes());
+    }
+    for h in k.unit.headers {
+        r.put("header", h.name.as_bytes());
+        r.put("header_content", h.content.as_bytes());
+    }
     CacheKey(r.0.finalize().into())
 }
 
@@ -96,8 +106,8 @@ pub struct AliasInputs<'a> {
     pub arch: u32,
     /// The NVRTC options the runtime passes, without the include paths (machine paths).
     pub options: &'a [String],
-    pub decl: &'a KernelDecl,
-    pub constexprs: &'a [ConstValue],
+    /// The kernels of the module, in the unit's order.
+    pub members: &'a [ModuleMember<'a>],
     pub build: Option<[u8; 32]>,
     /// The structs of the entry file's other kernels, which the unit defines too.
     pub shared_structs: &'a [&'static NativeSchema],
@@ -109,16 +119,19 @@ pub struct AliasInputs<'a> {
 /// reads, and the shared structs.
 pub fn alias_key(k: &AliasInputs<'_>) -> CacheKey {
     let mut r = Records(Sha256::new());
-    r.put("opbox-device-alias", b"2");
+    r.put("opbox-device-alias", b"3");
     r.put("opbox_version", k.opbox_version.as_bytes());
     r.put("codegen", CODEGEN_DIGEST.as_bytes());
     r.put("arch", &k.arch.to_le_bytes());
     for o in k.options {
         r.put("option", o.as_bytes());
     }
-    r.put("rust_name", k.decl.rust_name.as_bytes());
-    r.put("abi", format!("{:?}", k.decl.abi).as_bytes());
-    r.put_decl(k.decl, k.constexprs, k.build);
+    for m in k.members {
+        r.put("rust_name", m.decl.rust_name.as_bytes());
+        r.put("abi", format!("{:?}", m.decl.abi).as_bytes());
+        r.put_decl(m.decl, m.constexprs);
+    }
+    r.put_build(k.build);
     for s in k.shared_structs {
         r.put("shared_struct", format!("{s:?}").as_bytes());
     }
@@ -127,7 +140,7 @@ pub fn alias_key(k: &AliasInputs<'_>) -> CacheKey {
 
 impl Records {
     /// The declaration's part of both keys: what the emitter reads from it, and the values.
-    fn put_decl(&mut self, decl: &KernelDecl, constexprs: &[ConstValue], build: Option<[u8; 32]>) {
+    fn put_decl(&mut self, decl: &KernelDecl, constexprs: &[ConstValue]) {
         self.put("preamble", decl.preamble.as_bytes());
         self.put("entry", decl.entry.as_bytes());
         self.put(
@@ -147,6 +160,9 @@ impl Records {
                 self.put("include", format!("{}->{}", e.line, e.file).as_bytes());
             }
         }
+    }
+
+    fn put_build(&mut self, build: Option<[u8; 32]>) {
         if let Some(b) = &build {
             self.put("build_options", b);
         }

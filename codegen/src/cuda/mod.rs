@@ -12,10 +12,13 @@ pub mod dsl_prelude;
 mod emit;
 mod error;
 mod guard;
+pub mod host_headers;
 mod key;
+mod module;
 pub mod native_checks;
 mod prelude;
 mod scan;
+mod signature_check;
 
 pub use crate::types::{ConstValue, ElemType, ScalarType};
 pub use decl::{
@@ -23,7 +26,9 @@ pub use decl::{
     ParamKind, SourceFile, LEN_C_TYPE, LEN_SUFFIX,
 };
 pub use directive::{directives, Directive, DirectiveKind};
-pub use emit::{emit, emit_with_structs, TranslationUnit};
+pub use emit::{emit, emit_module, emit_with_structs, TranslationUnit};
 pub use error::{EmitError, ScanError};
 pub use key::{alias_key, cache_key, AliasInputs, CacheKey, KeyInputs};
+pub use module::{shares_module, ModuleMember};
 pub use scan::{scan_closure, Closure, ScanRequest, ScannedFile, Unresolved};
+pub use signature_check::{check_file, explain_check_failures};

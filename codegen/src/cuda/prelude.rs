@@ -3,35 +3,15 @@
 //! <cuda_fp16.h>), so it defines what it needs itself and only includes a system header when
 //! `__has_include` finds it.
 
-/// Fixed-width integers, unless a real <stdint.h> is reachable. The fallbacks are the LP64 (Linux)
-/// and LLP64 (Windows) spellings, so they agree with the host's own typedefs if both appear.
-const STDINT: &str = r#"#if defined(__has_include)
-#  if __has_include(<stdint.h>)
-#    include <stdint.h>
-#    define OPBOX_HAVE_STDINT 1
-#  endif
-#endif
-#ifndef OPBOX_HAVE_STDINT
-#define OPBOX_HAVE_STDINT 1
-typedef signed char int8_t;
-typedef unsigned char uint8_t;
-typedef short int16_t;
-typedef unsigned short uint16_t;
-typedef int int32_t;
-typedef unsigned int uint32_t;
-#  if defined(_WIN32)
-typedef long long int64_t;
-typedef unsigned long long uint64_t;
-#  else
-typedef long int64_t;
-typedef unsigned long uint64_t;
-#  endif
-#endif
-"#;
+/// Fixed-width integers through opbox's `<stdint.h>` (see `host_headers`): CCCL's own where its
+/// headers are installed, identical typedefs where not, so a kernel that includes a CCCL header
+/// after the prelude redeclares nothing differently.
+const STDINT: &str = "#include <stdint.h>\n";
 
-/// The type machinery of the signature check. `abi_sig` maps `long` to `long long` (and the
-/// unsigned pair) where both are 64 bits, so `int64_t` parameters match an `i64` declaration; it
-/// leaves every other difference, including const on a pointee, for the comparison to catch.
+/// The type machinery of the signature check. `abi` maps `long` to `long long` (and the
+/// unsigned pair) where both are 64 bits, so `long` and `size_t` parameters match an `i64`/`u64`
+/// declaration; it leaves every other difference, including const on a pointee, for the
+/// comparison to catch.
 const CHECK: &str = r#"namespace opbox_detail {
 template <class A, class B> struct is_same { static constexpr bool value = false; };
 template <class A> struct is_same<A, A> { static constexpr bool value = true; };
@@ -44,8 +24,6 @@ template <bool LongIs64> struct abi_long { typedef long type; typedef unsigned l
 template <> struct abi_long<true> { typedef long long type; typedef unsigned long long utype; };
 template <> struct abi<long> { typedef abi_long<sizeof(long) == 8>::type type; };
 template <> struct abi<unsigned long> { typedef abi_long<sizeof(long) == 8>::utype type; };
-template <class F> struct abi_sig { typedef F type; };
-template <class... A> struct abi_sig<void (*)(A...)> { typedef void (*type)(typename abi<A>::type...); };
 }  // namespace opbox_detail
 "#;
 
@@ -71,17 +49,42 @@ struct __align__(2) __nv_bfloat16 { unsigned short __x; };
 #endif
 "#;
 
-/// The prelude for a kernel; the half and bfloat16 parts only when its declaration uses them, as
-/// those headers cost NVRTC 15-25 ms.
-pub fn prelude(needs_f16: bool, needs_bf16: bool) -> String {
+/// `<cuda_fp8.h>` includes the half and bfloat16 headers itself, so its stand-ins are only
+/// written where it is missing.
+const FP8: &str = r#"#if defined(__has_include) && !defined(__CUDA_FP8_H__)
+#  if __has_include(<cuda_fp8.h>)
+#    include <cuda_fp8.h>
+#  endif
+#endif
+#ifndef __CUDA_FP8_H__
+struct __align__(1) __nv_fp8_e4m3 { unsigned char __x; };
+struct __align__(1) __nv_fp8_e5m2 { unsigned char __x; };
+#endif
+"#;
+
+/// Which of the optional parts of the prelude a unit needs: each CUDA header costs NVRTC
+/// 15-25 ms, so it is included only when a declaration uses its type.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PreludeParts {
+    pub f16: bool,
+    pub bf16: bool,
+    pub fp8: bool,
+}
+
+/// The prelude for a unit.
+pub fn prelude(parts: PreludeParts) -> String {
     let mut s = String::with_capacity(STDINT.len() + CHECK.len() + HALF.len() + BF16.len());
     s.push_str(STDINT);
     s.push_str(CHECK);
-    if needs_f16 {
+    s.push_str(super::signature_check::CHECK_TEMPLATES);
+    if parts.f16 {
         s.push_str(HALF);
     }
-    if needs_bf16 {
+    if parts.bf16 {
         s.push_str(BF16);
+    }
+    if parts.fp8 {
+        s.push_str(FP8);
     }
     s
 }

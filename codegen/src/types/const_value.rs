@@ -23,6 +23,9 @@ macro_rules! define_const_value {
         }
 
         impl ConstValue {
+            /// The scalar types a `#[constexpr]` may have (the table's `constexpr` rows).
+            pub const TYPES: &'static [ScalarType] = &[$(ScalarType::$v),*];
+
             /// The scalar type, or `None` for an enum's C++ type.
             pub const fn scalar_type(self) -> Option<ScalarType> {
                 match self {
@@ -34,7 +37,7 @@ macro_rules! define_const_value {
     };
 }
 
-crate::for_each_scalar_type!(define_const_value);
+crate::for_each_constexpr_type!(define_const_value);
 
 impl ConstValue {
     /// What the value is, as messages name it: `i32`, or the enum's name.
@@ -139,7 +142,9 @@ mod tests {
             assert_eq!(ScalarType::from_rust_name(t.rust_name()), Some(t));
         }
         assert_eq!(ElemType::from_rust_name("usize"), None);
-        assert_eq!(ScalarType::from_rust_name("f16"), None);
+        assert_eq!(ScalarType::from_rust_name("usize"), Some(ScalarType::Usize));
+        assert!(!ScalarType::F16.can_be_constexpr());
+        assert!(ScalarType::I32.can_be_constexpr());
     }
 
     #[test]

@@ -37,6 +37,12 @@ macro_rules! define_native_scalar {
                 match self { $(NativeScalar::$v => $c,)* }
             }
 
+            /// The Rust type as a path (`f32`, `half::f16`, `float8::F8E4M3`): what generated
+            /// code names, under `::opbox::` when it has a crate.
+            pub const fn rust_type_path(self) -> &'static str {
+                match self { $(NativeScalar::$v => stringify!($t),)* }
+            }
+
             /// Size in bytes, the same on both sides; every primitive is aligned to its size.
             pub const fn size(self) -> usize {
                 match self { $(NativeScalar::$v => $s,)* }
@@ -120,9 +126,9 @@ macro_rules! define_scalar_type {
         impl ScalarType {
             pub const ALL: [ScalarType; [$(stringify!($v)),*].len()] = [$(ScalarType::$v),*];
 
-            /// The same type seen as a slice element; every scalar type is also an element type.
-            pub const fn elem(self) -> ElemType {
-                match self { $(ScalarType::$v => ElemType::$v,)* }
+            /// The same type as a row of the whole table.
+            pub const fn primitive(self) -> NativeScalar {
+                match self { $(ScalarType::$v => NativeScalar::$v,)* }
             }
         }
     };
@@ -169,21 +175,33 @@ impl fmt::Display for ElemType {
 
 impl ScalarType {
     pub const fn rust_name(self) -> &'static str {
-        self.elem().rust_name()
+        self.primitive().rust_name()
     }
 
     pub const fn c_name(self) -> &'static str {
-        self.elem().c_name()
+        self.primitive().c_name()
     }
 
     pub const fn size(self) -> usize {
-        self.elem().size()
+        self.primitive().size()
+    }
+
+    /// The same type seen as a slice element (`usize` is none: no tensor holds it).
+    pub fn elem(self) -> Option<ElemType> {
+        ElemType::ALL
+            .into_iter()
+            .find(|e| e.primitive() == self.primitive())
+    }
+
+    /// Whether a `#[constexpr]` may have this type: C++ has a literal for it.
+    pub fn can_be_constexpr(self) -> bool {
+        ConstValue::TYPES.contains(&self)
     }
 
     /// Floats cannot be C++17 template arguments, so a float `#[constexpr]` is only allowed as a
     /// define.
-    pub const fn can_be_template_arg(self) -> bool {
-        !self.elem().is_floating_point()
+    pub fn can_be_template_arg(self) -> bool {
+        !self.elem().is_some_and(ElemType::is_floating_point)
     }
 
     pub fn from_rust_name(name: &str) -> Option<ScalarType> {

@@ -13,10 +13,16 @@
 //! 64-bit integers are spelled `long long`, the one spelling that is 64 bits on every host NVRTC
 //! targets (the signature check also accepts `long`, and so `int64_t`, where that is 64 bits).
 //!
-//! Slots for the dtypes still to come (int16 and uint16 become `elem` rows here with codes 2 and
-//! 27; uint32/64 are here; complex64/128 take DLPack code 5 with ABI codes 9 and 10; the float8
-//! kinds take ABI codes 23-26 and 44 with DLPack codes 6-10): a new row, and every enum, name
-//! and code above follows.
+//! Kinds: `elem` (a tensor dtype and slice element), `scalar` (a by-value launch argument),
+//! `constexpr` (a `#[constexpr]` value: C++ has a literal for it), `float`. They are written in
+//! that order, as the row filters below match them by position.
+//!
+//! `usize` is a by-value `size_t` (64 bits on every target CUDA supports), not a dtype. The float8
+//! rows are `float8`'s e4m3fn and e5m2, CUDA's `__nv_fp8_e4m3` and `__nv_fp8_e5m2`, with PyTorch's
+//! and DLPack 1.1's codes (`kDLFloat8_e4m3fn` 10, `kDLFloat8_e5m2` 12).
+//!
+//! Slots for the dtypes still to come: complex64/128 take DLPack code 5 with ABI codes 9 and 10.
+//! A new row, and every enum, name and code above follows.
 
 /// Calls `$callback! { (Variant, rust_type, "rust", "c++", size, "code", abi, (dlpack_code,
 /// bits), [kinds]) ... }` with every row, for tables generated from this one. Extra tokens in
@@ -27,19 +33,22 @@ macro_rules! for_each_primitive {
     ($callback:path $([$($pass:tt)*])?) => {
         $callback! {
             $([$($pass)*])?
-            (F32, f32, "f32", "float", 4, "f4", 6, (2, 32), [elem scalar float])
-            (F64, f64, "f64", "double", 8, "f8", 7, (2, 64), [elem scalar float])
-            (F16, half::f16, "f16", "__half", 2, "f2", 5, (2, 16), [elem float])
-            (BF16, half::bf16, "bf16", "__nv_bfloat16", 2, "bf2", 15, (4, 16), [elem float])
-            (I32, i32, "i32", "int", 4, "i4", 3, (0, 32), [elem scalar])
-            (I64, i64, "i64", "long long", 8, "i8", 4, (0, 64), [elem scalar])
-            (U32, u32, "u32", "unsigned int", 4, "u4", 28, (1, 32), [elem scalar])
-            (U64, u64, "u64", "unsigned long long", 8, "u8", 29, (1, 64), [elem scalar])
-            (U8, u8, "u8", "unsigned char", 1, "u1", 0, (1, 8), [elem])
-            (I8, i8, "i8", "signed char", 1, "i1", 1, (0, 8), [elem])
-            (Bool, bool, "bool", "bool", 1, "b", 11, (6, 8), [elem scalar])
-            (I16, i16, "i16", "short", 2, "i2", _, (0, 16), [field])
-            (U16, u16, "u16", "unsigned short", 2, "u2", _, (1, 16), [field])
+            (F32, f32, "f32", "float", 4, "f4", 6, (2, 32), [elem scalar constexpr float])
+            (F64, f64, "f64", "double", 8, "f8", 7, (2, 64), [elem scalar constexpr float])
+            (F16, half::f16, "f16", "__half", 2, "f2", 5, (2, 16), [elem scalar float])
+            (BF16, half::bf16, "bf16", "__nv_bfloat16", 2, "bf2", 15, (4, 16), [elem scalar float])
+            (I32, i32, "i32", "int", 4, "i4", 3, (0, 32), [elem scalar constexpr])
+            (I64, i64, "i64", "long long", 8, "i8", 4, (0, 64), [elem scalar constexpr])
+            (U32, u32, "u32", "unsigned int", 4, "u4", 28, (1, 32), [elem scalar constexpr])
+            (U64, u64, "u64", "unsigned long long", 8, "u8", 29, (1, 64), [elem scalar constexpr])
+            (U8, u8, "u8", "unsigned char", 1, "u1", 0, (1, 8), [elem scalar])
+            (I8, i8, "i8", "signed char", 1, "i1", 1, (0, 8), [elem scalar])
+            (Bool, bool, "bool", "bool", 1, "b", 11, (6, 8), [elem scalar constexpr])
+            (I16, i16, "i16", "short", 2, "i2", 2, (0, 16), [elem scalar])
+            (U16, u16, "u16", "unsigned short", 2, "u2", 27, (1, 16), [elem scalar])
+            (F8E4M3, float8::F8E4M3, "F8E4M3", "__nv_fp8_e4m3", 1, "f1e4m3", 24, (10, 8), [elem scalar float])
+            (F8E5M2, float8::F8E5M2, "F8E5M2", "__nv_fp8_e5m2", 1, "f1e5m2", 23, (12, 8), [elem scalar float])
+            (Usize, usize, "usize", "size_t", 8, "uz", _, (1, 64), [scalar])
         }
     };
 }
@@ -54,7 +63,7 @@ macro_rules! for_each_elem_type {
 }
 
 /// Calls `$callback! { (Variant, rust_type, "rust") ... }` with the `scalar` rows: the by-value
-/// launch and `#[constexpr]` parameter types.
+/// launch-argument types.
 #[macro_export]
 macro_rules! for_each_scalar_type {
     ($callback:ident) => {
@@ -81,6 +90,31 @@ macro_rules! __keep_elem_rows {
     };
 }
 
+/// Calls `$callback! { (Variant, rust_type, "rust") ... }` with the `constexpr` rows: the
+/// `#[constexpr]` parameter types, which have C++ literals.
+#[macro_export]
+macro_rules! for_each_constexpr_type {
+    ($callback:ident) => {
+        $crate::for_each_primitive!($crate::__keep_constexpr_rows [$callback []]);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __keep_constexpr_rows {
+    ([$cb:ident [$($acc:tt)*]]) => {
+        $cb! { $($acc)* }
+    };
+    ([$cb:ident [$($acc:tt)*]]
+        ($v:ident, $t:ty, $r:literal, $c:literal, $s:literal, $code:literal, $abi:tt, $dl:tt, [elem scalar constexpr $($k:ident)*])
+        $($rest:tt)*) => {
+        $crate::__keep_constexpr_rows! { [$cb [$($acc)* ($v, $t, $r)]] $($rest)* }
+    };
+    ([$cb:ident [$($acc:tt)*]] $row:tt $($rest:tt)*) => {
+        $crate::__keep_constexpr_rows! { [$cb [$($acc)*]] $($rest)* }
+    };
+}
+
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __keep_scalar_rows {
@@ -89,6 +123,11 @@ macro_rules! __keep_scalar_rows {
     };
     ([$cb:ident [$($acc:tt)*]]
         ($v:ident, $t:ty, $r:literal, $c:literal, $s:literal, $code:literal, $abi:tt, $dl:tt, [elem scalar $($k:ident)*])
+        $($rest:tt)*) => {
+        $crate::__keep_scalar_rows! { [$cb [$($acc)* ($v, $t, $r)]] $($rest)* }
+    };
+    ([$cb:ident [$($acc:tt)*]]
+        ($v:ident, $t:ty, $r:literal, $c:literal, $s:literal, $code:literal, $abi:tt, $dl:tt, [scalar $($k:ident)*])
         $($rest:tt)*) => {
         $crate::__keep_scalar_rows! { [$cb [$($acc)* ($v, $t, $r)]] $($rest)* }
     };

@@ -86,8 +86,27 @@ impl Access {
     }
 }
 
-const ELEM_LIST: &str = "f32, f64, f16, bf16, i32, i64, u32, u64, u8, i8, bool";
-const SCALAR_LIST: &str = "i32, i64, u32, u64, f32, f64, bool";
+/// The element types, as messages list them (the type table's `elem` rows).
+fn elem_list() -> String {
+    let names: Vec<&str> = ElemType::ALL.iter().map(|t| t.rust_name()).collect();
+    names.join(", ")
+}
+
+/// The by-value scalar types (the type table's `scalar` rows).
+fn scalar_list() -> String {
+    let names: Vec<&str> = ScalarType::ALL.iter().map(|t| t.rust_name()).collect();
+    names.join(", ")
+}
+
+/// The `#[constexpr]` types (the type table's `constexpr` rows).
+fn constexpr_list() -> String {
+    let names: Vec<&str> = ScalarType::ALL
+        .iter()
+        .filter(|t| t.can_be_constexpr())
+        .map(|t| t.rust_name())
+        .collect();
+    names.join(", ")
+}
 
 /// Every parameter of the declaration, in order; the ones that are wrong are left out, with
 /// their errors (each at its own span) in `errors`.
@@ -155,7 +174,7 @@ pub(crate) fn classify(
     let Type::Path(tp) = ty else {
         return Err(syn::Error::new(
             ty.span(),
-            format!("unsupported {} parameter type: use In<[T]>, Out<[T]> or InOut<[T]> for device buffers (T one of {ELEM_LIST}), or a scalar by value ({SCALAR_LIST})", by.attr),
+            format!("unsupported {} parameter type: use In<[T]>, Out<[T]> or InOut<[T]> for device buffers (T one of {}), or a scalar by value ({})", by.attr, elem_list(), scalar_list()),
         ));
     };
     let Some(last) = tp.path.segments.last() else {
@@ -166,6 +185,10 @@ pub(crate) fn classify(
     }
     let name = single_ident(ty);
     match name.as_deref().and_then(ScalarType::from_rust_name) {
+        Some(t) if constexpr.is_some() && !t.can_be_constexpr() => Err(syn::Error::new(
+            ty.span(),
+            format!("#[constexpr] {t}: C++ has no literal of this type, so it cannot be a template argument or a #define; #[constexpr] takes {}; pass {t} as an ordinary parameter", constexpr_list()),
+        )),
         Some(t) if constexpr.is_some() => Ok(ParamClass::Known(ParamKind::Constexpr(t))),
         Some(t) => Ok(ParamClass::Known(ParamKind::Scalar(t))),
         // A path the macro does not know (a native or derived struct, a derived enum): its trait
@@ -186,7 +209,7 @@ pub(crate) fn classify(
             };
             Err(syn::Error::new(
                 ty.span(),
-                format!("unsupported {} parameter type `{shown}`: scalars are {SCALAR_LIST}; buffers are In<[T]>, Out<[T]> or InOut<[T]>{hint}", by.attr),
+                format!("unsupported {} parameter type `{shown}`: scalars are {}; buffers are In<[T]>, Out<[T]> or InOut<[T]>{hint}", by.attr, scalar_list()),
             ))
         }
     }
@@ -239,7 +262,7 @@ fn classify_buffer(
             let shown = quote!(#elem).to_string();
             Err(syn::Error::new(
                 elem.span(),
-                format!("unsupported element type `{shown}` in {wrapper}<[{shown}]>: the element types are {ELEM_LIST} (f16 and bf16 are half's types)"),
+                format!("unsupported element type `{shown}` in {wrapper}<[{shown}]>: the element types are {} (f16 and bf16 are half's types, F8E4M3 and F8E5M2 float8's; opbox re-exports both crates)", elem_list()),
             ))
         }
     }

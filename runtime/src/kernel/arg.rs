@@ -3,8 +3,10 @@
 //! [`KernelArg`] is implemented by every type that may be an `#[extern_kernel]` parameter: it
 //! says how the parameter crosses ([`KernelArg::KIND`], the same [`ParamKind`] the signature
 //! check and the C++ emitter read) and lowers a value into a [`LaunchArg`]. Implemented for:
-//! - the slice views `In<[T]>`, `Out<[T]>`, `InOut<[T]>` (the launch takes a `&Tensor`);
-//! - the scalars `i32`, `i64`, `u32`, `u64`, `f32`, `f64`, `bool` (by value);
+//! - the slice views `In<[T]>`, `Out<[T]>`, `InOut<[T]>` (the launch takes a `&Tensor`), and
+//!   `Option<..>` of them (an `Option<&Tensor>`; `None` is `nullptr`);
+//! - the scalars of the type table's `scalar` rows (by value): every element type, and `usize`
+//!   as `size_t`;
 //! - every `#[derive(NativeType)]` type (by value; its C++ twin is the user's);
 //! - `#[derive(KernelArg)]` structs: the "dataclass" default. opbox emits a C++ struct that
 //!   mirrors the Rust one (same name, fields in order, `alignas` the Rust alignment) before the
@@ -130,7 +132,7 @@ unsafe impl Sync for NativeBytes<'_> {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a kernel argument type: no `KernelArg` impl",
     label = "this parameter type cannot be passed to a kernel",
-    note = "kernel parameters are In<[T]>, Out<[T]>, InOut<[T]> (device buffers), scalars (i32, i64, u32, u64, f32, f64, bool), #[derive(NativeType)] types and #[derive(KernelArg)] structs of those",
+    note = "kernel parameters are In<[T]>, Out<[T]>, InOut<[T]> (device buffers, Option<..> for a nullable one), scalars by value, #[derive(NativeType)] types and #[derive(KernelArg)] structs of those",
     note = "for a type from another crate (the orphan rule forbids `impl KernelArg for` it): declare a local #[derive(KernelArg)] #[repr(C)] struct that mirrors it, or, for runtime-typed launches, register an adapter: opbox::kernel::register_kernel_arg_adapter::<Foreign, MyAdapter>()"
 )]
 pub trait KernelArg {
@@ -138,6 +140,8 @@ pub trait KernelArg {
     type Value<'v>;
     /// How the parameter crosses, as the signature check and the emitter read it.
     const KIND: ParamKind;
+    /// `Option<In<[T]>>` and friends: `None` is passed as `nullptr`.
+    const NULLABLE: bool = false;
     /// Lowers one value.
     fn lower<'a>(value: &'a Self::Value<'_>) -> LaunchArg<'a>;
 }
@@ -156,6 +160,27 @@ macro_rules! views {
 }
 
 views!(In => In, Out => Out, InOut => InOut);
+
+/// `Option<In<[T]>>`: the kernel gets `nullptr` for `None` (how kernels take "contiguous, no
+/// strides array").
+macro_rules! nullable_views {
+    ($($view:ident => $kind:ident),*) => {$(
+        impl<T: Element> KernelArg for Option<$view<[T]>> {
+            type Value<'v> = Option<&'v Tensor>;
+            const KIND: ParamKind = ParamKind::$kind(T::DTYPE.elem());
+            const NULLABLE: bool = true;
+            #[inline]
+            fn lower<'a>(value: &'a Option<&Tensor>) -> LaunchArg<'a> {
+                match value {
+                    Some(t) => LaunchArg::Tensor(t),
+                    None => LaunchArg::Null,
+                }
+            }
+        }
+    )*};
+}
+
+nullable_views!(In => In, Out => Out, InOut => InOut);
 
 impl<T: NativeType> KernelArg for T {
     type Value<'v> = T;

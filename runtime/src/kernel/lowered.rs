@@ -16,6 +16,8 @@ macro_rules! define_lowered_args {
         #[derive(Clone, Copy, Debug)]
         pub enum LaunchArg<'a> {
             Tensor(&'a Tensor),
+            /// `None` for an `Option<In<[T]>>` parameter: a null device pointer.
+            Null,
             $($v($t),)*
             /// A struct by value: its schema and its bytes.
             Native(NativeBytes<'a>),
@@ -26,6 +28,7 @@ macro_rules! define_lowered_args {
         #[derive(Clone, Debug)]
         pub enum OwnedArg {
             Tensor(Tensor),
+            Null,
             $($v($t),)*
             Native {
                 schema: &'static NativeSchema,
@@ -40,7 +43,19 @@ macro_rules! define_lowered_args {
             pub fn scalar(&self) -> Option<(ScalarType, [u8; 8])> {
                 match self {
                     $(LaunchArg::$v(v) => Some((ScalarType::$v, widen(bytemuck::bytes_of(v)))),)*
-                    LaunchArg::Tensor(_) | LaunchArg::Native(_) => None,
+                    LaunchArg::Tensor(_) | LaunchArg::Null | LaunchArg::Native(_) => None,
+                }
+            }
+        }
+
+        impl LaunchArg<'static> {
+            /// A number as the launch argument of type `t`, converted as
+            /// [`Element::from_scalar`](crate::tensor::Element::from_scalar) converts (range
+            /// checked); the runtime-typed launch path of the types that are not `#[constexpr]`
+            /// types.
+            pub(crate) fn from_number(t: ScalarType, s: crate::Scalar) -> crate::Result<LaunchArg<'static>> {
+                match t {
+                    $(ScalarType::$v => <$t as FromNumber>::from_number(s).map(LaunchArg::$v),)*
                 }
             }
         }
@@ -50,6 +65,7 @@ macro_rules! define_lowered_args {
             pub fn as_launch_arg(&self) -> LaunchArg<'_> {
                 match self {
                     OwnedArg::Tensor(t) => LaunchArg::Tensor(t),
+                    OwnedArg::Null => LaunchArg::Null,
                     $(OwnedArg::$v(v) => LaunchArg::$v(*v),)*
                     OwnedArg::Native { schema, bytes } => {
                         LaunchArg::Native(NativeBytes::from_slice(schema, bytes))
@@ -68,6 +84,16 @@ macro_rules! define_lowered_args {
                 }
             }
 
+        )*
+    };
+}
+
+opbox_codegen::for_each_scalar_type!(define_lowered_args);
+
+/// `ConstexprArg` for the table's `constexpr` rows: the types C++ has literals for.
+macro_rules! define_constexpr_args {
+    ($(($v:ident, $t:ty, $r:literal))*) => {
+        $(
             impl ConstexprArg for $t {
                 const KIND: ParamKind = ParamKind::Constexpr(ScalarType::$v);
                 #[inline]
@@ -79,7 +105,28 @@ macro_rules! define_lowered_args {
     };
 }
 
-opbox_codegen::for_each_scalar_type!(define_lowered_args);
+opbox_codegen::for_each_constexpr_type!(define_constexpr_args);
+
+/// A by-value launch scalar made from a [`Scalar`](crate::Scalar).
+trait FromNumber: Sized {
+    fn from_number(s: crate::Scalar) -> crate::Result<Self>;
+}
+
+impl<T: crate::tensor::Element> FromNumber for T {
+    fn from_number(s: crate::Scalar) -> crate::Result<T> {
+        T::from_scalar(s)
+    }
+}
+
+impl FromNumber for usize {
+    fn from_number(s: crate::Scalar) -> crate::Result<usize> {
+        <u64 as crate::tensor::Element>::from_scalar(s).and_then(|v| {
+            usize::try_from(v).map_err(|_| {
+                crate::Error::InvalidArgument(format!("{v} does not fit in usize on this host"))
+            })
+        })
+    }
+}
 
 /// A scalar's bytes in the low end of 8.
 #[inline]
@@ -103,6 +150,7 @@ impl LaunchArg<'_> {
                 None => format!("{} {} tensor", t.dtype(), device_word(t.device())),
             },
             LaunchArg::Native(n) => short_name(n.schema.rust_name).to_string(),
+            LaunchArg::Null => "None (a null pointer)".to_string(),
             scalar => scalar
                 .scalar()
                 .map_or_else(String::new, |(t, _)| t.rust_name().to_string()),

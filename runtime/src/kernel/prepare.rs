@@ -274,6 +274,18 @@ pub fn prepare<'a>(
                 scalar_bytes = ptr.to_ne_bytes();
                 bytes = &scalar_bytes;
             }
+            (
+                ParamKind::In(_)
+                | ParamKind::Out(_)
+                | ParamKind::InOut(_)
+                | ParamKind::NativeIn(_)
+                | ParamKind::NativeOut(_)
+                | ParamKind::NativeInOut(_),
+                LaunchArg::Null,
+            ) if param.nullable => {
+                scalar_bytes = [0; 8];
+                bytes = &scalar_bytes;
+            }
             (ParamKind::Scalar(t), a) => match a.scalar() {
                 Some((given, raw)) if given == t => {
                     scalar_bytes = raw;

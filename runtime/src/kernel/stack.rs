@@ -120,6 +120,10 @@ pub fn lower_stack<'s>(
                 let dsl = decl.abi == opbox_codegen::cuda::EntryAbi::ParamsAndLens;
                 let devices = if dsl { "CPU or CUDA" } else { "CUDA" };
                 let expected = || format!("{} {devices} tensor", elem_name(p.kind));
+                if p.nullable && v.is_none() {
+                    args.push(LaunchArg::Null);
+                    continue;
+                }
                 let Some(x) = v.as_tensor() else {
                     return Err(at.bad(expected(), v.describe()));
                 };
@@ -130,7 +134,17 @@ pub fn lower_stack<'s>(
                 }
                 args.push(LaunchArg::Tensor(x));
             }
-            ParamKind::Scalar(t) => args.push(launch_scalar(convert(&at, t, v)?)),
+            ParamKind::Scalar(t) if t.can_be_constexpr() => {
+                args.push(launch_scalar(convert(&at, t, v)?))
+            }
+            ParamKind::Scalar(t) => {
+                let Some(s) = number(v) else {
+                    return Err(at.bad(t.rust_name(), v.describe()));
+                };
+                let arg = LaunchArg::from_number(t, s)
+                    .map_err(|e| at.bad(t.rust_name(), format!("{}: {e}", scalar_word(s))))?;
+                args.push(arg);
+            }
             ParamKind::Constexpr(t) => constexprs.push(convert(&at, t, v)?),
             ParamKind::ConstexprEnum(e) => constexprs.push(enum_value(&at, e, v)?),
             ParamKind::Native(n) => {
@@ -468,6 +482,23 @@ fn write_scalar(at: &At<'_>, s: NativeScalar, num: Scalar, dst: &mut [u8]) -> Re
             }
             put(&x.to_ne_bytes())
         }
+        NativeScalar::F8E4M3 => {
+            let f = float(num)?;
+            let x = float8::F8E4M3::from_f64(f);
+            if f.is_finite() && !x.to_f64().is_finite() {
+                return Err(overflow());
+            }
+            put(&[x.to_bits()])
+        }
+        NativeScalar::F8E5M2 => {
+            let f = float(num)?;
+            let x = float8::F8E5M2::from_f64(f);
+            if f.is_finite() && !x.to_f64().is_finite() {
+                return Err(overflow());
+            }
+            put(&[x.to_bits()])
+        }
+        NativeScalar::Usize => int!(usize),
     };
     dst.copy_from_slice(&buf[..len]);
     Ok(())

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use float8::{F8E4M3, F8E5M2};
 use half::{bf16, f16};
 
 use super::DType;
@@ -14,7 +15,8 @@ mod sealed {
 /// A Rust type whose values a tensor of dtype [`Element::DTYPE`] holds.
 ///
 /// Implemented for `f32`, `f64`, [`half::f16`], [`half::bf16`], `i32`, `i64`, `u32`, `u64`, `u8`,
-/// `i8` and `bool` (the kernel element types), and sealed: no other type can implement it. Every
+/// `i8`, `i16`, `u16`, `bool`, [`float8::F8E4M3`] and [`float8::F8E5M2`] (the kernel element
+/// types), and sealed: no other type can implement it. Every
 /// element type is a plain bit pattern ([`bytemuck::NoUninit`]); reading one from bytes is checked
 /// ([`bytemuck::CheckedBitPattern`]), which costs nothing except for `bool`, whose byte must be 0
 /// or 1.
@@ -100,6 +102,8 @@ int_element!(i64, DType::I64);
 int_element!(u32, DType::U32);
 int_element!(u8, DType::U8);
 int_element!(i8, DType::I8);
+int_element!(i16, DType::I16);
+int_element!(u16, DType::U16);
 int_element!(u64, DType::U64, u64_scalar);
 
 /// A scalar as f64, for the float dtypes.
@@ -132,6 +136,11 @@ float_element!(f64, DType::F64, |v: f64| v, |x: f64| x);
 float_element!(f32, DType::F32, |v: f64| v as f32, f64::from);
 float_element!(f16, DType::F16, f16::from_f64, f64::from);
 float_element!(bf16, DType::BF16, bf16::from_f64, f64::from);
+// e4m3fn has no infinity: a finite value out of its range becomes NaN, which the check refuses.
+float_element!(F8E4M3, DType::F8E4M3, F8E4M3::from_f64, |x: F8E4M3| x
+    .to_f64());
+float_element!(F8E5M2, DType::F8E5M2, F8E5M2::from_f64, |x: F8E5M2| x
+    .to_f64());
 
 impl sealed::Sealed for bool {}
 impl Element for bool {
@@ -200,6 +209,22 @@ macro_rules! with_dtype {
                 type $T = bool;
                 $body
             }
+            $crate::tensor::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::tensor::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::tensor::DType::F8E4M3 => {
+                type $T = float8::F8E4M3;
+                $body
+            }
+            $crate::tensor::DType::F8E5M2 => {
+                type $T = float8::F8E5M2;
+                $body
+            }
         }
     };
 }
@@ -210,11 +235,18 @@ pub(crate) use with_dtype;
 macro_rules! with_width {
     ($dtype:expr, $T:ident => $body:expr) => {
         match $dtype {
-            $crate::tensor::DType::U8 | $crate::tensor::DType::I8 | $crate::tensor::DType::Bool => {
+            $crate::tensor::DType::U8
+            | $crate::tensor::DType::I8
+            | $crate::tensor::DType::Bool
+            | $crate::tensor::DType::F8E4M3
+            | $crate::tensor::DType::F8E5M2 => {
                 type $T = u8;
                 $body
             }
-            $crate::tensor::DType::F16 | $crate::tensor::DType::BF16 => {
+            $crate::tensor::DType::F16
+            | $crate::tensor::DType::BF16
+            | $crate::tensor::DType::I16
+            | $crate::tensor::DType::U16 => {
                 type $T = u16;
                 $body
             }

@@ -100,8 +100,8 @@ fn matching_kernel_compiles_to_a_cubin() -> TestResult {
         ensure(a.image.starts_with(b"\x7fELF"), || {
             "a cubin is an ELF image".into()
         })?;
-        ensure(a.lowered_name == "axpby", || {
-            format!("extern \"C\" entry lowers to {}", a.lowered_name)
+        ensure(a.lowered_name() == "axpby", || {
+            format!("extern \"C\" entry lowers to {}", a.lowered_name())
         })?;
         println!(
             "    NVRTC sm_90 cubin of axpby: first {:.1} ms, then {:.1} ms, {:.1} ms ({} bytes)",
@@ -122,15 +122,15 @@ fn int64_t_long_and_restrict_are_accepted() -> TestResult {
         ] {
             let decl = axpby_with_source(&format!("__global__ void axpby({sig}) {{}}\n"));
             let a = compile(&decl, &[], sm90()).map_err(|e| format!("{what}: {e}"))?;
-            ensure(a.lowered_name.starts_with("_Z5axpby"), || a.lowered_name.clone())?;
+            ensure(a.lowered_name().starts_with("_Z5axpby"), || a.lowered_name().to_string())?;
         }
         Ok(Outcome::Pass)
     })
 }
 
 const RUST_DECL: &str =
-    "Rust declaration:      fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64)";
-const CPP_DECL: &str = "implies the C++ entry: __global__ void axpby(const float* x, const float* y, float* out, float a, float b, long long n)";
+    "fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64)";
+const CPP_DECL: &str = "implies: __global__ void axpby(const float* x, const float* y, float* out, float a, float b, long long n)";
 
 fn missing_const_fails() -> TestResult {
     with_nvrtc(|| {
@@ -141,11 +141,11 @@ fn missing_const_fails() -> TestResult {
         contains_all(
             &log,
             &[
-                "<opbox-check:axpby_f32>(1): error: static assertion failed",
-                "opbox: kernel 'axpby' in axpby.cu does not match its Rust declaration",
-                RUST_DECL,
-                CPP_DECL,
+                // The first line of the error: one per mismatched parameter, the C++ type named.
+                "parameter #0 (x) of axpby_f32 is `float *` in C++ but the Rust declaration `In<[f32]>` needs `const float*`\n",
+                "<opbox-check:axpby_f32>(3): error: static assertion failed",
                 "(Rust declaration at runtime/tests/cuda_jit/support.rs:80",
+                RUST_DECL,
             ],
         )?;
         Ok(Outcome::Pass)
@@ -158,7 +158,12 @@ fn wrong_scalar_type_fails() -> TestResult {
             "extern \"C\" __global__ void axpby(const float* x, const float* y, float* out, double a, float b, long long n) {}\n",
         );
         let log = failing_log(&decl)?;
-        contains_all(&log, &["static assertion failed", RUST_DECL, CPP_DECL])?;
+        let first = log.lines().next().unwrap_or("");
+        ensure(
+            first == "parameter #3 (a) of axpby_f32 is `double` in C++ but the Rust declaration `f32` needs `float`",
+            || format!("first line: {first}\n{log}"),
+        )?;
+        contains_all(&log, &["static assertion failed", RUST_DECL])?;
         Ok(Outcome::Pass)
     })
 }
@@ -169,6 +174,12 @@ fn wrong_param_count_fails() -> TestResult {
             "extern \"C\" __global__ void axpby(const float* x, const float* y, float* out, float a, float b) {}\n",
         );
         let log = failing_log(&decl)?;
+        let first = log.lines().next().unwrap_or("");
+        ensure(
+            first.starts_with("the C++ entry 'axpby' in axpby.cu must take 6 parameters")
+                && first.ends_with(&format!("{CPP_DECL} (it takes 5)")),
+            || format!("first line: {first}\n{log}"),
+        )?;
         contains_all(&log, &["static assertion failed", RUST_DECL])?;
         Ok(Outcome::Pass)
     })
@@ -204,8 +215,12 @@ fn missing_entry_is_named() -> TestResult {
         let log = failing_log(&decl)?;
         contains_all(
             &log,
-            &["<opbox-check:axpby_f32>(1): error: identifier \"axpby\" is undefined"],
+            &["<opbox-check:axpby_f32>(2): error: identifier \"axpby\" is undefined"],
         )?;
+        // Not a function at all: no count to compare, so no check line leads the error.
+        ensure(log.starts_with("<opbox-check:axpby_f32>"), || {
+            format!("the log leads with a check line:\n{log}")
+        })?;
         Ok(Outcome::Pass)
     })
 }
@@ -262,9 +277,10 @@ fn template_constexpr() -> TestResult {
             sm90(),
         )
         .map_err(|e| e.to_string())?;
-        ensure(a.lowered_name.starts_with("_Z5axpbyILi256ELb1EEv"), || {
-            a.lowered_name.clone()
-        })?;
+        ensure(
+            a.lowered_name().starts_with("_Z5axpbyILi256ELb1EEv"),
+            || a.lowered_name().to_string(),
+        )?;
         // The user's own static_assert fires for a bad value, with the user's line.
         match compile(
             &decl,

@@ -1,3 +1,4 @@
+use crate::cuda::module::ModuleMember;
 use std::borrow::Cow;
 use std::fs;
 use std::path::Path;
@@ -48,8 +49,10 @@ fn key_of(root: &Path, arch: &str, constexprs: &[ConstValue]) -> CacheKey {
         nvrtc_version: (13, 0),
         arch,
         options: &options,
-        decl: &decl,
-        constexprs,
+        members: &[ModuleMember {
+            decl: &decl,
+            constexprs,
+        }],
         unit: &unit,
         build: None,
     })
@@ -105,8 +108,10 @@ fn records_cannot_run_together() {
             nvrtc_version: (13, 0),
             arch: "sm_90",
             options,
-            decl: &decl,
-            constexprs: &[],
+            members: &[ModuleMember {
+                decl: &decl,
+                constexprs: &[],
+            }],
             unit: &unit,
             build: None,
         })
@@ -122,8 +127,7 @@ fn alias_of(decl: &KernelDecl, options: &[String], constexprs: &[ConstValue]) ->
         opbox_version: "0.1.0",
         arch: 90,
         options,
-        decl,
-        constexprs,
+        members: &[ModuleMember { decl, constexprs }],
         build: None,
         shared_structs: &[],
     })
@@ -181,8 +185,10 @@ fn the_alias_is_never_a_full_key() {
         nvrtc_version: (0, 0),
         arch: "sm_90",
         options: &options,
-        decl: &decl,
-        constexprs: &[],
+        members: &[ModuleMember {
+            decl: &decl,
+            constexprs: &[],
+        }],
         unit: &unit,
         build: None,
     });

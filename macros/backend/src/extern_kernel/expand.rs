@@ -64,6 +64,20 @@ fn scalar_tokens(t: ScalarType) -> TokenStream {
     quote!(::opbox::__private::cuda::ScalarType::#v)
 }
 
+/// The Rust type of a scalar row (`f32`, `::opbox::half::f16`): a type from a crate is named
+/// through opbox's re-export, so the user's crate needs no dependency of its own on it.
+fn scalar_type_tokens(t: ScalarType) -> TokenStream {
+    let path = t.primitive().rust_type_path();
+    match syn::parse_str::<syn::Path>(path) {
+        Ok(p) if p.segments.len() > 1 => quote!(::opbox::#p),
+        Ok(p) => quote!(#p),
+        Err(_) => {
+            let ident = format_ident!("{}", t.rust_name());
+            quote!(#ident)
+        }
+    }
+}
+
 fn kind_tokens(k: ParamKind) -> TokenStream {
     let (variant, of) = match k {
         ParamKind::In(t) => ("In", elem_tokens(t)),
@@ -129,7 +143,7 @@ fn rust_arg(p: &KernelParam) -> (TokenStream, TokenStream) {
         }
     };
     let scalar = |t: ScalarType, wrap: &str| {
-        let ty = format_ident!("{}", t.rust_name());
+        let ty = scalar_type_tokens(t);
         let v = format_ident!("{}", format!("{t:?}"));
         let wrap = format_ident!("{wrap}");
         (
@@ -258,7 +272,16 @@ pub(crate) fn kernel_module(spec: &ModuleSpec<'_>, params: &[KernelParam]) -> To
     let param_items = params.iter().map(|p| {
         let name = p.name.to_string();
         let kind = class_tokens(&p.class);
-        quote!(::opbox::__private::cuda::Param::new(#name, #kind))
+        match &p.class {
+            ParamClass::Arg(ty) => {
+                quote_spanned!(ty.span()=> ::opbox::__private::cuda::Param::with_nullable(
+                    #name,
+                    #kind,
+                    <#ty as ::opbox::__private::cuda::KernelArg>::NULLABLE,
+                ))
+            }
+            _ => quote!(::opbox::__private::cuda::Param::new(#name, #kind)),
+        }
     });
     let mut fn_params = Vec::new();
     let mut launch_args = Vec::new();

@@ -33,7 +33,9 @@ pub(super) fn param_ty(class: &ParamClass, low: &mut Lowering<'_>) -> Ty {
         ParamClass::Known(k) => match k {
             ParamKind::In(t) => Ty::Slice(Elem::Prim(*t), false),
             ParamKind::Out(t) | ParamKind::InOut(t) => Ty::Slice(Elem::Prim(*t), true),
-            ParamKind::Scalar(t) | ParamKind::Constexpr(t) => Ty::Prim(t.elem()),
+            ParamKind::Scalar(t) | ParamKind::Constexpr(t) => {
+                t.elem().map_or(Ty::Unknown, Ty::Prim)
+            }
             _ => Ty::Unknown,
         },
         ParamClass::Arg(ty) | ParamClass::Constexpr(ty) => low.ty(ty),
@@ -45,6 +47,23 @@ pub(super) fn param_ty(class: &ParamClass, low: &mut Lowering<'_>) -> Ty {
             Ty::Slice(named, *access != Access::In)
         }
     }
+}
+
+/// The type of a parameter the DSL cannot compute with yet: the float8 types, the 16-bit
+/// integers and `usize` (its operators and constants cover the other rows of the table).
+fn dsl_unsupported(kind: ParamKind) -> Option<&'static str> {
+    let prim = match kind {
+        ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => t.primitive(),
+        ParamKind::Scalar(t) | ParamKind::Constexpr(t) => t.primitive(),
+        _ => return None,
+    };
+    dsl_unsupported_scalar(prim).then(|| prim.rust_name())
+}
+
+/// See [`dsl_unsupported`]: the one list of the types outside the DSL.
+pub(crate) fn dsl_unsupported_scalar(prim: opbox_codegen::native::NativeScalar) -> bool {
+    use opbox_codegen::native::NativeScalar as N;
+    matches!(prim, N::F8E4M3 | N::F8E5M2 | N::I16 | N::U16 | N::Usize)
 }
 
 /// `mut` for the params the body writes through (`y[i] = ..` needs `&mut y`).
@@ -110,6 +129,11 @@ pub(super) fn kernel(
         match &p.class {
             ParamClass::Constexpr(ty) => errors.at(ty.span(), "a #[kernel]'s #[constexpr] params are integers or bool (they become template arguments; the body uses them as values)"),
             ParamClass::Known(ParamKind::Constexpr(t)) if !t.can_be_template_arg() => errors.at(p.name.span(), format!("#[constexpr] {}: {t} cannot be a C++17 template argument; pass it as a runtime {t} param instead", p.name)),
+            ParamClass::Known(k) => {
+                if let Some(t) = dsl_unsupported(*k) {
+                    errors.at(p.name.span(), format!("parameter {}: a #[kernel] body has no {t} arithmetic; declare this kernel with #[extern_kernel] over CUDA C++, which takes {t}", p.name));
+                }
+            }
             _ => {}
         }
     }

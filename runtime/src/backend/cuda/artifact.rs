@@ -1,4 +1,5 @@
-//! A compiled kernel as the caches hold it: the image NVRTC produced and the symbol to load.
+//! A compiled module as the caches hold it: the image NVRTC produced and the symbol of each of
+//! its kernels.
 
 /// What the image is: a cubin for one exact `sm_XX`, or PTX the driver JIT-compiles on load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -10,21 +11,29 @@ pub enum ImageKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Artifact {
     pub kind: ImageKind,
-    /// The entry's symbol in the image (NVRTC's lowered name of the name expression).
-    pub lowered_name: String,
+    /// Each kernel's symbol in the image (NVRTC's lowered name of its name expression), in the
+    /// module's member order.
+    pub lowered_names: Vec<String>,
     pub image: Vec<u8>,
 }
 
 impl Artifact {
-    /// `kind (1 byte) | name length (u32 LE) | name | image`.
+    /// The first kernel's symbol: the only one of a single kernel's module.
+    pub fn lowered_name(&self) -> &str {
+        self.lowered_names.first().map_or("", String::as_str)
+    }
+
+    /// `kind (1 byte) | names length (u32 LE) | names, one per line | image`. A lowered name is
+    /// a C++ symbol, which never holds a newline.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(5 + self.lowered_name.len() + self.image.len());
+        let names = self.lowered_names.join("\n");
+        let mut out = Vec::with_capacity(5 + names.len() + self.image.len());
         out.push(match self.kind {
             ImageKind::Cubin => 0,
             ImageKind::Ptx => 1,
         });
-        out.extend_from_slice(&(self.lowered_name.len() as u32).to_le_bytes());
-        out.extend_from_slice(self.lowered_name.as_bytes());
+        out.extend_from_slice(&(names.len() as u32).to_le_bytes());
+        out.extend_from_slice(names.as_bytes());
         out.extend_from_slice(&self.image);
         out
     }
@@ -39,14 +48,15 @@ impl Artifact {
         };
         let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
         let name = rest.get(4..4usize.checked_add(len)?)?;
-        let lowered_name = String::from_utf8(name.to_vec()).ok()?;
+        let names = std::str::from_utf8(name).ok()?;
+        let lowered_names: Vec<String> = names.split('\n').map(str::to_string).collect();
         let image = rest.get(4 + len..)?.to_vec();
-        if lowered_name.is_empty() || image.is_empty() {
+        if lowered_names.iter().any(String::is_empty) || image.is_empty() {
             return None;
         }
         Some(Artifact {
             kind,
-            lowered_name,
+            lowered_names,
             image,
         })
     }
@@ -60,7 +70,7 @@ mod tests {
     fn round_trips_and_rejects_garbage() {
         let a = Artifact {
             kind: ImageKind::Ptx,
-            lowered_name: "_Z1kPf".into(),
+            lowered_names: vec!["_Z1kPf".into(), "k2".into()],
             image: vec![1, 2, 3],
         };
         assert_eq!(Artifact::decode(&a.encode()), Some(a.clone()));

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use opbox_codegen::cuda::{
-    alias_key, cache_key, emit_with_structs, AliasInputs, CacheKey, ConstValue, KernelDecl,
-    KeyInputs, TranslationUnit,
+    alias_key, cache_key, emit_module, shares_module, AliasInputs, CacheKey, ConstValue,
+    KernelDecl, KeyInputs, ModuleMember, TranslationUnit,
 };
 
 use super::artifact::Artifact;
@@ -26,10 +26,12 @@ pub(crate) static MEMORY_ENTRIES: AtomicU64 = AtomicU64::new(0);
 
 /// What the kernel caches did in this process: `opbox::cache::stats()`.
 ///
-/// One kernel specialization (a declaration and its `#[constexpr]` values) is compiled once: the
-/// first request runs NVRTC (`compiles`) or reads the disk cache (`disk_hits`); a launch on a
-/// device then keeps the loaded function in memory (`memory_entries`, one per kernel,
-/// specialization and device), and every later launch of it finds it there, with no hashing.
+/// One module (every kernel declared over one source file with the same build inputs, or one
+/// `#[constexpr]` specialization) is compiled once: the first request runs NVRTC (`compiles`) or
+/// reads the disk cache (`disk_hits`); a launch on a device then keeps the loaded function in
+/// memory (`memory_entries`, one per kernel, specialization and device), and every later launch
+/// of it finds it there, with no hashing. The other kernels of a loaded module take their
+/// functions from it, with neither NVRTC nor the disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
     /// NVRTC compilations.
@@ -79,19 +81,38 @@ pub enum CacheOutcome {
 
 #[derive(Clone, Debug)]
 pub struct Compiled {
+    /// The module's image, with every member's symbol.
     pub artifact: Artifact,
     pub key: CacheKey,
     pub outcome: CacheOutcome,
+    /// The requested kernel's place among the module's members.
+    pub member: usize,
+}
+
+impl Compiled {
+    /// The requested kernel's symbol in the image.
+    pub fn lowered_name(&self) -> &str {
+        self.artifact
+            .lowered_names
+            .get(self.member)
+            .map_or("", String::as_str)
+    }
 }
 
 /// Compiles `decl` specialized by `constexprs` for `arch` (`sm_90` or `compute_90`), through the
 /// process's disk cache (see [`DiskCache::from_env`]). Needs NVRTC, not a GPU.
+/// The artifact holds the image of `decl`'s whole module and the one symbol of `decl`.
 pub fn compile_for_arch(
     decl: &KernelDecl,
     constexprs: &[ConstValue],
     arch: &str,
 ) -> Result<Artifact> {
-    compile_cached(decl, constexprs, Target::parse(arch)?, default_cache()).map(|c| c.artifact)
+    let c = compile_cached(decl, constexprs, Target::parse(arch)?, default_cache())?;
+    Ok(Artifact {
+        kind: c.artifact.kind,
+        lowered_names: vec![c.lowered_name().to_string()],
+        image: c.artifact.image,
+    })
 }
 
 /// The disk cache from the environment, resolved once per process.
@@ -109,9 +130,10 @@ pub fn compile_cached(
     target: Target,
     cache: Option<&DiskCache>,
 ) -> Result<Compiled> {
-    let built = apply_build(decl)?;
-    let unit = emit_unit(&built.decl, constexprs)?;
-    compile_prepared(&built, &unit, constexprs, target, cache, Writes::BestEffort)
+    with_fallback(decl, constexprs, |built| {
+        let unit = emit_unit(built)?;
+        compile_prepared(built, &unit, target, cache, Writes::BestEffort)
+    })
 }
 
 /// [`compile_cached`] for ahead-of-time builds: a portable cubin is also stored under the device
@@ -125,13 +147,31 @@ pub fn compile_ahead(
     target: Target,
     cache: Option<&DiskCache>,
 ) -> Result<Compiled> {
-    let built = apply_build(decl)?;
-    let unit = emit_unit(&built.decl, constexprs)?;
-    let compiled = compile_prepared(&built, &unit, constexprs, target, cache, Writes::Required)?;
-    if let (Some(cache), Some(cc)) = (cache, target.alias_cc()) {
-        cache.store(&device_alias(&built, constexprs, cc), &compiled.artifact)?;
+    with_fallback(decl, constexprs, |built| {
+        let unit = emit_unit(built)?;
+        let compiled = compile_prepared(built, &unit, target, cache, Writes::Required)?;
+        if let (Some(cache), Some(cc)) = (cache, target.alias_cc()) {
+            cache.store(&device_alias(built, cc), &compiled.artifact)?;
+        }
+        Ok(compiled)
+    })
+}
+
+/// Runs `compile` on `decl`'s module and, when the module does not compile but has other
+/// kernels too, on `decl` alone: a mistake in one declaration of a file (a signature mismatch)
+/// is reported for that kernel and does not take its file's other kernels down with it.
+fn with_fallback(
+    decl: &KernelDecl,
+    constexprs: &[ConstValue],
+    compile: impl Fn(&Built<'_>) -> Result<Compiled>,
+) -> Result<Compiled> {
+    let module = apply_build(decl, constexprs, Grouping::Module)?;
+    match compile(&module) {
+        Err(Error::Compile { .. }) if module.members.len() > 1 => {
+            compile(&apply_build(decl, constexprs, Grouping::Alone)?)
+        }
+        result => result,
     }
-    Ok(compiled)
 }
 
 /// What a cache entry that cannot be written costs the request.
@@ -153,19 +193,17 @@ static FLIGHTS: SingleFlight<FlightKey, Result<Compiled>> = SingleFlight::new();
 fn compile_prepared(
     built: &Built<'_>,
     unit: &TranslationUnit,
-    constexprs: &[ConstValue],
     target: Target,
     cache: Option<&DiskCache>,
     writes: Writes,
 ) -> Result<Compiled> {
-    let decl: &KernelDecl = &built.decl;
+    let members = built.members();
     let key = cache_key(&KeyInputs {
         opbox_version: env!("CARGO_PKG_VERSION"),
         nvrtc_version: nvrtc::version()?,
         arch: &target.name(),
-        options: &options_for(decl, target),
-        decl,
-        constexprs,
+        options: &options_for(built.decl(), target),
+        members: &members,
         unit,
         build: built.key,
     });
@@ -187,17 +225,21 @@ fn lookup_or_compile(
     cache: Option<&DiskCache>,
     writes: Writes,
 ) -> Result<Compiled> {
-    let decl: &KernelDecl = &built.decl;
+    let decl = built.decl();
     let mut outcome = CacheOutcome::Compiled;
     let mut unreadable = None;
     if let Some(cache) = cache {
         match cache.load(&key) {
-            Lookup::Hit(artifact) if artifact.kind == target.kind => {
+            Lookup::Hit(artifact)
+                if artifact.kind == target.kind
+                    && artifact.lowered_names.len() == built.members.len() =>
+            {
                 DISK_HITS.fetch_add(1, Ordering::Relaxed);
                 return Ok(Compiled {
                     artifact,
                     key,
                     outcome: CacheOutcome::Hit,
+                    member: built.requested,
                 });
             }
             Lookup::Hit(_) | Lookup::Miss => {}
@@ -209,7 +251,7 @@ fn lookup_or_compile(
     nvrtc_options.extend(toolkit::include_options().iter().cloned());
     nvrtc_options.extend(built.include_options.iter().cloned());
     let artifact = nvrtc::compile(unit, &nvrtc_options, target.kind, &decl.rust_name)
-        .map_err(|e| with_cache_note(with_site(e, decl), unreadable.as_deref()))?;
+        .map_err(|e| with_cache_note(explained(e, built), unreadable.as_deref()))?;
     COMPILES.fetch_add(1, Ordering::Relaxed);
     if let Some(cache) = cache {
         stored(cache.store(&key, &artifact), writes)?;
@@ -218,6 +260,7 @@ fn lookup_or_compile(
         artifact,
         key,
         outcome,
+        member: built.requested,
     })
 }
 
@@ -275,70 +318,147 @@ pub fn compile_for_device(
         let target = Target::for_device(cc, &nvrtc::supported_archs()?);
         return compile_cached(decl, constexprs, target, None);
     };
-    // The alias needs no unit: it is emitted only for a compile.
-    let built = apply_build(decl)?;
-    let key = device_alias(&built, constexprs, cc);
-    let unreadable = match cache.load(&key) {
-        Lookup::Hit(artifact) => {
-            DISK_HITS.fetch_add(1, Ordering::Relaxed);
-            return Ok(Compiled {
-                artifact,
-                key,
-                outcome: CacheOutcome::DeviceHit,
-            });
-        }
-        Lookup::Unreadable(why) => Some(why),
-        Lookup::Miss | Lookup::Corrupt(_) => None,
-    };
-    let note = |e| with_cache_note(e, unreadable.as_deref());
-    let target = Target::for_device(cc, &nvrtc::supported_archs().map_err(note)?);
-    let unit = emit_unit(&built.decl, constexprs)?;
-    let compiled = compile_prepared(
-        &built,
-        &unit,
-        constexprs,
-        target,
-        Some(cache),
-        Writes::BestEffort,
-    )
-    .map_err(note)?;
-    // Losing the alias costs the next process an NVRTC load, nothing more.
-    stored(cache.store(&key, &compiled.artifact), Writes::BestEffort)?;
-    Ok(compiled)
+    with_fallback(decl, constexprs, |built| {
+        // The alias needs no unit: it is emitted only for a compile.
+        let key = device_alias(built, cc);
+        let unreadable = match cache.load(&key) {
+            Lookup::Hit(artifact) if artifact.lowered_names.len() == built.members.len() => {
+                DISK_HITS.fetch_add(1, Ordering::Relaxed);
+                return Ok(Compiled {
+                    artifact,
+                    key,
+                    outcome: CacheOutcome::DeviceHit,
+                    member: built.requested,
+                });
+            }
+            Lookup::Unreadable(why) => Some(why),
+            Lookup::Hit(_) | Lookup::Miss | Lookup::Corrupt(_) => None,
+        };
+        let note = |e| with_cache_note(e, unreadable.as_deref());
+        let target = Target::for_device(cc, &nvrtc::supported_archs().map_err(note)?);
+        let unit = emit_unit(built)?;
+        let compiled = compile_prepared(built, &unit, target, Some(cache), Writes::BestEffort)
+            .map_err(note)?;
+        // Losing the alias costs the next process an NVRTC load, nothing more.
+        stored(cache.store(&key, &compiled.artifact), Writes::BestEffort)?;
+        Ok(compiled)
+    })
+}
+
+/// The device alias key of `decl`'s module on a device of compute capability `cc` (see
+/// [`compile_for_device`]): what the loader keys its loaded modules by too.
+/// Returns the key, `decl`'s index among the members and the number of members.
+pub(crate) fn module_alias(
+    decl: &KernelDecl,
+    constexprs: &[ConstValue],
+    cc: (u32, u32),
+) -> Result<(CacheKey, usize, usize)> {
+    let built = apply_build(decl, constexprs, Grouping::Module)?;
+    Ok((
+        device_alias(&built, cc),
+        built.requested,
+        built.members.len(),
+    ))
 }
 
 /// The device alias key (see [`compile_for_device`]): computed without NVRTC and without
 /// emitting the unit, which in a fresh process costs more than the rest of a first launch's
 /// lookup together.
-fn device_alias(built: &Built<'_>, constexprs: &[ConstValue], cc: (u32, u32)) -> CacheKey {
-    let decl: &KernelDecl = &built.decl;
+fn device_alias(built: &Built<'_>, cc: (u32, u32)) -> CacheKey {
+    let decl = built.decl();
     let arch = cc.0 * 10 + cc.1;
     let shared = crate::kernel::registry::shared_structs(decl);
     alias_key(&AliasInputs {
         opbox_version: env!("CARGO_PKG_VERSION"),
         arch,
         options: &options_for(decl, Target::cubin(arch)),
-        decl,
-        constexprs,
+        members: &built.members(),
         build: built.key,
         shared_structs: &shared,
     })
 }
 
-/// A declaration with its build options (`build = path::to::OPTIONS`) applied: their preamble in
-/// front of the declaration's own, their include dirs as NVRTC options (kept out of the key:
-/// absolute paths), and their key component (preamble and dependency contents).
+/// Which kernels a compile puts in one unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Grouping {
+    /// The requested kernel's whole module.
+    Module,
+    /// The requested kernel only.
+    Alone,
+}
+
+/// A module with its build options (`build = path::to::OPTIONS`) applied to every member: their
+/// preamble in front of the declaration's own, their include dirs as NVRTC options (kept out of
+/// the key: absolute paths), and their key component (preamble and dependency contents).
 struct Built<'d> {
-    decl: Cow<'d, KernelDecl>,
+    /// `(declaration, #[constexpr] values)` of each member, in the unit's order.
+    members: Vec<(Cow<'d, KernelDecl>, &'d [ConstValue])>,
+    /// The requested kernel's index in `members`.
+    requested: usize,
     include_options: Vec<String>,
     key: Option<[u8; 32]>,
 }
 
-/// Resolves `decl`'s build options (checking every path, reading every dependency).
-fn apply_build(decl: &KernelDecl) -> Result<Built<'_>> {
+impl Built<'_> {
+    fn members(&self) -> Vec<ModuleMember<'_>> {
+        self.members
+            .iter()
+            .map(|(decl, constexprs)| ModuleMember { decl, constexprs })
+            .collect()
+    }
+
+    /// The requested kernel's declaration.
+    fn decl(&self) -> &KernelDecl {
+        &self.members[self.requested].0
+    }
+}
+
+/// The kernels compiled in one unit with `decl` (see `shares_module`): when `decl` is a
+/// registered kernel without `#[constexpr]` parameters, every such registered kernel over the
+/// same file and build inputs, in registry order; `decl` alone otherwise. Returns the members
+/// and `decl`'s index among them.
+fn module_members<'d>(
+    decl: &'d KernelDecl,
+    constexprs: &'d [ConstValue],
+    grouping: Grouping,
+) -> (Vec<(&'d KernelDecl, &'d [ConstValue])>, usize) {
+    let alone = (vec![(decl, constexprs)], 0);
+    let groupable = |d: &KernelDecl| d.constexpr_params().next().is_none();
+    if grouping == Grouping::Alone || !groupable(decl) {
+        return alone;
+    }
+    let registered = crate::kernel::registry::registered_kernels();
+    if !registered.iter().any(|k| std::ptr::eq(k.decl, decl)) {
+        return alone;
+    }
+    let mut members: Vec<(&'d KernelDecl, &'d [ConstValue])> = Vec::new();
+    let mut requested = 0;
+    for k in registered {
+        if std::ptr::eq(k.decl, decl) {
+            requested = members.len();
+            members.push((decl, constexprs));
+        } else if groupable(k.decl) && shares_module(decl, k.decl) {
+            members.push((k.decl, &[]));
+        }
+    }
+    (members, requested)
+}
+
+/// Resolves the build options of `decl`'s module (checking every path, reading every
+/// dependency, once for all members: they share one build).
+fn apply_build<'d>(
+    decl: &'d KernelDecl,
+    constexprs: &'d [ConstValue],
+    grouping: Grouping,
+) -> Result<Built<'d>> {
+    let (members, requested) = module_members(decl, constexprs, grouping);
     let Some(build) = decl.build else {
         return Ok(Built {
-            decl: Cow::Borrowed(decl),
+            members: members
+                .into_iter()
+                .map(|(d, c)| (Cow::Borrowed(d), c))
+                .collect(),
+            requested,
             include_options: Vec::new(),
             key: None,
         });
@@ -349,12 +469,19 @@ fn apply_build(decl: &KernelDecl) -> Result<Built<'_>> {
             decl.rust_name, build.path
         ))
     })?;
-    let mut owned = decl.clone();
-    if !resolved.preamble.is_empty() {
-        owned.preamble = Cow::Owned(format!("{}{}", resolved.preamble, decl.preamble));
-    }
+    let with_preamble = |d: &KernelDecl| {
+        let mut owned = d.clone();
+        if !resolved.preamble.is_empty() {
+            owned.preamble = Cow::Owned(format!("{}{}", resolved.preamble, d.preamble));
+        }
+        owned
+    };
     Ok(Built {
-        decl: Cow::Owned(owned),
+        members: members
+            .into_iter()
+            .map(|(d, c)| (Cow::Owned(with_preamble(d)), c))
+            .collect(),
+        requested,
         include_options: resolved
             .include_dirs
             .iter()
@@ -367,8 +494,7 @@ fn apply_build(decl: &KernelDecl) -> Result<Built<'_>> {
 /// The translation unit NVRTC gets for `decl` specialized by `constexprs`, its build options
 /// applied (for tools and tests; needs neither NVRTC nor a GPU).
 pub fn translation_unit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationUnit> {
-    let built = apply_build(decl)?;
-    emit_unit(&built.decl, constexprs)
+    emit_unit(&apply_build(decl, constexprs, Grouping::Alone)?)
 }
 
 /// The NVRTC options for `decl` on `target` that a cache key holds: the arch, C++17, then the
@@ -383,27 +509,47 @@ pub fn options_for(decl: &KernelDecl, target: Target) -> Vec<String> {
     options
 }
 
-/// Adds where the Rust declaration is to a compile error, which the translation unit leaves out
-/// to keep the cache key independent of it.
-fn with_site(e: Error, decl: &KernelDecl) -> Error {
+/// A compile error made readable: a failed signature check as one line per mismatch
+/// (`explain_check_failures`), a missing header with where opbox looked for it, and where the
+/// Rust declaration is, which the unit leaves out to keep the cache key independent of it.
+fn explained(e: Error, built: &Built<'_>) -> Error {
+    let decl = built.decl();
     match e {
-        Error::Compile { kernel, log } => Error::Compile {
-            log: format!(
-                "{log}\n(Rust declaration at {}: {}; entry '{}' in {})",
-                decl.declared_at,
-                decl.rust_signature(),
-                decl.entry,
-                decl.entry_file()
-            ),
-            kernel,
-        },
+        Error::Compile { kernel, log } => {
+            let mut head = String::new();
+            if let Some(checks) = opbox_codegen::cuda::explain_check_failures(&log) {
+                head = format!("{checks}\n\nNVRTC's log:\n");
+            }
+            let header_note = toolkit::missing_header_note(&log)
+                .map(|n| format!("\n{n}"))
+                .unwrap_or_default();
+            let others = if built.members.len() > 1 {
+                format!(
+                    "; compiled in one unit with the other {} kernels of {}",
+                    built.members.len() - 1,
+                    decl.entry_file()
+                )
+            } else {
+                String::new()
+            };
+            Error::Compile {
+                log: format!(
+                    "{head}{log}{header_note}\n(Rust declaration at {}: {}; entry '{}' in {}{others})",
+                    decl.declared_at,
+                    decl.rust_signature(),
+                    decl.entry,
+                    decl.entry_file()
+                ),
+                kernel,
+            }
+        }
         other => other,
     }
 }
 
-/// The unit NVRTC compiles for `decl`: its own declaration, plus the C++ twins of the structs
-/// that the other kernels in its entry file take (see [`super::kernels::shared_structs`]).
-fn emit_unit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationUnit> {
-    let shared = crate::kernel::registry::shared_structs(decl);
-    emit_with_structs(decl, constexprs, &shared).map_err(|e| Error::InvalidArgument(e.to_string()))
+/// The unit NVRTC compiles for a module: its members, plus the C++ twins of the structs that the
+/// other kernels in its entry file take (see [`super::kernels::shared_structs`]).
+fn emit_unit(built: &Built<'_>) -> Result<TranslationUnit> {
+    let shared = crate::kernel::registry::shared_structs(built.decl());
+    emit_module(&built.members(), &shared).map_err(|e| Error::InvalidArgument(e.to_string()))
 }

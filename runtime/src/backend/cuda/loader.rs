@@ -6,15 +6,16 @@
 //! lookup is a read-locked scan of a short list, comparing values bit for bit. The first lookup
 //! per (device, specialization) compiles through the disk cache and loads the image.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::{sys, CudaFunction, CudaModule};
+use cudarc::driver::{sys, CudaFunction, CudaModule, DriverError};
 use cudarc::nvrtc::Ptx;
-use opbox_codegen::cuda::{ConstValue, KernelDecl};
+use opbox_codegen::cuda::{CacheKey, ConstValue, KernelDecl};
 
 use super::artifact::{Artifact, ImageKind};
 use super::context::{device, CudaDevice, MAX_DEVICES};
-use super::jit::{compile_for_device, default_cache, MEMORY_ENTRIES};
+use super::jit::{compile_for_device, default_cache, module_alias, MEMORY_ENTRIES};
 use crate::error::{Error, Result};
 use crate::kernel::{KernelHandle, SpecTable};
 use std::sync::atomic::Ordering;
@@ -121,18 +122,67 @@ impl KernelHandle {
     }
 }
 
-/// Compiles (through the disk cache) and loads `decl` for `dev`.
+/// A module loaded on a device, shared by its kernels: `(alias key, device ordinal)` -> the
+/// module and its members' symbols. A kernel whose module is here loads its function from it,
+/// with neither NVRTC nor the disk.
+type LoadedModules = Mutex<HashMap<(CacheKey, usize), (Arc<CudaModule>, Arc<[String]>)>>;
+
+fn loaded_modules() -> &'static LoadedModules {
+    static MODULES: OnceLock<LoadedModules> = OnceLock::new();
+    MODULES.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Loads `decl` for `dev`: from its module when another kernel of the module loaded it on this
+/// device, else compiled (through the disk cache) and loaded.
 fn load(decl: &KernelDecl, values: &[ConstValue], dev: &CudaDevice) -> Result<LoadedKernel> {
-    let compiled = compile_for_device(decl, values, dev.compute_capability, default_cache())?;
-    let Artifact {
-        kind,
-        lowered_name,
-        image,
-    } = compiled.artifact;
-    let driver = |what: &str, e: cudarc::driver::DriverError| Error::Cuda {
+    let (alias, member, members) = module_alias(decl, values, dev.compute_capability)?;
+    let shared = lock(loaded_modules()).get(&(alias, dev.ordinal)).cloned();
+    let (module, names, kind, member) = match shared {
+        Some((module, names)) => (module, names, ImageKind::Cubin, member),
+        None => {
+            let compiled =
+                compile_for_device(decl, values, dev.compute_capability, default_cache())?;
+            let member = compiled.member;
+            let Artifact {
+                kind,
+                lowered_names,
+                image,
+            } = compiled.artifact;
+            let module = load_image(decl, kind, image, dev)?;
+            let names: Arc<[String]> = lowered_names.into();
+            // A module that fell back to the kernel alone is not the module the others share.
+            if names.len() == members {
+                lock(loaded_modules())
+                    .insert((alias, dev.ordinal), (module.clone(), names.clone()));
+            }
+            (module, names, kind, member)
+        }
+    };
+    let lowered_name = names.get(member).cloned().ok_or_else(|| Error::Cuda {
+        kernel: decl.rust_name.to_string(),
+        message: "the cached module has no symbol for this kernel".into(),
+    })?;
+    function_of(decl, module, lowered_name, kind, dev)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn driver_error(decl: &KernelDecl, dev: &CudaDevice, what: &str, e: DriverError) -> Error {
+    Error::Cuda {
         kernel: decl.rust_name.to_string(),
         message: format!("{what} on cuda:{}: {e}", dev.ordinal),
-    };
+    }
+}
+
+/// Loads an image onto `dev`.
+fn load_image(
+    decl: &KernelDecl,
+    kind: ImageKind,
+    image: Vec<u8>,
+    dev: &CudaDevice,
+) -> Result<Arc<CudaModule>> {
     let ptx = match kind {
         ImageKind::Cubin => Ptx::from_binary(image),
         ImageKind::Ptx => {
@@ -147,10 +197,19 @@ fn load(decl: &KernelDecl, values: &[ConstValue], dev: &CudaDevice) -> Result<Lo
             Ptx::from_src(text)
         }
     };
-    let module = dev
-        .context
+    dev.context
         .load_module(ptx)
-        .map_err(|e| driver("loading the module", e))?;
+        .map_err(|e| driver_error(decl, dev, "loading the module", e))
+}
+
+/// The kernel's function in a loaded module.
+fn function_of(
+    decl: &KernelDecl,
+    module: Arc<CudaModule>,
+    lowered_name: String,
+    kind: ImageKind,
+    dev: &CudaDevice,
+) -> Result<LoadedKernel> {
     // cudarc builds a C string from the name and panics on an interior NUL; NVRTC never makes one,
     // but a disk cache entry is outside input, so check.
     if lowered_name.contains('\0') {
@@ -161,7 +220,7 @@ fn load(decl: &KernelDecl, values: &[ConstValue], dev: &CudaDevice) -> Result<Lo
     }
     let function = module
         .load_function(&lowered_name)
-        .map_err(|e| driver(&format!("finding '{lowered_name}'"), e))?;
+        .map_err(|e| driver_error(decl, dev, &format!("finding '{lowered_name}'"), e))?;
     let target = LaunchTarget {
         function: function.cu_function(),
         stream: dev.stream.cu_stream(),

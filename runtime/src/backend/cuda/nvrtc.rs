@@ -63,6 +63,8 @@ pub fn accepts_arch(name: &str) -> Result<bool> {
     let program = Program::create(
         c"// opbox: arch probe\n",
         c"opbox-arch-probe.cu",
+        &[],
+        &[],
         "arch probe",
     )?;
     let options = [option.as_ptr()];
@@ -109,8 +111,24 @@ pub fn compile(
     };
     let src = CString::new(unit.source.as_str()).map_err(|_| invalid("the translation unit"))?;
     let name = CString::new(unit.program_name.as_str()).map_err(|_| invalid("the program name"))?;
-    let expr =
-        CString::new(unit.name_expression.as_str()).map_err(|_| invalid("the entry name"))?;
+    let exprs: Vec<CString> = unit
+        .name_expressions
+        .iter()
+        .map(|e| CString::new(e.as_str()))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| invalid("an entry name"))?;
+    let header_names: Vec<CString> = unit
+        .headers
+        .iter()
+        .map(|h| CString::new(h.name))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| invalid("a header name"))?;
+    let header_texts: Vec<CString> = unit
+        .headers
+        .iter()
+        .map(|h| CString::new(h.content))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| invalid("a header"))?;
     let opts: Vec<CString> = options
         .iter()
         .map(|o| CString::new(o.as_str()))
@@ -121,12 +139,14 @@ pub fn compile(
         Error::InvalidArgument(format!("kernel '{kernel}': too many NVRTC options"))
     })?;
 
-    let program = Program::create(&src, &name, kernel)?;
-    // SAFETY: `program` is live; `expr` outlives the call (NVRTC copies it).
-    program.check(
-        unsafe { sys::nvrtcAddNameExpression(program.0, expr.as_ptr()) },
-        "nvrtcAddNameExpression",
-    )?;
+    let program = Program::create(&src, &name, &header_names, &header_texts, kernel)?;
+    for expr in &exprs {
+        // SAFETY: `program` is live; `expr` outlives the call (NVRTC copies it).
+        program.check(
+            unsafe { sys::nvrtcAddNameExpression(program.0, expr.as_ptr()) },
+            "nvrtcAddNameExpression",
+        )?;
+    }
     // SAFETY: `program` is live; `opt_ptrs` holds `n_opts` pointers to NUL-terminated strings
     // that outlive the call.
     let r = unsafe { sys::nvrtcCompileProgram(program.0, n_opts, opt_ptrs.as_ptr()) };
@@ -153,7 +173,10 @@ pub fn compile(
             });
         }
     }
-    let lowered_name = program.lowered_name(&expr)?;
+    let lowered_names = exprs
+        .iter()
+        .map(|e| program.lowered_name(e))
+        .collect::<Result<Vec<_>>>()?;
     let image = match kind {
         ImageKind::Cubin => {
             program.output(sys::nvrtcGetCUBINSize, sys::nvrtcGetCUBIN, "nvrtcGetCUBIN")?
@@ -169,7 +192,7 @@ pub fn compile(
     };
     Ok(Artifact {
         kind,
-        lowered_name,
+        lowered_names,
         image,
     })
 }
@@ -181,18 +204,34 @@ type SizeFn = unsafe fn(nvrtcProgram, *mut usize) -> nvrtcResult;
 type DataFn = unsafe fn(nvrtcProgram, *mut c_char) -> nvrtcResult;
 
 impl Program {
-    fn create(src: &CStr, name: &CStr, kernel: &str) -> Result<Program> {
+    /// A program of `src` named `name`, with the named headers `header_names[i]` ->
+    /// `header_texts[i]` (the two lists are as long as each other).
+    fn create(
+        src: &CStr,
+        name: &CStr,
+        header_names: &[CString],
+        header_texts: &[CString],
+        kernel: &str,
+    ) -> Result<Program> {
+        let count = header_names.len().min(header_texts.len());
+        let names: Vec<*const c_char> = header_names[..count].iter().map(|h| h.as_ptr()).collect();
+        let texts: Vec<*const c_char> = header_texts[..count].iter().map(|h| h.as_ptr()).collect();
+        let n = c_int::try_from(count).map_err(|_| Error::Compile {
+            kernel: kernel.to_string(),
+            log: "too many named headers".into(),
+        })?;
         let mut prog: nvrtcProgram = ptr::null_mut();
         // SAFETY: library present (the caller probed); `src` and `name` are NUL-terminated and
-        // outlive the call; no headers are passed, so the two null arrays are never read.
+        // outlive the call; `names` and `texts` hold `n` pointers each, to NUL-terminated strings
+        // that outlive the call (NVRTC copies them).
         let r = unsafe {
             sys::nvrtcCreateProgram(
                 &mut prog,
                 src.as_ptr(),
                 name.as_ptr(),
-                0,
-                ptr::null(),
-                ptr::null(),
+                n,
+                texts.as_ptr(),
+                names.as_ptr(),
             )
         };
         let program = Program(prog, kernel.to_string());

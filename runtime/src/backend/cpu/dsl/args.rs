@@ -88,7 +88,11 @@ pub(crate) fn element_count(kind: ParamKind, t: &crate::Tensor) -> usize {
 /// A by-value scalar launch argument.
 pub trait ScalarArg: Sized {
     fn from_arg(arg: &LaunchArg<'_>) -> Option<Self>;
-    fn from_const(v: &ConstValue) -> Option<Self>;
+    /// The value of a `#[constexpr]` of this type; only the table's `constexpr` rows have one.
+    fn from_const(v: &ConstValue) -> Option<Self> {
+        let _ = v;
+        None
+    }
 }
 
 macro_rules! scalar_args {
@@ -98,12 +102,31 @@ macro_rules! scalar_args {
             fn from_arg(arg: &LaunchArg<'_>) -> Option<$t> {
                 match arg { LaunchArg::$v(v) => Some(*v), _ => None }
             }
-            #[inline]
-            fn from_const(v: &ConstValue) -> Option<$t> {
-                match v { ConstValue::$v(v) => Some(*v), _ => None }
-            }
+            const_arg!($v $t);
         }
     )*};
+}
+
+/// `from_const` for a `constexpr` row, nothing (the default) for the others.
+macro_rules! const_arg {
+    (F16 $t:ty) => {};
+    (BF16 $t:ty) => {};
+    (U8 $t:ty) => {};
+    (I8 $t:ty) => {};
+    (I16 $t:ty) => {};
+    (U16 $t:ty) => {};
+    (F8E4M3 $t:ty) => {};
+    (F8E5M2 $t:ty) => {};
+    (Usize $t:ty) => {};
+    ($v:ident $t:ty) => {
+        #[inline]
+        fn from_const(v: &ConstValue) -> Option<$t> {
+            match v {
+                ConstValue::$v(v) => Some(*v),
+                _ => None,
+            }
+        }
+    };
 }
 opbox_codegen::for_each_scalar_type!(scalar_args);
 

@@ -182,6 +182,9 @@ macro_rules! dsl_scalars {
     };
     (@row F16 $t:ty) => { dsl_scalars!(@half f16); };
     (@row BF16 $t:ty) => { dsl_scalars!(@half bf16); };
+    // The DSL has no fp8 arithmetic: `#[kernel]` refuses the float8 types.
+    (@row F8E4M3 $t:ty) => {};
+    (@row F8E5M2 $t:ty) => {};
     (@row F32 $t:ty) => { dsl_scalars!(@float f32 F32); };
     (@row F64 $t:ty) => { dsl_scalars!(@float f64 F64); };
     (@row $v:ident $t:ty) => { dsl_scalars!(@int $t); };
@@ -324,6 +327,8 @@ macro_rules! dsl_shift_rhs {
     (Bool $t:ty, $all:tt) => {};
     (F16 $t:ty, $all:tt) => {};
     (BF16 $t:ty, $all:tt) => {};
+    (F8E4M3 $t:ty, $all:tt) => {};
+    (F8E5M2 $t:ty, $all:tt) => {};
     (F32 $t:ty, $all:tt) => {};
     (F64 $t:ty, $all:tt) => {};
     ($v:ident $t:ty, [$($rv:ident $rt:ty),*]) => {
@@ -332,6 +337,8 @@ macro_rules! dsl_shift_rhs {
     (@pair $t:ty, Bool $rt:ty) => {};
     (@pair $t:ty, F16 $rt:ty) => {};
     (@pair $t:ty, BF16 $rt:ty) => {};
+    (@pair $t:ty, F8E4M3 $rt:ty) => {};
+    (@pair $t:ty, F8E5M2 $rt:ty) => {};
     (@pair $t:ty, F32 $rt:ty) => {};
     (@pair $t:ty, F64 $rt:ty) => {};
     (@pair $t:ty, $rv:ident $rt:ty) => {
