@@ -6,7 +6,7 @@
 /// Fixed-width integers through opbox's `<stdint.h>` (see `host_headers`): CCCL's own where its
 /// headers are installed, identical typedefs where not, so a kernel that includes a CCCL header
 /// after the prelude redeclares nothing differently.
-const STDINT: &str = "#include <stdint.h>\n";
+const STDINT: &str = "#include <stdint.h>\n#define OPBOX_HAVE_STDINT 1\n";
 
 /// The type machinery of the signature check. `abi` maps `long` to `long long` (and the
 /// unsigned pair) where both are 64 bits, so `long` and `size_t` parameters match an `i64`/`u64`

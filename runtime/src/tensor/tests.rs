@@ -33,6 +33,10 @@ fn dtype_size_name_code() {
         (DType::U8, 1, "u8", 0),
         (DType::I8, 1, "i8", 1),
         (DType::Bool, 1, "bool", 11),
+        (DType::I16, 2, "i16", 2),
+        (DType::U16, 2, "u16", 27),
+        (DType::F8E4M3, 1, "F8E4M3", 24),
+        (DType::F8E5M2, 1, "F8E5M2", 23),
     ];
     for (d, size, name, code) in table {
         assert_eq!(d.size(), size);
@@ -43,14 +47,14 @@ fn dtype_size_name_code() {
         assert_eq!(name.parse::<DType>().unwrap(), d);
     }
     assert_eq!(DType::ALL.len(), table.len());
-    // PyTorch's codes that opbox has no dtype for (i16, complex, quantized, u16, ...).
-    for bad in [2, 8, 9, 10, 12, 16, 27, 30, u32::MAX] {
+    // PyTorch's codes that opbox has no dtype for (complex, quantized, the fnuz float8s, ...).
+    for bad in [8, 9, 10, 12, 16, 25, 26, 30, u32::MAX] {
         assert_eq!(DType::from_code(bad), None, "code {bad}");
     }
     assert!(DType::BF16.is_floating_point() && !DType::Bool.is_floating_point());
     let err = "F32".parse::<DType>().unwrap_err();
     assert!(
-        matches!(&err, Error::InvalidArgument(m) if m.contains("'F32'") && m.contains("u64, u8, i8, bool")),
+        matches!(&err, Error::InvalidArgument(m) if m.contains("'F32'") && m.contains("u64, u8, i8, bool, i16, u16")),
         "{err}"
     );
     assert!(!DType::U64.is_floating_point() && !DType::I8.is_floating_point());

@@ -406,8 +406,8 @@ fn invalid_raw_values_are_refused() {
     // SAFETY: plain-bit tags with bit patterns no value of theirs has; none owns anything.
     let (dtype, device, scalar) = unsafe {
         (
-            // Code 2 is PyTorch's i16, which opbox has no dtype for.
-            StableValue::from_raw_parts(Tag::DType as u32, 0, 2),
+            // Code 8 is PyTorch's complex32, which opbox has no dtype for.
+            StableValue::from_raw_parts(Tag::DType as u32, 0, 8),
             StableValue::from_raw_parts(Tag::Device as u32, 0, 5 << 32),
             StableValue::from_raw_parts(Tag::Scalar as u32, 3, 1),
         )
