@@ -104,9 +104,10 @@ pub mod kernel {
 #[cfg(feature = "cuda")]
 pub mod cuda {
     pub use opbox_runtime::backend::cuda::{
-        compile_ahead, compile_cached, compile_for_arch, compile_for_device, default_cache, device,
-        device_count, nvrtc, probe, synchronize, translation_unit, ArchVariant, Artifact,
-        CacheOutcome, Compiled, CudaDevice, DiskCache, ImageKind, LoadedKernel, Lookup, Target,
+        compile_ahead, compile_cached, compile_for_arch, compile_for_device, cuda_include_options,
+        default_cache, device, device_count, nvrtc, probe, synchronize, translation_unit,
+        ArchVariant, Artifact, CacheOutcome, Compiled, CudaDevice, DiskCache, ImageKind,
+        LoadedKernel, Lookup, Target,
     };
 
     /// The CUDA code model (declarations, emitter, cache key), for tools and tests.

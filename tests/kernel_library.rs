@@ -131,6 +131,49 @@ fn compile_once_per_file() -> TestResult {
         ensure(compiles == SOURCE_FILES, || {
             format!("{compiles} NVRTC compiles for {SOURCE_FILES} source files")
         })?;
+        // The baseline, side by side: each kernel's own unit, one NVRTC compile per entry, as
+        // before modules (also what a kernel falls back to when its module does not compile).
+        let options: Vec<String> = ["--gpu-architecture=sm_90", "-std=c++17"]
+            .into_iter()
+            .map(String::from)
+            .chain(opbox::cuda::cuda_include_options().iter().cloned())
+            .collect();
+        // All of them on a GPU machine (scripts/gpu-check) or with OPBOX_BASELINE=full; one entry
+        // per file otherwise, which keeps CI's two cores from spending a minute and a half here.
+        let full = std::env::var("OPBOX_BASELINE").is_ok_and(|v| v == "full")
+            || opbox::cuda::device_count().is_ok_and(|n| n > 0);
+        let sample: Vec<_> = if full {
+            decls.clone()
+        } else {
+            let mut seen = Vec::new();
+            decls
+                .iter()
+                .copied()
+                .filter(|d| {
+                    let first = !seen.contains(&d.entry_file());
+                    seen.push(d.entry_file());
+                    first
+                })
+                .collect()
+        };
+        let start = Instant::now();
+        for decl in &sample {
+            let unit = opbox::cuda::translation_unit(decl, &[]).map_err(s)?;
+            opbox::cuda::nvrtc::compile(
+                &unit,
+                &options,
+                opbox::cuda::ImageKind::Cubin,
+                &decl.rust_name,
+            )
+            .map_err(|e| format!("{} alone: {e}", decl.rust_name))?;
+        }
+        let took = start.elapsed().as_secs_f64();
+        println!(
+            "    baseline, one NVRTC compile per entry: {} NVRTC compiles, {took:.2} s ({:.3} s each{})",
+            sample.len(),
+            took / sample.len() as f64,
+            if full { "" } else { "; one entry per file, OPBOX_BASELINE=full for all" }
+        );
         Ok(Outcome::Pass)
     })
 }
@@ -396,7 +439,9 @@ fn gpu_reduce() -> TestResult {
 
 type CastLaunch = fn(LaunchConfig, usize, &Tensor, &Tensor) -> opbox::Result<()>;
 
-/// One cast kernel over values exact in both types: the result is the value itself.
+/// One cast kernel; the reference converts on the CPU (`half`'s and `float8`'s round-to-nearest-
+/// even, Rust's truncation toward zero for integers), so the GPU's conversion must agree with
+/// them bit for bit, not only on values both types hold exactly.
 fn check_cast<S: Element, D: Element>(name: &str, launch: CastLaunch) -> Result<(), String> {
     let xs: Vec<f64> = (0..96).map(|i| (i % 32) as f64 * 0.25 - 2.0).collect();
     let xs: Vec<f64> = if S::DTYPE.is_floating_point() && D::DTYPE.is_floating_point() {
@@ -405,14 +450,18 @@ fn check_cast<S: Element, D: Element>(name: &str, launch: CastLaunch) -> Result<
         xs.iter().map(|x| (x.abs() * 4.0).trunc()).collect()
     };
     let n = xs.len();
-    let inp = cuda(
-        xs.iter()
-            .map(|&x| elem::<S>(x))
-            .collect::<Result<Vec<S>, _>>()?,
-    )?;
+    let inp_values = xs
+        .iter()
+        .map(|&x| elem::<S>(x))
+        .collect::<Result<Vec<S>, _>>()?;
+    let want = inp_values
+        .iter()
+        .map(|&x| elem::<D>(as_f64(x)).map(as_f64))
+        .collect::<Result<Vec<f64>, _>>()?;
+    let inp = cuda(inp_values)?;
     let out = cuda(vec![elem::<D>(0.0)?; n])?;
     launch(LaunchConfig::for_elems(n), n, &inp, &out).map_err(s)?;
-    same(name, &read::<D>(&out)?, &xs)
+    same(name, &read::<D>(&out)?, &want)
 }
 
 fn gpu_casts() -> TestResult {

@@ -130,11 +130,10 @@ const LIMITS: &str = r#"#ifndef OPBOX_SHIM_LIMITS
 #endif
 "#;
 
+/// Always opbox's own: CCCL's `<cuda/std/cfloat>` is this header under NVRTC (it includes
+/// `<float.h>`), so forwarding would define nothing.
 const FLOAT: &str = r#"#ifndef OPBOX_SHIM_FLOAT
 #define OPBOX_SHIM_FLOAT
-#if defined(__has_include) && __has_include(<cuda/std/cfloat>)
-#  include <cuda/std/cfloat>
-#else
 #  define FLT_RADIX 2
 #  define FLT_MANT_DIG 24
 #  define DBL_MANT_DIG 53
@@ -152,7 +151,6 @@ const FLOAT: &str = r#"#ifndef OPBOX_SHIM_FLOAT
 #  define DBL_EPSILON 2.2204460492503131e-16
 #  define FLT_TRUE_MIN 1.40129846e-45F
 #  define DBL_TRUE_MIN 4.9406564584124654e-324
-#endif
 #endif
 "#;
 

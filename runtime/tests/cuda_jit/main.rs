@@ -23,6 +23,7 @@ mod harness;
 mod cache;
 mod compile;
 mod gpu;
+mod headers;
 mod support;
 mod tensors;
 
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
     }
     let tests: Vec<harness::Test> = compile::TESTS
         .iter()
+        .chain(headers::TESTS)
         .chain(cache::TESTS)
         .chain(gpu::TESTS)
         .chain(tensors::TESTS)

@@ -12,6 +12,7 @@
 //! - [`loader`]: the loaded functions each `KernelHandle` caches per device.
 //! - [`submit`]: a prepared launch to `cuLaunchKernel`; [`synchronize`].
 //! - [`memory`]: tensor storage in device memory.
+//! - `toolkit`: where CUDA's headers are (`cuda_include_options`).
 //! - [`aot`] and [`aot_session`]: every `#[extern_kernel]` compiled ahead of time (`opbox aot`).
 
 pub mod aot;
@@ -43,3 +44,4 @@ pub use jit::{
 pub use loader::LoadedKernel;
 pub use submit::synchronize;
 pub use target::{ArchVariant, Target};
+pub use toolkit::include_options as cuda_include_options;

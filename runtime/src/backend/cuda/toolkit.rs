@@ -60,8 +60,9 @@ fn search() -> &'static Search {
     })
 }
 
-/// `--include-path=` options for this process's CUDA headers (see the module docs).
-pub(crate) fn include_options() -> &'static [String] {
+/// `--include-path=` options for this process's CUDA headers (see the module docs): what the
+/// JIT passes NVRTC after the options a cache key holds. Empty when no headers were found.
+pub fn include_options() -> &'static [String] {
     &search().options
 }
 
