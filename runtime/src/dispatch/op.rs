@@ -3,6 +3,7 @@
 use opbox_codegen::schema::{BaseType, DefaultValue, Schema};
 
 use super::call::{FromStack, IntoStack};
+use super::fixed_list;
 use super::kernel::{self, panic_error, take_last_error, STATUS_OK};
 use super::key::DispatchKey;
 use super::registry::{check, OpEntry};
@@ -146,6 +147,14 @@ impl OpHandle {
         }
         if stack.len() != num_args {
             return Err(arg_count_error(entry, stack.len()));
+        }
+        if !entry.fixed_lists.is_empty() {
+            fixed_list::check(
+                entry.name,
+                entry.schema,
+                &entry.fixed_lists,
+                stack.as_mut_slice(),
+            )?;
         }
         let key = match dispatch_device(entry, stack)? {
             Some(device) => DispatchKey::for_device(device),
@@ -306,6 +315,9 @@ fn default_value(default: &DefaultValue, base: BaseType) -> StableValue {
         DefaultValue::IntList(v) => StableValue::list(List::Int(v.to_vec())),
         DefaultValue::FloatList(v) => StableValue::list(List::Float(v.to_vec())),
         DefaultValue::BoolList(v) => StableValue::list(List::Bool(v.to_vec())),
+        // Boxed as PyTorch boxes them: the enum's code, an int.
+        DefaultValue::Layout(l) => StableValue::int(l.code()),
+        DefaultValue::MemoryFormat(m) => StableValue::int(m.code()),
     }
 }
 

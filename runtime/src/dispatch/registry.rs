@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use foldhash::fast::FixedState;
 use opbox_codegen::schema::Schema;
 
+use super::fixed_list::{self, FixedList};
 use super::kernel::BoxedKernelFn;
 use super::key::DispatchKey;
 use super::registration::{KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration};
@@ -35,6 +36,9 @@ pub(crate) struct OpEntry {
     pub(crate) num_outputs: usize,
     /// Indices of the arguments whose type mentions Tensor: the only ones dispatch looks at.
     pub(crate) tensor_args: &'static [usize],
+    /// The fixed-size list arguments (`int[2]`), checked at the boxed boundary; empty for
+    /// nearly every op, so the call path tests one length.
+    pub(crate) fixed_lists: Vec<FixedList>,
 }
 
 impl OpEntry {
@@ -191,6 +195,7 @@ fn build(
                         num_args: def.schema.arguments.len(),
                         num_outputs: def.schema.returns.len(),
                         tensor_args: def.tensor_args,
+                        fixed_lists: fixed_list::fixed_lists(def.schema),
                     });
                 }
             }

@@ -89,12 +89,14 @@ fn tag_numbers_round_trip() {
         Tag::DType,
         Tag::Device,
         Tag::Scalar,
+        Tag::Generator,
+        Tag::Stream,
     ];
     for (n, tag) in all.into_iter().enumerate() {
         assert_eq!(tag as u32, n as u32, "tag numbers are ABI");
         assert_eq!(Tag::from_u32(n as u32), Some(tag));
     }
-    assert_eq!(Tag::from_u32(10), None);
+    assert_eq!(Tag::from_u32(12), None);
     assert_eq!(Tag::from_u32(u32::MAX), None);
     assert_eq!(Tag::Tensor.to_string(), "Tensor");
     assert_eq!(Tag::DType.to_string(), "ScalarType");
@@ -762,4 +764,27 @@ fn release_front_drops_the_arguments_and_keeps_the_outputs() {
     drop(stack);
     drop(t);
     b.assert_balanced();
+}
+
+#[test]
+fn generators_are_owned_handles_and_streams_plain_values() {
+    use crate::{Generator, Stream};
+    let before = live::live_boxes();
+    let g = Generator::with_offset(9, 4);
+    let v = StableValue::generator(g.clone());
+    assert_eq!(v.tag(), Some(Tag::Generator));
+    let copy = v.clone();
+    assert_eq!(live::live_boxes(), before + 2);
+    let back = copy.as_generator().map(|b| b.same_state(&g));
+    assert_eq!(back, Some(true));
+    drop(v);
+    drop(copy);
+    assert_eq!(live::live_boxes(), before);
+    assert_eq!(StableValue::int(1).as_generator().map(|g| g.seed()), None);
+
+    let s = StableValue::stream(Stream::new(-1, 0xdead_beef));
+    assert_eq!(s.as_stream(), Some(Stream::new(-1, 0xdead_beef)));
+    assert_eq!(s.clone().as_stream(), Some(Stream::new(-1, 0xdead_beef)));
+    assert_eq!(s.describe(), "Stream");
+    assert_eq!(StableValue::int(3).as_stream(), None);
 }
