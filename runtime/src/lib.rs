@@ -14,6 +14,7 @@ pub mod tensor;
 pub mod typemap;
 pub mod value;
 
+pub use opbox_codegen::op_tag::OpTag;
 pub use opbox_codegen::schema;
 
 pub use dispatch::{init, op, DispatchKey, Library, OpHandle};

@@ -1,5 +1,6 @@
 //! Resolving ops by name, and calling them.
 
+use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::{BaseType, DefaultValue, Schema};
 
 use super::call::{FromStack, IntoStack};
@@ -46,6 +47,15 @@ impl OpHandle {
         self.entry.schema
     }
 
+    /// The tags its definition gave it (`m.def_with_tags`), in the order written.
+    pub fn tags(&self) -> &'static [OpTag] {
+        self.entry.tags
+    }
+
+    pub fn has_tag(&self, tag: OpTag) -> bool {
+        self.entry.tags.contains(&tag)
+    }
+
     /// The keys this op has kernels for, by name.
     pub fn backends(&self) -> Vec<String> {
         self.entry.available_keys()
@@ -62,7 +72,8 @@ impl OpHandle {
     pub fn call<A: IntoStack, R: FromStack>(&self, args: A) -> Result<R> {
         let mut devices = Devices::default();
         args.note_devices(&mut devices);
-        if let Some(device) = devices.single() {
+        // An op with fixed-size lists takes the boxed path, where their lengths are checked.
+        if let (Some(device), true) = (devices.single(), self.entry.fixed_lists.is_empty()) {
             let key = device.map_or(DispatchKey::CPU, DispatchKey::for_device);
             if let Some(slot) = self.entry.slot_for(key) {
                 if let Some((id, erased)) = slot.typed {
@@ -430,6 +441,7 @@ mod tests {
             name: Pick::NAME,
             schema: Pick::SCHEMA,
             tensor_args: &[0],
+            tags: &[],
             site,
         }]));
         let lib = Box::leak(Box::new(LibraryRegistration {

@@ -1,5 +1,6 @@
 //! What the macros submit to `inventory`: static data only, collected once at first use.
 
+use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::Schema;
 
 use super::kernel::{BoxedKernelFn, BoxedOp};
@@ -36,6 +37,8 @@ pub struct OpDef {
     pub schema: &'static Schema,
     /// [`Schema::tensor_arguments`]: the only arguments dispatch looks at.
     pub tensor_args: &'static [usize],
+    /// The tags `m.def_with_tags` gave the op (empty for a plain `m.def`).
+    pub tags: &'static [OpTag],
     pub site: Site,
 }
 

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use foldhash::fast::FixedState;
+use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::Schema;
 
 use super::fixed_list::{self, FixedList};
@@ -39,6 +40,7 @@ pub(crate) struct OpEntry {
     /// The fixed-size list arguments (`int[2]`), checked at the boxed boundary; empty for
     /// nearly every op, so the call path tests one length.
     pub(crate) fixed_lists: Vec<FixedList>,
+    pub(crate) tags: &'static [OpTag],
 }
 
 impl OpEntry {
@@ -195,6 +197,7 @@ fn build(
                         num_args: def.schema.arguments.len(),
                         num_outputs: def.schema.returns.len(),
                         tensor_args: def.tensor_args,
+                        tags: def.tags,
                         fixed_lists: fixed_list::fixed_lists(def.schema),
                     });
                 }
@@ -286,6 +289,7 @@ mod tests {
             name: schema.qualified_name(ns).leak(),
             schema,
             tensor_args: schema.tensor_arguments().leak(),
+            tags: &[],
             site,
         }
     }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprMethodCall, ItemFn, Lit, LitStr, Stmt};
@@ -12,7 +13,13 @@ use crate::naming;
 use crate::schema_error::to_syn_error;
 
 const BODY_ONLY_DEFS: &str =
-    "a library body holds only `m.def(\"schema\");` calls, so every schema is known at compile time";
+    "a library body holds only `m.def(\"schema\");` and `m.def_with_tags(\"schema\", &[OpTag::..]);` calls, so every schema is known at compile time";
+
+/// One `m.def` or `m.def_with_tags` call, as written.
+struct Def {
+    lit: LitStr,
+    tags: Vec<OpTag>,
+}
 
 /// Every `m.def("...")` in the body, parsed, with every problem collected. `ns` is the library's
 /// namespace, unless the attribute failed to name one.
@@ -26,7 +33,7 @@ pub(super) fn collect(func: &ItemFn, ns: Option<&str>, errors: &mut Errors) -> V
     }
     let mut ops: Vec<OpDef> = Vec::new();
     let mut seen: HashMap<String, LitStr> = HashMap::new();
-    for lit in literals {
+    for Def { lit, tags } in literals {
         let schema = match schema::parse(&lit.value()) {
             Ok(s) => s,
             Err(e) => {
@@ -60,12 +67,13 @@ pub(super) fn collect(func: &ItemFn, ns: Option<&str>, errors: &mut Errors) -> V
             lit,
             schema,
             marker,
+            tags,
         });
     }
     ops
 }
 
-fn collect_calls(expr: &Expr, out: &mut Vec<LitStr>, errors: &mut Errors) {
+fn collect_calls(expr: &Expr, out: &mut Vec<Def>, errors: &mut Errors) {
     let Expr::MethodCall(ExprMethodCall {
         receiver,
         method,
@@ -79,21 +87,73 @@ fn collect_calls(expr: &Expr, out: &mut Vec<LitStr>, errors: &mut Errors) {
     if let Expr::MethodCall(_) = receiver.as_ref() {
         collect_calls(receiver, out, errors);
     }
-    if method != "def" {
+    let with_tags = method == "def_with_tags";
+    if method != "def" && !with_tags {
         errors.at(
             method.span(),
-            format!("unknown library method `{method}`; use `m.def(\"schema\")`"),
+            format!("unknown library method `{method}`; use `m.def(\"schema\")` or `m.def_with_tags(\"schema\", &[OpTag::Core])`"),
         );
         return;
     }
-    match (args.len(), args.first()) {
-        (1, Some(Expr::Lit(lit))) => match &lit.lit {
-            Lit::Str(s) => out.push(s.clone()),
-            other => errors.at(other.span(), "m.def takes the schema as a string literal"),
+    let expected = if with_tags { 2 } else { 1 };
+    let lit = match (args.len() == expected, args.first()) {
+        (true, Some(Expr::Lit(lit))) => match &lit.lit {
+            Lit::Str(s) => s.clone(),
+            other => {
+                errors.at(other.span(), format!("m.{method} takes the schema as a string literal"));
+                return;
+            }
         },
-        _ => errors.at(
-            args.span(),
-            "m.def takes one string literal, the schema, so it can be checked at compile time",
-        ),
+        _ => {
+            let message = if with_tags {
+                "m.def_with_tags takes the schema as a string literal and the tags as an array, `m.def_with_tags(\"op(Tensor x) -> Tensor\", &[OpTag::Pt2Compliant])`, so both can be checked at compile time"
+            } else {
+                "m.def takes one string literal, the schema, so it can be checked at compile time"
+            };
+            let span = if args.is_empty() { method.span() } else { args.span() };
+            errors.at(span, message);
+            return;
+        }
+    };
+    let tags = match args.iter().nth(1) {
+        Some(list) => tag_list(list, errors),
+        None => Vec::new(),
+    };
+    out.push(Def { lit, tags });
+}
+
+/// `&[OpTag::Core, OpTag::Pointwise]` (or `[..]`), each name checked against the one list.
+fn tag_list(expr: &Expr, errors: &mut Errors) -> Vec<OpTag> {
+    let inner = match expr {
+        Expr::Reference(r) => r.expr.as_ref(),
+        other => other,
+    };
+    let Expr::Array(array) = inner else {
+        errors.at(
+            expr.span(),
+            "the tags are an array of `OpTag` variants, e.g. `&[OpTag::Pt2Compliant]`",
+        );
+        return Vec::new();
+    };
+    let mut tags = Vec::new();
+    for elem in &array.elems {
+        let name = match elem {
+            Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        };
+        match name.as_deref().and_then(OpTag::from_variant_name) {
+            Some(tag) if tags.contains(&tag) => {
+                errors.at(elem.span(), format!("tag `{tag:?}` is listed twice"))
+            }
+            Some(tag) => tags.push(tag),
+            None => {
+                let names: Vec<&str> = OpTag::ALL.iter().map(|t| t.variant_name()).collect();
+                errors.at(
+                    elem.span(),
+                    format!("unknown op tag; the tags are PyTorch's: OpTag::{}", names.join(", OpTag::")),
+                );
+            }
+        }
     }
+    tags
 }

@@ -10,6 +10,7 @@ use crate::diagnostic::on_unimplemented;
 use crate::naming;
 use crate::rust_forms::{forms, spelled, Form, Position};
 use crate::schema_tokens;
+use opbox_codegen::rust_forms::unsupported;
 
 /// The marker type of one op, its `OpSpec`, and the traits that check kernel signatures.
 pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
@@ -52,17 +53,27 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
         };
         let in_place = arg.is_mutable();
         let fits = forms(arg.ty, Position::Param { in_place });
-        let shown_ty = match &arg.alias {
-            Some(a) => format!("{}({}{})", arg.ty, a.set, if a.is_write { "!" } else { "" }),
-            None => arg.ty.to_string(),
+        let shown_ty = arg.ty.display_with_alias(arg.alias.as_ref()).to_string();
+        let unsupported = unsupported(arg.ty.base_type());
+        let message = match unsupported {
+            // No Rust type fits: say so, instead of listing an empty set of forms.
+            Some(why) => format!(
+                "`{full}` takes argument #{index} ({}) as `{shown_ty}`, which opbox cannot pass to a kernel: {why}",
+                arg.name
+            ),
+            None => format!(
+                "`{full}` expects argument #{index} ({}) to be `{shown_ty}`, taken as {}",
+                arg.name,
+                spelled(&fits)
+            ),
         };
-        let message = format!(
-            "`{full}` expects argument #{index} ({}) to be `{shown_ty}`, taken as {}",
-            arg.name,
-            spelled(&fits)
-        );
-        let label = format!("expected {} here", spelled(&fits));
-        let note = if in_place {
+        let label = match unsupported {
+            Some(_) => format!("`{}` has no Rust type in opbox", arg.ty.base_type().schema_name()),
+            None => format!("expected {} here", spelled(&fits)),
+        };
+        let note = if unsupported.is_some() {
+            format!("the op can be defined, and called with a boxed kernel registered by hand, but `#[stable_impl]` cannot implement it; {schema_note}")
+        } else if in_place {
             format!("`{shown_ty}` is written in place: borrow it as `&Tensor` so the caller's tensor is the one that changes; {schema_note}")
         } else {
             schema_note.clone()

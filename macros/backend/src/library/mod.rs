@@ -5,14 +5,15 @@
 mod defs;
 mod markers;
 
+use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::Schema;
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, ItemFn, LitStr};
 
 use crate::errors::{with_item, Errors};
-use crate::paths;
+use crate::{naming, paths};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -33,10 +34,24 @@ struct OpDef {
     lit: LitStr,
     schema: Schema,
     marker: String,
+    tags: Vec<OpTag>,
 }
 
 pub fn expand(attr: TokenStream, item: TokenStream, kind: Kind) -> TokenStream {
-    try_expand(attr, item.clone(), kind).unwrap_or_else(|error| with_item(error, item))
+    try_expand(attr, item.clone(), kind).unwrap_or_else(|error| with_item(error, without_body(item)))
+}
+
+/// The library function with an empty body, for the error path: its `m.def` calls are what the
+/// errors are about, and left in they would add rustc's own errors for the same calls (a wrong
+/// argument count, an unknown method). The signature stays, so the IDE keeps the item.
+fn without_body(item: TokenStream) -> TokenStream {
+    match syn::parse2::<ItemFn>(item.clone()) {
+        Ok(mut func) => {
+            func.block.stmts.clear();
+            quote!(#[allow(unused_variables, dead_code)] #func)
+        }
+        Err(_) => item,
+    }
 }
 
 fn try_expand(attr: TokenStream, item: TokenStream, kind: Kind) -> syn::Result<TokenStream> {
@@ -74,14 +89,19 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], kind: Kind) -> TokenStream {
         Kind::Fragment => quote!(Fragment),
     };
     let op_defs = ops.iter().map(|op| {
-        let marker = format_ident!("{}", op.marker, span = op.lit.span());
+        let marker = naming::op_module(&op.marker, op.lit.span());
         let site = paths::site(op.lit.span());
         let tensor_args = op.schema.tensor_arguments();
+        let tags = op.tags.iter().map(|t| {
+            let variant = Ident::new(t.variant_name(), op.lit.span());
+            quote!(::opbox::__private::OpTag::#variant)
+        });
         quote_spanned! {op.lit.span()=>
             ::opbox::__private::OpDef {
                 name: <#markers_mod::#marker::Op as ::opbox::__private::OpSpec>::NAME,
                 schema: <#markers_mod::#marker::Op as ::opbox::__private::OpSpec>::SCHEMA,
                 tensor_args: &[#(#tensor_args),*],
+                tags: &[#(#tags),*],
                 site: #site,
             }
         }
