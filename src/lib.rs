@@ -40,8 +40,8 @@ pub use opbox_macros::{extern_kernel, stable_fragment, stable_impl, stable_libra
 // its cudarc) stays behind the facade.
 pub use opbox_runtime::dispatch::{init, op, DispatchKey, Library, OpHandle};
 // The schema's value types beyond DType, Device and Scalar.
-pub use opbox_runtime::{Generator, Layout, MemoryFormat, OpTag, PhiloxState, Stream};
 pub use opbox_runtime::error::{Error, Result, Site};
+pub use opbox_runtime::{Generator, Layout, MemoryFormat, OpTag, PhiloxState, Stream};
 // The traits, next to the derives of the same names (as serde does with Serialize).
 pub use opbox_runtime::kernel::KernelArg;
 pub use opbox_runtime::native::{BuildOptions, NativeField, NativeType};

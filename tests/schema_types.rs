@@ -20,7 +20,10 @@ fn grammar(m: &mut Library) {
     m.def("where(Tensor condition, Tensor x) -> Tensor");
     m.def("type(Tensor x) -> ScalarType");
     m.def("self(Tensor x) -> Tensor");
-    m.def_with_tags("tagged_identity(Tensor t) -> Tensor", &[OpTag::Pt2Compliant, OpTag::Core]);
+    m.def_with_tags(
+        "tagged_identity(Tensor t) -> Tensor",
+        &[OpTag::Pt2Compliant, OpTag::Core],
+    );
 }
 
 #[stable_impl(grammar, CPU)]
@@ -151,11 +154,23 @@ fn layout_memory_format_and_named_int_defaults() -> Result<()> {
     let (layout, format): (Option<Layout>, Option<MemoryFormat>) =
         opbox::op("grammar::empty_like")?.call((&x,))?;
     assert_eq!((layout, format), (None, None));
-    let (layout, format): (Option<Layout>, Option<MemoryFormat>) = opbox::op("grammar::empty_like")?
-        .call((&x, None::<DType>, Some(Layout::Strided), None::<Device>, Some(MemoryFormat::ChannelsLast)))?;
-    assert_eq!((layout, format), (Some(Layout::Strided), Some(MemoryFormat::ChannelsLast)));
+    let (layout, format): (Option<Layout>, Option<MemoryFormat>) =
+        opbox::op("grammar::empty_like")?.call((
+            &x,
+            None::<DType>,
+            Some(Layout::Strided),
+            None::<Device>,
+            Some(MemoryFormat::ChannelsLast),
+        ))?;
+    assert_eq!(
+        (layout, format),
+        (Some(Layout::Strided), Some(MemoryFormat::ChannelsLast))
+    );
     let (layout, format): (Layout, MemoryFormat) = opbox::op("grammar::formats")?.call(())?;
-    assert_eq!((layout, format), (Layout::Strided, MemoryFormat::Contiguous));
+    assert_eq!(
+        (layout, format),
+        (Layout::Strided, MemoryFormat::Contiguous)
+    );
     let reduction: i64 = opbox::op("grammar::loss")?.call((&x,))?;
     assert_eq!(reduction, 1, "Mean is 1, as torchgen resolves it");
 
@@ -205,7 +220,11 @@ fn dimnames_streams_and_device_indices() -> Result<()> {
     let err = opbox::op("grammar::on_stream")?
         .call_boxed(&mut stack)
         .expect_err("300 is no i8");
-    assert!(err.to_string().contains("argument #2 (index) to be DeviceIndex"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("argument #2 (index) to be DeviceIndex"),
+        "{err}"
+    );
     Ok(())
 }
 

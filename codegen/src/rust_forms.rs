@@ -227,9 +227,7 @@ fn spell(forms: &[RustForm]) -> String {
 /// holds exactly this text (a test checks it), so the documentation cannot drift from the
 /// table rustc checks kernels against.
 pub fn markdown_table() -> String {
-    let mut out = String::from(
-        "| schema | parameter | return | notes |\n|---|---|---|---|\n",
-    );
+    let mut out = String::from("| schema | parameter | return | notes |\n|---|---|---|---|\n");
     for base in BaseType::ALL {
         let forms = base_forms(base);
         out.push_str(&format!(

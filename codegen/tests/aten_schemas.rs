@@ -9,7 +9,8 @@ const SCHEMAS: &str = include_str!("fixtures/native_functions_2_11.txt");
 const TORCHGEN: &str = include_str!("fixtures/native_functions_2_11.torchgen.tsv");
 
 fn lines(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().filter(|l| !l.starts_with('#') && !l.is_empty())
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
 }
 
 /// An annotation as torchgen prints it: `a!`, `a -> *`, `a|b`.
@@ -71,7 +72,9 @@ fn every_aten_schema_parses_round_trips_and_agrees_with_torchgen() {
         };
         let printed = schema.to_string();
         if parse(&printed).as_ref() != Ok(&schema) {
-            failures.push(format!("{line}\n  printed as {printed}, which reads back differently"));
+            failures.push(format!(
+                "{line}\n  printed as {printed}, which reads back differently"
+            ));
         }
         let got = torchgen_view(&schema);
         if got != *want {
@@ -83,16 +86,19 @@ fn every_aten_schema_parses_round_trips_and_agrees_with_torchgen() {
         "{} of {} schemas fail:\n{}",
         failures.len(),
         schemas.len(),
-        failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+        failures
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 
 #[test]
 fn named_defaults_resolve_as_torchgen_does() {
-    let s = parse(
-        "mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor",
-    )
-    .expect("parses");
+    let s = parse("mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor")
+        .expect("parses");
     assert_eq!(s.arguments[2].to_string(), "int reduction=1");
     let s = parse("clone(Tensor self, *, MemoryFormat? memory_format=contiguous_format) -> Tensor")
         .expect("parses");
@@ -100,8 +106,10 @@ fn named_defaults_resolve_as_torchgen_does() {
         s.arguments[1].to_string(),
         "MemoryFormat? memory_format=contiguous_format"
     );
-    let s = parse("max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0) -> Tensor")
-        .expect("parses");
+    let s = parse(
+        "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0) -> Tensor",
+    )
+    .expect("parses");
     assert_eq!(s.arguments[2].to_string(), "int[2] stride=[]");
     assert_eq!(s.arguments[3].to_string(), "int[2] padding=[0, 0]");
 }

@@ -391,7 +391,7 @@ fn check_no_panic(s: &str) {
 
 #[test]
 fn every_prefix_of_a_rich_schema() {
-    let full = r#"ns::op.ovl(Tensor(a!)[]? x, float a=1e-3, str s="é\"\\", *, int[] d=[1, -2], ScalarType? t=float32, SymInt[2] k=1, Tensor(a -> *) v, Tensor(b|c) w, MemoryFormat m=contiguous_format, Layout? l=None, int r=Mean, Generator? g=None, Device d="cuda:1") -> (Tensor(a!) out, int[], Tensor(a)[])"#;
+    let full = r#"ns::op.ovl(Tensor(a!)[]? x, float a=1e-3, str s="é\"\\", *, int[] d=[1, -2], ScalarType? t=float32, SymInt[2] k=1, Tensor(a -> *) v, Tensor(b|c) w, MemoryFormat m=contiguous_format, Layout? l=None, int r=Mean, Generator? g=None, Device dev="cuda:1") -> (Tensor(a!) out, int[], Tensor(a)[])"#;
     assert!(parse(full).is_ok());
     for (at, _) in full.char_indices() {
         check_no_panic(&full[..at]);

@@ -9,7 +9,9 @@
 
 use crate::dispatch::KernelOutputs;
 use crate::value::{FromStable, IntoStable, Mismatch, StableValue, TypedKey};
-use crate::{DType, Device, Error, Generator, Layout, MemoryFormat, Result, Scalar, Stream, Tensor};
+use crate::{
+    DType, Device, Error, Generator, Layout, MemoryFormat, Result, Scalar, Stream, Tensor,
+};
 
 /// Markers for the schema-side shape of a Rust type. Only rustc sees them.
 pub mod ty {

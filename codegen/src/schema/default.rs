@@ -10,8 +10,8 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::lex::{Lexer, Tok, Token};
 use super::enums::{named_int, parse_device, DEVICE_FORMS, NAMED_INT_CONSTANTS};
+use super::lex::{Lexer, Tok, Token};
 use super::{BaseType, DefaultValue, Layout, MemoryFormat, SchemaError, Type, TypeShape};
 
 pub(super) const TENSOR_DEFAULT_MESSAGE: &str =
@@ -346,13 +346,15 @@ fn expected_single(base: BaseType) -> String {
         BaseType::MemoryFormat => {
             return format!("a memory format: {}", MemoryFormat::names_list())
         }
-        BaseType::Generator
-        | BaseType::Stream
-        | BaseType::Storage
-        | BaseType::QScheme
-        | BaseType::SymInt
-        | BaseType::SymFloat
-        | BaseType::SymBool => "no default but `None`, on an optional type",
+        BaseType::Generator | BaseType::Stream | BaseType::Storage | BaseType::QScheme => {
+            return format!(
+                "`None`: a `{0}` has no other default, and takes that one only when optional \
+                 (`{0}? name=None`)",
+                base.schema_name()
+            )
+        }
+        // `concrete` maps these to int, float and bool above.
+        BaseType::SymInt | BaseType::SymFloat | BaseType::SymBool => "a number",
     };
     fixed.to_string()
 }

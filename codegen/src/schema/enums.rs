@@ -113,7 +113,8 @@ pub enum DeviceSpec {
 }
 
 /// The forms [`parse_device`] accepts, for messages.
-pub const DEVICE_FORMS: &str = "`\"cpu\"`, `\"cuda\"`, `\"cuda:N\"` (N a device index) or `\"meta\"`";
+pub const DEVICE_FORMS: &str =
+    "`\"cpu\"`, `\"cuda\"`, `\"cuda:N\"` (N a device index) or `\"meta\"`";
 
 pub fn parse_device(s: &str) -> Option<DeviceSpec> {
     match s {
@@ -173,7 +174,14 @@ mod tests {
         assert_eq!(parse_device("cuda"), Some(DeviceSpec::Cuda(0)));
         assert_eq!(parse_device("cuda:3"), Some(DeviceSpec::Cuda(3)));
         assert_eq!(parse_device("meta"), Some(DeviceSpec::Meta));
-        for bad in ["gpu", "cuda:", "cuda:x", "cuda:-1", "CPU", "cuda:99999999999"] {
+        for bad in [
+            "gpu",
+            "cuda:",
+            "cuda:x",
+            "cuda:-1",
+            "CPU",
+            "cuda:99999999999",
+        ] {
             assert_eq!(parse_device(bad), None, "{bad}");
         }
         assert_eq!(

@@ -391,7 +391,9 @@ impl<'a> Parser<'a> {
         ty.fixed_list(len).ok_or_else(|| {
             SchemaError::new(
                 range,
-                format!("a fixed-size list holds at least one element; write `{ty}[]` for any count"),
+                format!(
+                    "a fixed-size list holds at least one element; write `{ty}[]` for any count"
+                ),
             )
         })
     }

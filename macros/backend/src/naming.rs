@@ -75,9 +75,18 @@ mod tests {
     #[test]
     fn keywords_become_raw_or_get_an_underscore() {
         let span = Span::call_site();
-        assert_eq!(op_module(&marker_name("where", ""), span).to_string(), "r#where");
-        assert_eq!(op_module(&marker_name("type", ""), span).to_string(), "r#type");
-        assert_eq!(op_module(&marker_name("where", "self"), span).to_string(), "where_self");
+        assert_eq!(
+            op_module(&marker_name("where", ""), span).to_string(),
+            "r#where"
+        );
+        assert_eq!(
+            op_module(&marker_name("type", ""), span).to_string(),
+            "r#type"
+        );
+        assert_eq!(
+            op_module(&marker_name("where", "self"), span).to_string(),
+            "where_self"
+        );
         for name in NOT_RAW {
             let module = op_module(&marker_name(name, ""), span).to_string();
             assert_eq!(module, format!("{name}_"));

@@ -3,6 +3,7 @@
 //! CPU kernels call directly and CUDA kernels receive by value.
 
 mod generator;
+mod kernel_arg;
 mod philox;
 
 pub use generator::Generator;

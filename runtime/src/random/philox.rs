@@ -23,12 +23,7 @@ impl PhiloxState {
     /// `(offset + index, 0)` as two 64-bit halves, the key is the seed.
     pub fn block(&self, index: u64) -> [u32; 4] {
         let counter = self.offset.wrapping_add(index);
-        let mut c = [
-            counter as u32,
-            (counter >> 32) as u32,
-            0,
-            0,
-        ];
+        let mut c = [counter as u32, (counter >> 32) as u32, 0, 0];
         let mut k = [self.seed as u32, (self.seed >> 32) as u32];
         for _ in 0..10 {
             c = round(c, k);
@@ -81,11 +76,24 @@ mod tests {
 
     #[test]
     fn blocks_depend_on_seed_and_counter_only() {
-        let a = PhiloxState { seed: 42, offset: 5 };
-        let b = PhiloxState { seed: 42, offset: 3 };
+        let a = PhiloxState {
+            seed: 42,
+            offset: 5,
+        };
+        let b = PhiloxState {
+            seed: 42,
+            offset: 3,
+        };
         assert_eq!(a.block(0), b.block(2));
         assert_ne!(a.block(0), a.block(1));
-        assert_ne!(a.block(0), PhiloxState { seed: 43, offset: 5 }.block(0));
+        assert_ne!(
+            a.block(0),
+            PhiloxState {
+                seed: 43,
+                offset: 5
+            }
+            .block(0)
+        );
         for x in a.uniform(0) {
             assert!((0.0..1.0).contains(&x));
         }

@@ -13,7 +13,7 @@ pub struct Mismatch;
 /// Reads a Rust value out of a [`StableValue`], borrowing from it for `'a` where the type allows.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be unboxed as an op parameter",
-    label = "use a type from the schema table: &Tensor or Tensor, i64, f64, bool, &str or String, DType, Device, Scalar, &[T] or Vec<T>, Option<T>"
+    label = "use a type from the schema table: &Tensor or Tensor, i64, f64, bool, &str or String, DType, Device, Scalar, Layout, MemoryFormat, Generator, i8, Stream, &[T] or Vec<T>, Option<T>"
 )]
 pub trait FromStable<'a>: Sized {
     fn from_stable(v: &'a StableValue) -> Result<Self, Mismatch>;

@@ -185,7 +185,7 @@ impl StableValue {
     /// Builds a value from its three fields, as a C caller would.
     ///
     /// # Safety
-    /// For the Str, Tensor and List tags the payload must be null (Tensor only) or a handle that
+    /// For the Str, Tensor, List and Generator tags the payload must be null (Tensor only) or a handle that
     /// opbox made and whose ownership passes to the new value: the value releases it on drop,
     /// whatever `aux` says (a Tensor value built here is never a borrowed one).
     pub unsafe fn from_raw_parts(tag: u32, aux: u32, payload: u64) -> StableValue {

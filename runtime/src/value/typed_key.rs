@@ -61,8 +61,28 @@ macro_rules! keyed_as_self {
     )+};
 }
 keyed_as_self!(
-    i64, f64, bool, String, DType, Device, Scalar, i8, i16, i32, u8, u16, u32, u64, usize, isize,
-    f32, char, Layout, MemoryFormat, Generator, Stream
+    i64,
+    f64,
+    bool,
+    String,
+    DType,
+    Device,
+    Scalar,
+    i8,
+    i16,
+    i32,
+    u8,
+    u16,
+    u32,
+    u64,
+    usize,
+    isize,
+    f32,
+    char,
+    Layout,
+    MemoryFormat,
+    Generator,
+    Stream
 );
 
 impl TypedKey for crate::value::StableValue {

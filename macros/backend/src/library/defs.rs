@@ -100,7 +100,10 @@ fn collect_calls(expr: &Expr, out: &mut Vec<Def>, errors: &mut Errors) {
         (true, Some(Expr::Lit(lit))) => match &lit.lit {
             Lit::Str(s) => s.clone(),
             other => {
-                errors.at(other.span(), format!("m.{method} takes the schema as a string literal"));
+                errors.at(
+                    other.span(),
+                    format!("m.{method} takes the schema as a string literal"),
+                );
                 return;
             }
         },
@@ -110,7 +113,11 @@ fn collect_calls(expr: &Expr, out: &mut Vec<Def>, errors: &mut Errors) {
             } else {
                 "m.def takes one string literal, the schema, so it can be checked at compile time"
             };
-            let span = if args.is_empty() { method.span() } else { args.span() };
+            let span = if args.is_empty() {
+                method.span()
+            } else {
+                args.span()
+            };
             errors.at(span, message);
             return;
         }
@@ -150,7 +157,10 @@ fn tag_list(expr: &Expr, errors: &mut Errors) -> Vec<OpTag> {
                 let names: Vec<&str> = OpTag::ALL.iter().map(|t| t.variant_name()).collect();
                 errors.at(
                     elem.span(),
-                    format!("unknown op tag; the tags are PyTorch's: OpTag::{}", names.join(", OpTag::")),
+                    format!(
+                        "unknown op tag; the tags are PyTorch's: OpTag::{}",
+                        names.join(", OpTag::")
+                    ),
                 );
             }
         }

@@ -109,7 +109,17 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
                 .join(", ")
         ),
     };
-    let returns_message = format!(
+    let unsupported_return = op
+        .schema
+        .returns
+        .iter()
+        .find_map(|r| unsupported(r.ty.base_type()).map(|why| (r.ty.base_type(), why)));
+    let returns_message = match unsupported_return {
+        Some((base, why)) => format!(
+            "`{full}` returns `{}`, which opbox cannot return from a kernel: {why}; `#[stable_impl]` cannot implement this op",
+            base.schema_name()
+        ),
+        None => format!(
         "`{full}` returns {}, so its kernel must return {return_spelled} (or a Result of it)",
         match op.schema.returns.len() {
             0 => "nothing".to_string(),
@@ -124,7 +134,8 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
                     .join(", ")
             ),
         }
-    );
+    ),
+    };
     let return_impls = cartesian(&return_forms)
         .into_iter()
         .map(|markers| quote!(impl #returns_trait<(#(#markers,)*)> for #marker {}));

@@ -38,7 +38,8 @@ struct OpDef {
 }
 
 pub fn expand(attr: TokenStream, item: TokenStream, kind: Kind) -> TokenStream {
-    try_expand(attr, item.clone(), kind).unwrap_or_else(|error| with_item(error, without_body(item)))
+    try_expand(attr, item.clone(), kind)
+        .unwrap_or_else(|error| with_item(error, without_body(item)))
 }
 
 /// The library function with an empty body, for the error path: its `m.def` calls are what the
