@@ -68,6 +68,12 @@ pub fn op_module(marker: &str, span: Span) -> Ident {
     }
 }
 
+/// An identifier as C++ and the registry see it: `r#type` is `type`.
+pub fn unraw(ident: &Ident) -> String {
+    let s = ident.to_string();
+    s.strip_prefix("r#").map(str::to_string).unwrap_or(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,10 +99,4 @@ mod tests {
         }
         assert_eq!(op_module(&marker_name("add", ""), span).to_string(), "add");
     }
-}
-
-/// An identifier as C++ and the registry see it: `r#type` is `type`.
-pub fn unraw(ident: &Ident) -> String {
-    let s = ident.to_string();
-    s.strip_prefix("r#").map(str::to_string).unwrap_or(s)
 }
