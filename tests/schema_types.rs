@@ -6,6 +6,7 @@ use opbox::value::List;
 
 #[stable_library(grammar)]
 fn grammar(m: &mut Library) {
+    m.set_python_module("grammar_pkg.ops");
     m.def("narrow(Tensor self, int dim, SymInt start, SymInt length) -> SymInt");
     m.def("sym(SymInt[] sizes, SymInt? maybe, SymFloat f, SymBool b) -> (SymInt[], SymFloat, SymBool)");
     m.def("pool(int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool[3] output_mask=[True, False, True]) -> int[]");
@@ -249,6 +250,7 @@ fn aliases_keywords_and_tags() -> Result<()> {
     assert_eq!(tagged.tags(), [OpTag::Pt2Compliant, OpTag::Core]);
     assert!(tagged.has_tag(OpTag::Pt2Compliant));
     assert!(!opbox::op("grammar::where")?.has_tag(OpTag::Core));
+    assert_eq!(tagged.python_module(), Some("grammar_pkg.ops"));
     Ok(())
 }
 
@@ -258,6 +260,7 @@ fn the_library_fn_records_tags_when_run() {
     grammar(&mut m);
     assert_eq!(m.schemas().len(), 15);
     assert_eq!(m.tags(), [(14, vec![OpTag::Pt2Compliant, OpTag::Core])]);
+    assert_eq!(m.python_module(), Some("grammar_pkg.ops"));
 }
 
 #[test]

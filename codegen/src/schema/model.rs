@@ -218,16 +218,6 @@ impl Type {
     pub const fn mentions_tensor(self) -> bool {
         matches!(self.base, BaseType::Tensor)
     }
-
-    /// The same layers around `base`: `SymInt[2]?` with `Int` is `int[2]?`.
-    pub const fn with_base(self, base: BaseType) -> Type {
-        Type {
-            base,
-            depth: self.depth,
-            optional_bits: self.optional_bits,
-            fixed_len: self.fixed_len,
-        }
-    }
 }
 
 impl std::fmt::Debug for Type {
@@ -277,11 +267,6 @@ impl Alias {
             is_write,
             after: Cow::Borrowed(&[]),
         }
-    }
-
-    /// The first alias set (the only one in all but `a|b` annotations).
-    pub fn set(&self) -> &str {
-        self.sets.first().map_or("", |s| s.as_ref())
     }
 }
 

@@ -9,6 +9,7 @@ pub struct Library {
     namespace: String,
     schemas: Vec<String>,
     tags: Vec<(usize, Vec<OpTag>)>,
+    python_module: Option<String>,
 }
 
 impl Library {
@@ -17,6 +18,7 @@ impl Library {
             namespace: namespace.into(),
             schemas: Vec::new(),
             tags: Vec::new(),
+            python_module: None,
         }
     }
 
@@ -31,6 +33,17 @@ impl Library {
     pub fn def_with_tags(&mut self, schema: &str, tags: &[OpTag]) -> &mut Library {
         self.tags.push((self.schemas.len(), tags.to_vec()));
         self.def(schema)
+    }
+
+    /// Names the Python module that holds this block's Python-side registrations, as PyTorch's
+    /// `Library::set_python_module` does; `OpHandle::python_module` reads it back.
+    pub fn set_python_module(&mut self, module: &str) -> &mut Library {
+        self.python_module = Some(module.to_string());
+        self
+    }
+
+    pub fn python_module(&self) -> Option<&str> {
+        self.python_module.as_deref()
     }
 
     /// The tags given with each tagged schema, by its index in [`schemas`](Self::schemas).

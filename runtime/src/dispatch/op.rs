@@ -56,6 +56,11 @@ impl OpHandle {
         self.entry.tags.contains(&tag)
     }
 
+    /// The Python module its library (or fragment) named with `m.set_python_module`.
+    pub fn python_module(&self) -> Option<&'static str> {
+        self.entry.python_module
+    }
+
     /// The keys this op has kernels for, by name.
     pub fn backends(&self) -> Vec<String> {
         self.entry.available_keys()
@@ -447,6 +452,7 @@ mod tests {
         let lib = Box::leak(Box::new(LibraryRegistration {
             namespace: "t",
             kind: LibraryKind::Def,
+            python_module: None,
             site,
             ops,
         }));

@@ -46,6 +46,10 @@ pub struct OpDef {
 pub struct LibraryRegistration {
     pub namespace: &'static str,
     pub kind: LibraryKind,
+    /// The Python module `m.set_python_module("pkg.ops")` named for this block's ops, where
+    /// their Python-side registrations (fake kernels, autograd) live, as PyTorch's
+    /// `Library::set_python_module` records it. opbox stores and reports it.
+    pub python_module: Option<&'static str>,
     pub site: Site,
     pub ops: &'static [OpDef],
 }

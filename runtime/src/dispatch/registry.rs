@@ -41,6 +41,8 @@ pub(crate) struct OpEntry {
     /// nearly every op, so the call path tests one length.
     pub(crate) fixed_lists: Vec<FixedList>,
     pub(crate) tags: &'static [OpTag],
+    /// The defining block's `m.set_python_module`, if any.
+    pub(crate) python_module: Option<&'static str>,
 }
 
 impl OpEntry {
@@ -198,6 +200,7 @@ fn build(
                         num_outputs: def.schema.returns.len(),
                         tensor_args: def.tensor_args,
                         tags: def.tags,
+                        python_module: lib.python_module,
                         fixed_lists: fixed_list::fixed_lists(def.schema),
                     });
                 }
@@ -275,6 +278,7 @@ mod tests {
         Box::leak(Box::new(LibraryRegistration {
             namespace: ns,
             kind,
+            python_module: None,
             site: site(line),
             ops: Box::leak(ops.into_boxed_slice()),
         }))

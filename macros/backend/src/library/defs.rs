@@ -21,13 +21,25 @@ struct Def {
     tags: Vec<OpTag>,
 }
 
+/// What a library body's calls give besides the ops.
+#[derive(Default)]
+pub(super) struct Extras {
+    /// `m.set_python_module("pkg.ops")`.
+    pub(super) python_module: Option<LitStr>,
+}
+
 /// Every `m.def("...")` in the body, parsed, with every problem collected. `ns` is the library's
 /// namespace, unless the attribute failed to name one.
-pub(super) fn collect(func: &ItemFn, ns: Option<&str>, errors: &mut Errors) -> Vec<OpDef> {
+pub(super) fn collect(
+    func: &ItemFn,
+    ns: Option<&str>,
+    extras: &mut Extras,
+    errors: &mut Errors,
+) -> Vec<OpDef> {
     let mut literals = Vec::new();
     for stmt in &func.block.stmts {
         match stmt {
-            Stmt::Expr(expr, _) => collect_calls(expr, &mut literals, errors),
+            Stmt::Expr(expr, _) => collect_calls(expr, &mut literals, extras, errors),
             other => errors.at(other.span(), BODY_ONLY_DEFS),
         }
     }
@@ -73,7 +85,7 @@ pub(super) fn collect(func: &ItemFn, ns: Option<&str>, errors: &mut Errors) -> V
     ops
 }
 
-fn collect_calls(expr: &Expr, out: &mut Vec<Def>, errors: &mut Errors) {
+fn collect_calls(expr: &Expr, out: &mut Vec<Def>, extras: &mut Extras, errors: &mut Errors) {
     let Expr::MethodCall(ExprMethodCall {
         receiver,
         method,
@@ -85,13 +97,17 @@ fn collect_calls(expr: &Expr, out: &mut Vec<Def>, errors: &mut Errors) {
         return;
     };
     if let Expr::MethodCall(_) = receiver.as_ref() {
-        collect_calls(receiver, out, errors);
+        collect_calls(receiver, out, extras, errors);
+    }
+    if method == "set_python_module" {
+        python_module(method, args, extras, errors);
+        return;
     }
     let with_tags = method == "def_with_tags";
     if method != "def" && !with_tags {
         errors.at(
             method.span(),
-            format!("unknown library method `{method}`; use `m.def(\"schema\")` or `m.def_with_tags(\"schema\", &[OpTag::Core])`"),
+            format!("unknown library method `{method}`; use `m.def(\"schema\")`, `m.def_with_tags(\"schema\", &[OpTag::Core])` or `m.set_python_module(\"pkg.ops\")`"),
         );
         return;
     }
@@ -166,4 +182,50 @@ fn tag_list(expr: &Expr, errors: &mut Errors) -> Vec<OpTag> {
         }
     }
     tags
+}
+
+/// `m.set_python_module("pkg.ops")`: once per block, a dotted Python module path.
+fn python_module(
+    method: &syn::Ident,
+    args: &syn::punctuated::Punctuated<Expr, syn::Token![,]>,
+    extras: &mut Extras,
+    errors: &mut Errors,
+) {
+    let lit = match (args.len(), args.first()) {
+        (
+            1,
+            Some(Expr::Lit(syn::ExprLit {
+                lit: Lit::Str(s), ..
+            })),
+        ) => s.clone(),
+        _ => {
+            errors.at(
+                if args.is_empty() { method.span() } else { args.span() },
+                "m.set_python_module takes the module as one string literal, e.g. `m.set_python_module(\"my_pkg.ops\")`",
+            );
+            return;
+        }
+    };
+    let value = lit.value();
+    let valid = !value.is_empty()
+        && value.split('.').all(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+    if !valid {
+        errors.at(
+            lit.span(),
+            format!("`{value}` is not a Python module path: write dotted identifiers, e.g. `my_pkg.ops`"),
+        );
+    } else if extras.python_module.is_some() {
+        errors.at(
+            lit.span(),
+            "the Python module is already set in this block: call m.set_python_module once",
+        );
+    } else {
+        extras.python_module = Some(lit);
+    }
 }

@@ -68,18 +68,19 @@ fn try_expand(attr: TokenStream, item: TokenStream, kind: Kind) -> syn::Result<T
         )
     }));
     // Without a namespace the defs are still checked, against the one they name if any.
+    let mut extras = defs::Extras::default();
     let ops = func
         .as_ref()
-        .map(|func| defs::collect(func, ns.as_deref(), &mut errors));
+        .map(|func| defs::collect(func, ns.as_deref(), &mut extras, &mut errors));
     let parts = match (ns, func, ops) {
         (Some(ns), Some(func), Some(ops)) => Some((ns, func, ops)),
         _ => None,
     };
     let (ns, func, ops) = errors.finish_with(parts)?;
-    Ok(emit(&ns, &func, &ops, kind))
+    Ok(emit(&ns, &func, &ops, &extras, kind))
 }
 
-fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], kind: Kind) -> TokenStream {
+fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kind) -> TokenStream {
     let vis = &func.vis;
     // The markers live in a module named after the function: a library and its fragments can
     // then sit side by side in one Rust module without their marker modules colliding.
@@ -108,6 +109,10 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], kind: Kind) -> TokenStream {
         }
     });
     let site = paths::site(func.sig.ident.span());
+    let python_module = match &extras.python_module {
+        Some(m) => quote!(::core::option::Option::Some(#m)),
+        None => quote!(::core::option::Option::None),
+    };
     quote! {
         #[allow(dead_code)]
         #func
@@ -121,6 +126,7 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], kind: Kind) -> TokenStream {
             ::opbox::__private::LibraryRegistration {
                 namespace: #ns,
                 kind: ::opbox::__private::LibraryKind::#library_kind,
+                python_module: #python_module,
                 site: #site,
                 ops: &[#(#op_defs),*],
             }
