@@ -213,7 +213,13 @@ impl<'a> Parser<'a> {
         names: &mut HashSet<&'a str>,
     ) -> Result<Argument, SchemaError> {
         let (ty, alias) = self.ty(Position::Argument)?;
-        let name_tok = self.ident(&format!("an argument name after the type `{ty}`"))?;
+        // The message is built only on the error path: this runs once per argument.
+        let name_tok = self.lx.peek()?;
+        if name_tok.kind != Tok::Ident {
+            let what = format!("an argument name after the type `{ty}`");
+            return Err(self.expected(name_tok, &what));
+        }
+        self.lx.bump(name_tok);
         let name = self.lx.text(name_tok);
         if !names.insert(name) {
             return Err(SchemaError::new(
