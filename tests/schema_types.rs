@@ -273,3 +273,19 @@ fn boxed_lists_of_fixed_size_from_raw_values() -> Result<()> {
     assert!(err.to_string().contains("(stride) to be int[2]"), "{err}");
     Ok(())
 }
+
+/// The schema each op was registered with is the static data `#[stable_library]` emitted; it
+/// must be exactly what the parser makes of the `m.def` string, for every construct above
+/// (fixed-size lists, enum and named defaults, alias sets, keyword names).
+#[test]
+fn the_emitted_schemas_are_the_parsed_ones() -> Result<()> {
+    let mut m = Library::new("grammar");
+    grammar(&mut m);
+    for text in m.schemas() {
+        let mut parsed = opbox_codegen::schema::parse(text).expect("the macro parsed it");
+        let name = parsed.qualified_name("grammar");
+        parsed.name.namespace = Some("grammar".into());
+        assert_eq!(opbox::op(&name)?.schema(), &parsed, "{text}");
+    }
+    Ok(())
+}
