@@ -50,6 +50,8 @@ macro_rules! rust_forms {
             none {
                 Storage: "opbox has no untyped storage object to hand a kernel";
                 QScheme: "opbox has no quantized tensors";
+                DimVector: "it is torchgen's C++-side dimension vector: declare the argument `int[]` and take `&[i64]`";
+                GraphModule: "opbox has no FX graph modules (higher-order ops)";
             }
             wrap {
                 List: param [&[T], Vec<T>], ret [Vec<T>];

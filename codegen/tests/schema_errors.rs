@@ -60,7 +60,7 @@ fn contains_at(s: &str, part: &str, range: std::ops::Range<usize>) {
 }
 
 const DOUBLE: &str = "Use `float` instead of `double` in an operator's schema string. `float` in schema corresponds to the double type in C++ (f64 in Rust)";
-const TYPES: &str = "schema types are Tensor, int, float, bool, str, ScalarType, Device, Scalar, SymInt, SymFloat, SymBool, Layout, MemoryFormat, Generator, Dimname, DeviceIndex, Stream, Storage, QScheme, with `[]` (or `[N]`) for lists and `?` for optionals";
+const TYPES: &str = "schema types are Tensor, int, float, bool, str, ScalarType, Device, Scalar, SymInt, SymFloat, SymBool, Layout, MemoryFormat, Generator, Dimname, DeviceIndex, Stream, Storage, QScheme, DimVector, GraphModule, with `[]` (or `[N]`) for lists and `?` for optionals";
 const TENSOR_DEFAULT: &str =
     "Tensor arguments can only default to None, and only when optional (`Tensor? x=None`)";
 

@@ -77,7 +77,9 @@ fn value_for(ty: Type) -> Option<BoxedStrategy<DefaultValue>> {
             | BaseType::Generator
             | BaseType::Stream
             | BaseType::Storage
-            | BaseType::QScheme => return None,
+            | BaseType::QScheme
+            | BaseType::DimVector
+            | BaseType::GraphModule => return None,
             BaseType::Int | BaseType::DeviceIndex => {
                 any::<i64>().prop_map(DefaultValue::Int).boxed()
             }

@@ -346,7 +346,12 @@ fn expected_single(base: BaseType) -> String {
         BaseType::MemoryFormat => {
             return format!("a memory format: {}", MemoryFormat::names_list())
         }
-        BaseType::Generator | BaseType::Stream | BaseType::Storage | BaseType::QScheme => {
+        BaseType::Generator
+        | BaseType::Stream
+        | BaseType::Storage
+        | BaseType::QScheme
+        | BaseType::DimVector
+        | BaseType::GraphModule => {
             return format!(
                 "`None`: a `{0}` has no other default, and takes that one only when optional \
                  (`{0}? name=None`)",

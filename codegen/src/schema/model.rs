@@ -34,6 +34,8 @@ macro_rules! for_each_base_type {
             (Stream, "Stream")
             (Storage, "Storage")
             (QScheme, "QScheme")
+            (DimVector, "DimVector")
+            (GraphModule, "GraphModule")
         }
     };
 }
