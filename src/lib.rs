@@ -39,7 +39,9 @@ pub use opbox_macros::{extern_kernel, stable_fragment, stable_impl, stable_libra
 // Each public item is re-exported once, by name: the runtime's own module tree (its typemap,
 // its cudarc) stays behind the facade.
 pub use opbox_runtime::dispatch::{init, op, DispatchKey, Library, OpHandle};
+// The schema's value types beyond DType, Device and Scalar.
 pub use opbox_runtime::error::{Error, Result, Site};
+pub use opbox_runtime::{Generator, Layout, MemoryFormat, OpTag, PhiloxState, Stream};
 // The traits, next to the derives of the same names (as serde does with Serialize).
 pub use opbox_runtime::kernel::KernelArg;
 pub use opbox_runtime::native::{BuildOptions, NativeField, NativeType};
@@ -183,7 +185,8 @@ pub mod prelude {
     pub use crate::kernel::{In, InOut, LaunchConfig, Out};
     pub use crate::{
         device, extern_kernel, kernel, op, stable_fragment, stable_impl, stable_library, DType,
-        Device, DispatchKey, Error, Library, OpHandle, Result, Scalar, StableValue, Stack, Tensor,
+        Device, DispatchKey, Error, Generator, Layout, Library, MemoryFormat, OpHandle, OpTag,
+        Result, Scalar, StableValue, Stack, Stream, Tensor,
     };
 }
 
@@ -197,6 +200,7 @@ pub mod __private {
     };
     pub use opbox_runtime::schema;
     pub use opbox_runtime::typemap::{ty, KernelReturn, RustParam};
+    pub use opbox_runtime::OpTag;
     pub use opbox_runtime::Site;
     pub use opbox_runtime::{BuildOptions, DispatchKey, Result, StableValue, Tensor};
     pub use std::borrow::Cow;

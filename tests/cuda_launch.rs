@@ -42,6 +42,10 @@ fn fill_k(out: Out<[i32]>, n: i64, #[constexpr] K: i32);
 #[extern_kernel(source = "kernels/fault.cu")]
 fn write_out_of_bounds(out: Out<[f32]>);
 
+// A Generator's reserved counters, by value: the schema's `Generator` reaches a CUDA kernel.
+#[extern_kernel(source = "kernels/philox.cu")]
+fn philox_blocks(out: Out<[u32]>, state: opbox::PhiloxState, blocks: i64);
+
 const CHILD_FAULT: &str = "--child-fault";
 
 const TESTS: &[Test] = &[
@@ -55,6 +59,7 @@ const TESTS: &[Test] = &[
     ("gpu_constexpr_values_pick_specializations", gpu_constexpr),
     ("gpu_multi_file_kernel", gpu_multi_file),
     ("gpu_illegal_address_surfaces_at_synchronize", gpu_fault),
+    ("gpu_philox_matches_the_cpu_generator", gpu_philox),
 ];
 
 fn main() -> ExitCode {
@@ -101,6 +106,7 @@ fn all_compile() -> TestResult {
                 vec![opbox::cuda::codegen::ConstValue::I32(3)],
             ),
             (&write_out_of_bounds::DECL, vec![]),
+            (&philox_blocks::DECL, vec![]),
         ];
         for (decl, values) in decls {
             compile_for_arch(decl, &values, "sm_90")
@@ -184,6 +190,36 @@ fn gpu_multi_file() -> TestResult {
                 format!("out[{i}] = {} but want {}", got[i], l * l)
             })?;
         }
+        Ok(Outcome::Pass)
+    })
+}
+
+/// A Generator reserves counters on the host; the device runs Philox over them and must produce
+/// the very words the CPU's `PhiloxState::block` does.
+fn gpu_philox() -> TestResult {
+    with_gpu(|| {
+        let generator = opbox::Generator::with_offset(0x1234_5678_9abc_def0, 7);
+        let blocks = 1000u64;
+        let state = generator.philox(blocks);
+        let out = Tensor::zeros(&[4 * blocks as usize], DType::U32, Device::Cuda(0)).map_err(s)?;
+        philox_blocks::launch(
+            LaunchConfig::for_elems(blocks as usize),
+            &out,
+            state,
+            blocks as i64,
+        )
+        .map_err(s)?;
+        let got = out.to_vec::<u32>().map_err(s)?;
+        for b in 0..blocks {
+            let want = state.block(b);
+            let at = 4 * b as usize;
+            ensure(got[at..at + 4] == want, || {
+                format!("block {b}: device {:?}, host {want:?}", &got[at..at + 4])
+            })?;
+        }
+        ensure(generator.offset() == 7 + blocks, || {
+            "the generator advanced".into()
+        })?;
         Ok(Outcome::Pass)
     })
 }

@@ -65,9 +65,48 @@ define_dispatch_keys! {
     pub enum DispatchKey
 }
 
+/// PyTorch dispatch-key names that opbox does not take, each with the opbox key to write
+/// instead and why: `#[stable_impl]` refuses them with this text rather than guessing.
+pub const PYTORCH_KEY_NAMES: &[(&str, DispatchKey, &str)] = &[
+    (
+        "CompositeExplicitAutograd",
+        DispatchKey::CompositeExplicit,
+        "opbox has no autograd, so PyTorch's explicit-autograd composite is opbox's fallback \
+         kernel, run for every backend without a kernel of its own",
+    ),
+    (
+        "CompositeImplicitAutograd",
+        DispatchKey::CompositeExplicit,
+        "opbox has no autograd to derive through a decomposition, so a kernel written in terms \
+         of other ops is the fallback kernel, run for every backend without one of its own",
+    ),
+    (
+        "CompositeExplicitAutogradNonFunctional",
+        DispatchKey::CompositeExplicit,
+        "opbox has no autograd or functionalization; the fallback kernel is CompositeExplicit",
+    ),
+];
+
+/// The opbox key for a PyTorch key name opbox does not take, with the reason.
+pub fn pytorch_key(name: &str) -> Option<(DispatchKey, &'static str)> {
+    PYTORCH_KEY_NAMES
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|&(_, key, why)| (key, why))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::DispatchKey;
+    use super::{pytorch_key, DispatchKey};
+
+    #[test]
+    fn pytorch_names_point_at_opbox_keys() {
+        assert_eq!(
+            pytorch_key("CompositeImplicitAutograd").map(|(k, _)| k),
+            Some(DispatchKey::CompositeExplicit)
+        );
+        assert_eq!(pytorch_key("CPU"), None);
+    }
 
     #[test]
     fn names_round_trip_and_index_the_table() {

@@ -1,34 +1,27 @@
 //! Which Rust types a kernel takes and returns for each schema type: the one table.
 //!
-//! | schema      | parameter                | return          |
-//! |-------------|--------------------------|-----------------|
-//! | Tensor      | `&Tensor`, `Tensor`      | `Tensor`        |
-//! | Tensor(a!)  | `&Tensor`                | `Tensor`        |
-//! | int         | `i64`                    | `i64`           |
-//! | float       | `f64`                    | `f64`           |
-//! | bool        | `bool`                   | `bool`          |
-//! | str         | `&str`, `String`         | `String`        |
-//! | ScalarType  | `DType`                  | `DType`         |
-//! | Device      | `Device`                 | `Device`        |
-//! | Scalar      | `Scalar`                 | `Scalar`        |
-//! | T[]         | `&[T]`, `Vec<T>`         | `Vec<T>`        |
-//! | T?          | `Option<T>`              | `Option<T>`     |
-//!
 //! The table is a macro, [`rust_forms!`](crate::rust_forms), so that each reader takes it in the
 //! form it needs: the runtime's `typemap` turns every row into a `RustParam` or `ReturnValue`
 //! impl naming the row's marker type, and this module turns it into [`base_forms`] and
 //! [`Wrapper::forms`], from which `#[stable_library]` says, per schema argument, which of those
-//! marker types fit. A row can therefore not be in one and missing from the other.
+//! marker types fit. A row can therefore not be in one and missing from the other. The README's
+//! type table is [`markdown_table`]'s output, and a test keeps the two equal.
+//!
+//! Three kinds of row: `base` rows own their Rust types and markers; `same` rows are schema types
+//! that hold another's values at run time (`SymInt` is an `int`: opbox has no symbolic shapes),
+//! so they take that type's forms; `none` rows parse but have no runtime type in opbox yet, and
+//! `#[stable_impl]` refuses a kernel for them with the row's reason.
 
 use crate::schema::BaseType;
 
-/// Calls `$then! { base { .. } wrap { .. } }` with the table.
+/// Calls `$then! { base { .. } same { .. } none { .. } wrap { .. } }` with the table.
 ///
 /// `base`: per schema base type, the Rust parameter and return types, each with the marker type
 /// (in the runtime's `typemap::ty`) that stands for it, and whether the runtime stores a list of
-/// it typed (then a kernel can borrow the list as a slice). `wrap`: the Rust forms of a list and
-/// an optional, where `T` is the element's form and the marker is `ty::List<..>` /
-/// `ty::Optional<..>` of the element's marker.
+/// it typed (then a kernel can borrow the list as a slice). `same`: a schema type and the `base`
+/// row whose forms it takes. `none`: a schema type with no Rust form, and why. `wrap`: the Rust
+/// forms of a list and an optional, where `T` is the element's form and the marker is
+/// `ty::List<..>` / `ty::Optional<..>` of the element's marker.
 #[macro_export]
 macro_rules! rust_forms {
     ($then:ident) => {
@@ -42,6 +35,23 @@ macro_rules! rust_forms {
                 ScalarType: param [DType => ScalarType], ret [DType => ScalarType], typed_list false;
                 Device: param [Device => Device], ret [Device => Device], typed_list false;
                 Scalar: param [Scalar => Scalar], ret [Scalar => Scalar], typed_list false;
+                Layout: param [Layout => Layout], ret [Layout => Layout], typed_list false;
+                MemoryFormat: param [MemoryFormat => MemoryFormat], ret [MemoryFormat => MemoryFormat], typed_list false;
+                Generator: param [Generator => Generator], ret [Generator => Generator], typed_list false;
+                DeviceIndex: param [i8 => DeviceIndex], ret [i8 => DeviceIndex], typed_list false;
+                Stream: param [Stream => Stream], ret [Stream => Stream], typed_list false;
+            }
+            same {
+                SymInt: Int;
+                SymFloat: Float;
+                SymBool: Bool;
+                Dimname: Str;
+            }
+            none {
+                Storage: "opbox has no untyped storage object to hand a kernel";
+                QScheme: "opbox has no quantized tensors";
+                DimVector: "it is torchgen's C++-side dimension vector: declare the argument `int[]` and take `&[i64]`";
+                GraphModule: "opbox has no FX graph modules (higher-order ops)";
             }
             wrap {
                 List: param [&[T], Vec<T>], ret [Vec<T>];
@@ -113,15 +123,20 @@ pub struct Forms {
 macro_rules! tables {
     (
         base { $($base:ident: param [$($p:ty => $pm:ident),+], ret [$($r:ty => $rm:ident),+], typed_list $typed:literal;)+ }
+        same { $($same:ident: $target:ident;)+ }
+        none { $($none:ident: $why:literal;)+ }
         wrap { $($w:ident: param [$($wp:ty),+], ret [$($wr:ty),+];)+ }
     ) => {
-        /// The Rust forms of a base type.
+        /// The Rust forms of a base type (none for a type opbox cannot pass yet: see
+        /// [`unsupported`]).
         pub const fn base_forms(base: BaseType) -> Forms {
             match base {
                 $(BaseType::$base => Forms {
                     params: &[$(RustForm { tokens: stringify!($p), marker: stringify!($pm) }),+],
                     returns: &[$(RustForm { tokens: stringify!($r), marker: stringify!($rm) }),+],
                 },)+
+                $(BaseType::$same => base_forms(BaseType::$target),)+
+                $(BaseType::$none => Forms { params: &[], returns: &[] },)+
             }
         }
 
@@ -130,6 +145,16 @@ macro_rules! tables {
         pub const fn stored_typed(base: BaseType) -> bool {
             match base {
                 $(BaseType::$base => $typed,)+
+                $(BaseType::$same => stored_typed(BaseType::$target),)+
+                $(BaseType::$none => false,)+
+            }
+        }
+
+        /// Why a schema type has no Rust form in opbox, or `None` when it has some.
+        pub const fn unsupported(base: BaseType) -> Option<&'static str> {
+            match base {
+                $(BaseType::$none => Some($why),)+
+                _ => None,
             }
         }
 
@@ -155,6 +180,107 @@ macro_rules! tables {
 
 crate::rust_forms!(tables);
 
+/// What the README's type table says beside a row, where a row needs more than its forms.
+fn note(base: BaseType) -> Option<String> {
+    if let Some(why) = unsupported(base) {
+        return Some(format!(
+            "parses and round-trips; `#[stable_impl]` refuses a kernel taking it: {why}"
+        ));
+    }
+    let concrete = base.concrete();
+    if concrete != base {
+        return Some(format!(
+            "held as `{}` at run time: opbox has no symbolic shapes",
+            concrete.schema_name()
+        ));
+    }
+    Some(
+        match base {
+            BaseType::Dimname => "a dimension name, as a string",
+            BaseType::Layout => "`opbox::Layout`, boxed as PyTorch's `c10::Layout` code",
+            BaseType::MemoryFormat => {
+                "`opbox::MemoryFormat`, boxed as PyTorch's `c10::MemoryFormat` code"
+            }
+            BaseType::Generator => {
+                "`opbox::Generator`: a shared Philox seed and offset; `philox(n)` reserves `n` \
+                 counters and hands back a by-value `PhiloxState` for CPU or CUDA kernels"
+            }
+            BaseType::DeviceIndex => "a CUDA device index (-1: the current device)",
+            BaseType::Stream => "`opbox::Stream`: device index and raw stream id, by value",
+            BaseType::ScalarType => "`opbox::DType`",
+            _ => return None,
+        }
+        .to_string(),
+    )
+}
+
+fn spell(forms: &[RustForm]) -> String {
+    if forms.is_empty() {
+        return "—".to_string();
+    }
+    forms
+        .iter()
+        .map(|f| format!("`{}`", f.spelling()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The schema-type-to-Rust table as Markdown, one row per base type and wrapper: the README
+/// holds exactly this text (a test checks it), so the documentation cannot drift from the
+/// table rustc checks kernels against.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| schema | parameter | return | notes |\n|---|---|---|---|\n");
+    for base in BaseType::ALL {
+        let forms = base_forms(base);
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            base.schema_name(),
+            spell(forms.params),
+            spell(forms.returns),
+            note(base).unwrap_or_default()
+        ));
+    }
+    let list = Wrapper::List.forms();
+    let optional = Wrapper::Optional.forms();
+    let rows = [
+        (
+            "`Tensor(a!)`".to_string(),
+            "`&Tensor`".to_string(),
+            "`Tensor`".to_string(),
+            "written in place, so borrowed; alias sets (`a\\|b`, `a -> *`) are kept in the \
+             model"
+                .to_string(),
+        ),
+        (
+            "`T[]`".to_string(),
+            spell(list.params),
+            spell(list.returns),
+            "`&[T]` only where the runtime stores the list typed (Tensor, int, float, bool, \
+             str and the types that hold them)"
+                .to_string(),
+        ),
+        (
+            "`T[N]`".to_string(),
+            spell(list.params),
+            spell(list.returns),
+            "a fixed-size list: N elements at the boxed boundary (or none, or the default's \
+             count); a lone value is N copies, as a default (`int[2] stride=1`) and as an \
+             argument"
+                .to_string(),
+        ),
+        (
+            "`T?`".to_string(),
+            spell(optional.params),
+            spell(optional.returns),
+            String::new(),
+        ),
+    ];
+    for (schema, params, returns, notes) in rows {
+        out.push_str(&format!("| {schema} | {params} | {returns} | {notes} |\n"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +304,26 @@ mod tests {
         let list = Wrapper::List.forms();
         assert_eq!(list.params[0].spelling(), "&[T]");
         assert_eq!(list.params[1].marker, "List");
+    }
+
+    #[test]
+    fn the_readme_holds_the_generated_table() {
+        let readme = include_str!("../../README.md");
+        let table = markdown_table();
+        assert!(
+            readme.contains(&table),
+            "README.md's type table is out of date; replace it with:\n{table}"
+        );
+    }
+
+    #[test]
+    fn same_rows_take_their_targets_forms() {
+        assert_eq!(base_forms(BaseType::SymInt), base_forms(BaseType::Int));
+        assert_eq!(base_forms(BaseType::Dimname), base_forms(BaseType::Str));
+        assert!(stored_typed(BaseType::SymInt));
+        assert!(base_forms(BaseType::Storage).params.is_empty());
+        assert!(unsupported(BaseType::QScheme).is_some());
+        assert_eq!(unsupported(BaseType::Generator), None);
     }
 
     #[test]

@@ -128,10 +128,7 @@ fn parsed_structure() {
             Argument {
                 name: "out".into(),
                 ty: Type::TENSOR.optional().unwrap(),
-                alias: Some(Alias {
-                    set: "a".into(),
-                    is_write: true,
-                }),
+                alias: Some(Alias::single("a", true)),
                 default: Some(DefaultValue::None),
                 kw_only: true,
             },
@@ -140,10 +137,7 @@ fn parsed_structure() {
             Return {
                 name: Some("out".into()),
                 ty: Type::TENSOR,
-                alias: Some(Alias {
-                    set: "a".into(),
-                    is_write: true,
-                }),
+                alias: Some(Alias::single("a", true)),
             },
             Return {
                 name: None,
@@ -219,10 +213,7 @@ fn names() {
 
 #[test]
 fn type_with_alias_display() {
-    let alias = Alias {
-        set: "a".into(),
-        is_write: true,
-    };
+    let alias = Alias::single("a", true);
     let ty = Type::TENSOR.list().unwrap().optional().unwrap();
     assert_eq!(
         ty.display_with_alias(Some(&alias)).to_string(),

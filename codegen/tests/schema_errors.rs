@@ -60,7 +60,7 @@ fn contains_at(s: &str, part: &str, range: std::ops::Range<usize>) {
 }
 
 const DOUBLE: &str = "Use `float` instead of `double` in an operator's schema string. `float` in schema corresponds to the double type in C++ (f64 in Rust)";
-const TYPES: &str = "schema types are Tensor, int, float, bool, str, ScalarType, Device, Scalar, with `[]` for lists and `?` for optionals";
+const TYPES: &str = "schema types are Tensor, int, float, bool, str, ScalarType, Device, Scalar, SymInt, SymFloat, SymBool, Layout, MemoryFormat, Generator, Dimname, DeviceIndex, Stream, Storage, QScheme, DimVector, GraphModule, with `[]` (or `[N]`) for lists and `?` for optionals";
 const TENSOR_DEFAULT: &str =
     "Tensor arguments can only default to None, and only when optional (`Tensor? x=None`)";
 
@@ -284,21 +284,47 @@ fn types_and_aliases() {
         "!",
     );
     contains(
-        "foo(Tensor(a|b) x) -> ()",
-        "expected `)` to close the alias annotation",
-        "|",
+        "foo(Tensor(a|b!) x) -> ()",
+        "an alias set larger than one cannot be written to",
+        "(a|b!)",
     );
     contains(
-        "foo(Tensor(a -> *) x) -> ()",
+        "foo(Tensor(a|b -> c|d) x) -> ()",
+        "cannot both be larger than one",
+        "(a|b -> c|d)",
+    );
+    contains(
+        "foo(Tensor(a -> ) x) -> ()",
+        "expected an alias set name or `*` after `->`",
+        ")",
+    );
+    contains("foo(Tensor(a|) x) -> ()", "expected an alias set name", ")");
+    contains(
+        "foo(Tensor(a b) x) -> ()",
         "expected `)` to close the alias annotation",
-        "->",
+        "b",
     );
     contains("foo(Tensor(*) x) -> ()", "expected an alias set name", "*");
     contains("foo(Tensor() x) -> ()", "expected an alias set name", ")");
     contains(
-        "foo(int[2] x) -> ()",
-        "fixed-size lists such as `int[2]` are not supported; write `int[]`",
+        "foo(int[][2] x) -> ()",
+        "only the innermost list can have a fixed size",
         "[2]",
+    );
+    contains(
+        "foo(int[0] x) -> ()",
+        "a fixed-size list holds at least one element",
+        "[0]",
+    );
+    contains(
+        "foo(int[99999999999] x) -> ()",
+        "is not a list size",
+        "[99999999999]",
+    );
+    contains(
+        "foo(int[2 x) -> ()",
+        "expected `]` after the list's size",
+        "x",
     );
     contains(
         "foo(int[ x) -> ()",
@@ -339,6 +365,36 @@ fn defaults_that_do_not_fit() {
     contains("foo(bool b=true) -> ()", "of type `bool`", "true");
     contains("foo(str s=1) -> ()", "expected a string literal", "1");
     contains("foo(Device d=cpu) -> ()", "expected a device string", "cpu");
+    contains(
+        "foo(Device d=\"gpu\") -> ()",
+        "`gpu` is not a device; a device default is `\"cpu\"`, `\"cuda\"`, `\"cuda:N\"`",
+        "\"gpu\"",
+    );
+    contains(
+        "foo(Device? d=\"cuda:x\") -> ()",
+        "`cuda:x` is not a device",
+        "\"cuda:x\"",
+    );
+    contains(
+        "foo(Layout l=dense) -> ()",
+        "expected a layout: `strided`, `sparse_coo`",
+        "dense",
+    );
+    contains(
+        "foo(int r=Average) -> ()",
+        "named constant: `Mean` (1), `Sum` (2)",
+        "Average",
+    );
+    contains(
+        "foo(Generator g=None) -> ()",
+        "only optional types such as `Generator?` can default to `None`",
+        "None",
+    );
+    contains(
+        "foo(Stream? s=0) -> ()",
+        "a `Stream` has no other default",
+        "0",
+    );
     contains(
         "foo(ScalarType t=complex64) -> ()",
         "expected a dtype name",
@@ -384,28 +440,33 @@ fn defaults_that_do_not_fit() {
 fn list_defaults() {
     contains(
         "foo(str[] x=[\"a\"]) -> ()",
-        "lists are only supported for int, float or bool defaults; argument `x` has type `str[]`",
+        "lists are only supported for int, SymInt, float or bool defaults; argument `x` has type `str[]`",
         "[\"a\"]",
     );
     contains_at(
         "foo(Tensor[] x=[]) -> ()",
-        "lists are only supported for int, float or bool defaults",
+        "lists are only supported for int, SymInt, float or bool defaults",
         15..17,
     );
     contains(
         "foo(int?[] x=[1]) -> ()",
-        "lists are only supported for int, float or bool defaults",
+        "lists are only supported for int, SymInt, float or bool defaults",
         "[1]",
     );
     contains_at(
         "foo(int[][] x=[]) -> ()",
-        "lists are only supported for int, float or bool defaults",
+        "lists are only supported for int, SymInt, float or bool defaults",
         14..16,
     );
     contains(
         "foo(int[] x=1) -> ()",
-        "the repeated form `int[2] x=1` is not supported",
+        "a lone value repeats only into a fixed-size list such as `int[2] x=1`",
         "1",
+    );
+    contains(
+        "foo(SymInt[2] x=[1, 2.5]) -> ()",
+        "expected a list of integers",
+        "2.5",
     );
     contains(
         "foo(int[] x=[1, 2.5]) -> ()",

@@ -4,8 +4,8 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use opbox_codegen::schema::{
-    parse, Alias, Argument, BaseType, DefaultValue, OperatorName, Return, Schema, Type, TypeShape,
-    MAX_TYPE_DEPTH, SCALAR_TYPE_NAMES,
+    parse, Alias, Argument, BaseType, DefaultValue, Layout, MemoryFormat, OperatorName, Return,
+    Schema, Type, TypeShape, MAX_TYPE_DEPTH, SCALAR_TYPE_NAMES,
 };
 use proptest::prelude::*;
 
@@ -13,18 +13,27 @@ fn ident() -> impl Strategy<Value = String> {
     "[A-Za-z_][A-Za-z0-9_]{0,7}"
 }
 
-/// A base type wrapped in up to `MAX_TYPE_DEPTH` random `[]`/`?` layers.
+/// A base type, sometimes as a fixed-size list `T[N]`, wrapped in up to `MAX_TYPE_DEPTH`
+/// random `[]`/`?` layers.
 fn ty() -> impl Strategy<Value = Type> {
-    let base = prop::sample::select(BaseType::ALL.to_vec());
+    let base = (
+        prop::sample::select(BaseType::ALL.to_vec()),
+        prop::option::weighted(0.2, 1u32..5),
+    )
+        .prop_map(|(base, fixed)| {
+            let t = Type::base(base);
+            fixed.and_then(|n| t.fixed_list(n)).unwrap_or(t)
+        });
     // Mostly shallow types, sometimes the deepest allowed.
     let layers = prop_oneof![
         4 => prop::collection::vec(any::<bool>(), 0..=2),
         1 => prop::collection::vec(any::<bool>(), 0..=usize::from(MAX_TYPE_DEPTH)),
     ];
     (base, layers).prop_map(|(base, layers)| {
-        layers.into_iter().fold(Type::base(base), |t, optional| {
+        layers.into_iter().fold(base, |t, optional| {
             let wrapped = if optional { t.optional() } else { t.list() };
-            wrapped.expect("depth stays within MAX_TYPE_DEPTH")
+            // A fixed list already used one layer; at the limit, stop wrapping.
+            wrapped.unwrap_or(t)
         })
     })
 }
@@ -63,16 +72,36 @@ fn value_for(ty: Type) -> Option<BoxedStrategy<DefaultValue>> {
             Some(inner) => prop_oneof![Just(DefaultValue::None), inner].boxed(),
             None => Just(DefaultValue::None).boxed(),
         },
-        TypeShape::Base(base) => match base {
-            BaseType::Tensor => return None,
-            BaseType::Int => any::<i64>().prop_map(DefaultValue::Int).boxed(),
+        TypeShape::Base(base) => match base.concrete() {
+            BaseType::Tensor
+            | BaseType::Generator
+            | BaseType::Stream
+            | BaseType::Storage
+            | BaseType::QScheme
+            | BaseType::DimVector
+            | BaseType::GraphModule => return None,
+            BaseType::Int | BaseType::DeviceIndex => {
+                any::<i64>().prop_map(DefaultValue::Int).boxed()
+            }
             BaseType::Float => finite_f64().prop_map(DefaultValue::Float).boxed(),
             BaseType::Bool => any::<bool>().prop_map(DefaultValue::Bool).boxed(),
-            BaseType::Str | BaseType::Device => any::<String>()
+            BaseType::Str | BaseType::Dimname => any::<String>()
                 .prop_map(|s| DefaultValue::Str(Cow::Owned(s)))
                 .boxed(),
+            BaseType::Device => prop_oneof![
+                prop::sample::select(vec!["cpu", "cuda", "meta"]).prop_map(str::to_string),
+                any::<u32>().prop_map(|i| format!("cuda:{i}")),
+            ]
+            .prop_map(|s| DefaultValue::Str(Cow::Owned(s)))
+            .boxed(),
             BaseType::ScalarType => prop::sample::select(SCALAR_TYPE_NAMES.to_vec())
                 .prop_map(|s| DefaultValue::Str(Cow::Borrowed(s)))
+                .boxed(),
+            BaseType::Layout => prop::sample::select(Layout::ALL.to_vec())
+                .prop_map(DefaultValue::Layout)
+                .boxed(),
+            BaseType::MemoryFormat => prop::sample::select(MemoryFormat::ALL.to_vec())
+                .prop_map(DefaultValue::MemoryFormat)
                 .boxed(),
             BaseType::Scalar => prop_oneof![
                 any::<i64>().prop_map(DefaultValue::Int),
@@ -80,17 +109,22 @@ fn value_for(ty: Type) -> Option<BoxedStrategy<DefaultValue>> {
                 any::<bool>().prop_map(DefaultValue::Bool),
             ]
             .boxed(),
+            // `concrete` maps the Sym types away.
+            BaseType::SymInt | BaseType::SymFloat | BaseType::SymBool => return None,
         },
         TypeShape::List(inner) => match inner.shape() {
-            TypeShape::Base(BaseType::Int) => prop::collection::vec(any::<i64>(), 0..4)
-                .prop_map(|v| DefaultValue::IntList(Cow::Owned(v)))
-                .boxed(),
-            TypeShape::Base(BaseType::Float) => prop::collection::vec(finite_f64(), 0..4)
-                .prop_map(|v| DefaultValue::FloatList(Cow::Owned(v)))
-                .boxed(),
-            TypeShape::Base(BaseType::Bool) => prop::collection::vec(any::<bool>(), 0..4)
-                .prop_map(|v| DefaultValue::BoolList(Cow::Owned(v)))
-                .boxed(),
+            TypeShape::Base(base) => match base.concrete() {
+                BaseType::Int => prop::collection::vec(any::<i64>(), 0..4)
+                    .prop_map(|v| DefaultValue::IntList(Cow::Owned(v)))
+                    .boxed(),
+                BaseType::Float => prop::collection::vec(finite_f64(), 0..4)
+                    .prop_map(|v| DefaultValue::FloatList(Cow::Owned(v)))
+                    .boxed(),
+                BaseType::Bool => prop::collection::vec(any::<bool>(), 0..4)
+                    .prop_map(|v| DefaultValue::BoolList(Cow::Owned(v)))
+                    .boxed(),
+                _ => return None,
+            },
             _ => return None,
         },
     };
@@ -101,10 +135,28 @@ fn alias_for(ty: Type) -> BoxedStrategy<Option<Alias>> {
     if ty.base_type() != BaseType::Tensor {
         return Just(None).boxed();
     }
-    let alias = (ident(), any::<bool>()).prop_map(|(set, is_write)| Alias {
-        set: Cow::Owned(set),
-        is_write,
-    });
+    let set_name = || prop_oneof![ident(), Just("a".to_string())];
+    let after = prop::collection::vec(
+        prop_oneof![set_name(), Just(Alias::WILDCARD.to_string())],
+        0..3,
+    );
+    let alias = (
+        prop::collection::vec(set_name(), 1..3),
+        any::<bool>(),
+        after,
+    )
+        .prop_map(|(sets, is_write, mut after)| {
+            // torchgen's rules: a written annotation names one set, and only one side of
+            // `->` may hold several.
+            if sets.len() > 1 {
+                after.truncate(1);
+            }
+            Alias {
+                is_write: is_write && sets.len() == 1,
+                sets: Cow::Owned(sets.into_iter().map(Cow::Owned).collect()),
+                after: Cow::Owned(after.into_iter().map(Cow::Owned).collect()),
+            }
+        });
     prop::option::of(alias).boxed()
 }
 
@@ -252,6 +304,24 @@ const TOKENS: &[&str] = &[
     "99999999999999999999",
     "1e999",
     "float32",
+    "SymInt",
+    "SymBool",
+    "Layout",
+    "MemoryFormat",
+    "Generator",
+    "Dimname",
+    "Stream",
+    "Storage",
+    "[2]",
+    "[0]",
+    "(a -> *)",
+    "(a|b)",
+    "(a! -> a|b)",
+    "->*",
+    "contiguous_format",
+    "strided",
+    "Mean",
+    "\"cuda:1\"",
 ];
 
 fn token_soup() -> impl Strategy<Value = String> {
@@ -323,7 +393,7 @@ fn check_no_panic(s: &str) {
 
 #[test]
 fn every_prefix_of_a_rich_schema() {
-    let full = r#"ns::op.ovl(Tensor(a!)[]? x, float a=1e-3, str s="é\"\\", *, int[] d=[1, -2], ScalarType? t=float32) -> (Tensor(a!) out, int[])"#;
+    let full = r#"ns::op.ovl(Tensor(a!)[]? x, float a=1e-3, str s="é\"\\", *, int[] d=[1, -2], ScalarType? t=float32, SymInt[2] k=1, Tensor(a -> *) v, Tensor(b|c) w, MemoryFormat m=contiguous_format, Layout? l=None, int r=Mean, Generator? g=None, Device dev="cuda:1") -> (Tensor(a!) out, int[], Tensor(a)[])"#;
     assert!(parse(full).is_ok());
     for (at, _) in full.char_indices() {
         check_no_panic(&full[..at]);

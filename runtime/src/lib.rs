@@ -7,11 +7,14 @@ pub mod error;
 pub mod kernel;
 pub mod native;
 pub mod panic;
+pub mod random;
 pub mod scalar;
+pub mod stream_value;
 pub mod tensor;
 pub mod typemap;
 pub mod value;
 
+pub use opbox_codegen::op_tag::OpTag;
 pub use opbox_codegen::schema;
 /// The element crates of the type table's `f16`/`bf16` and float8 rows, re-exported so a
 /// declaration that names them needs no dependency of its own.
@@ -20,6 +23,9 @@ pub use {float8, half};
 pub use dispatch::{init, op, DispatchKey, Library, OpHandle};
 pub use error::{Error, Result, Site};
 pub use native::{BuildOptions, NativeField, NativeType};
+pub use opbox_codegen::schema::{Layout, MemoryFormat};
+pub use random::{Generator, PhiloxState};
 pub use scalar::Scalar;
+pub use stream_value::Stream;
 pub use tensor::{DType, Device, Element, Tensor};
 pub use value::{StableValue, Stack, Tag};

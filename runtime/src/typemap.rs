@@ -9,7 +9,9 @@
 
 use crate::dispatch::KernelOutputs;
 use crate::value::{FromStable, IntoStable, Mismatch, StableValue, TypedKey};
-use crate::{DType, Device, Error, Result, Scalar, Tensor};
+use crate::{
+    DType, Device, Error, Generator, Layout, MemoryFormat, Result, Scalar, Stream, Tensor,
+};
 
 /// Markers for the schema-side shape of a Rust type. Only rustc sees them.
 pub mod ty {
@@ -24,6 +26,11 @@ pub mod ty {
     pub struct ScalarType;
     pub struct Device;
     pub struct Scalar;
+    pub struct Layout;
+    pub struct MemoryFormat;
+    pub struct Generator;
+    pub struct DeviceIndex;
+    pub struct Stream;
     pub struct List<T>(PhantomData<T>);
     pub struct Optional<T>(PhantomData<T>);
     /// A Rust type with no schema type, such as `f32`: its error names the expected type.
@@ -34,7 +41,7 @@ pub mod ty {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be an op parameter",
     label = "not a type the boxed ABI can pass",
-    note = "schema types map to Rust types: Tensor → &Tensor or Tensor, int → i64, float → f64, bool → bool, str → &str or String, ScalarType → DType, Device → Device, Scalar → Scalar, T[] → &[T] or Vec<T>, T? → Option<T>"
+    note = "schema types map to Rust types: Tensor → &Tensor or Tensor, int and SymInt → i64, float and SymFloat → f64, bool and SymBool → bool, str and Dimname → &str or String, ScalarType → DType, Device → Device, Scalar → Scalar, Layout → Layout, MemoryFormat → MemoryFormat, Generator → Generator, DeviceIndex → i8, Stream → Stream, T[] and T[N] → &[T] or Vec<T>, T? → Option<T>"
 )]
 pub trait RustParam: TypedKey {
     type Schema;
@@ -57,8 +64,12 @@ pub trait ReturnValue: IntoStable + 'static {
 macro_rules! impl_rust_forms {
     (
         base { $($base:ident: param [$($p:ty => $pm:ident),+], ret [$($r:ty => $rm:ident),+], typed_list $typed:literal;)+ }
+        same { $($same:ident: $target:ident;)+ }
+        none { $($none:ident: $why:literal;)+ }
         wrap { $($w:ident: param [$($wp:ty),+], ret [$($wr:ty),+];)+ }
     ) => {
+        // `same` rows reuse a `base` row's types and `none` rows have none: only `base` rows
+        // own impls.
         $(
             $(impl RustParam for $p { type Schema = ty::$pm; type Key = <Self as TypedKey>::Key; })+
             $(impl ReturnValue for $r { type Schema = ty::$rm; })+
@@ -87,7 +98,7 @@ macro_rules! not_schema {
         }
     )+};
 }
-not_schema!(f32, i8, i16, i32, u8, u16, u32, u64, usize, isize, char);
+not_schema!(f32, i16, i32, u8, u16, u32, u64, usize, isize, char);
 
 /// What a kernel function returns: one value, a tuple, `()`, or any of them in a `Result`
 /// whose error converts into `opbox::Error`.

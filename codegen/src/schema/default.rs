@@ -10,8 +10,9 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use super::enums::{named_int, parse_device, DEVICE_FORMS, NAMED_INT_CONSTANTS};
 use super::lex::{Lexer, Tok, Token};
-use super::{BaseType, DefaultValue, SchemaError, Type, TypeShape};
+use super::{BaseType, DefaultValue, Layout, MemoryFormat, SchemaError, Type, TypeShape};
 
 pub(super) const TENSOR_DEFAULT_MESSAGE: &str =
     "Tensor arguments can only default to None, and only when optional (`Tensor? x=None`)";
@@ -195,14 +196,19 @@ impl Fit<'_, '_> {
             TypeShape::Optional(inner) => self.fit(inner),
             TypeShape::Base(base) => self.single(base),
             TypeShape::List(inner) => match inner.shape() {
-                TypeShape::Base(base @ (BaseType::Int | BaseType::Float | BaseType::Bool)) => {
-                    self.list(base)
+                TypeShape::Base(base)
+                    if matches!(
+                        base.concrete(),
+                        BaseType::Int | BaseType::Float | BaseType::Bool
+                    ) =>
+                {
+                    self.list(base.concrete(), ty.list_len())
                 }
                 _ => Err(SchemaError::new(
                     self.whole(),
                     format!(
-                        "lists are only supported for int, float or bool defaults; argument \
-                         `{}` has type `{}`",
+                        "lists are only supported for int, SymInt, float or bool defaults; \
+                         argument `{}` has type `{}`",
                         self.arg, self.declared
                     ),
                 )),
@@ -216,41 +222,78 @@ impl Fit<'_, '_> {
         }
         let expected = expected_single(base);
         let Value::Single(atom) = &self.syntax.value else {
-            return Err(self.mismatch(self.whole(), expected));
+            return Err(self.mismatch(self.whole(), &expected));
         };
         let text = self.lx.text(atom.tok);
         let range = atom.tok.range();
-        let value = match (base, atom.tok.kind) {
-            (BaseType::Int | BaseType::Scalar, Tok::Int) => DefaultValue::Int(int(text, range)?),
+        let value = match (base.concrete(), atom.tok.kind) {
+            (BaseType::Int | BaseType::DeviceIndex | BaseType::Scalar, Tok::Int) => {
+                DefaultValue::Int(int(text, range)?)
+            }
+            (BaseType::Int, Tok::Ident) => match named_int(text) {
+                Some(v) => DefaultValue::Int(v),
+                None => return Err(self.mismatch(range, &expected)),
+            },
             (BaseType::Float, Tok::Int | Tok::Float) | (BaseType::Scalar, Tok::Float) => {
                 DefaultValue::Float(float(text, range)?)
             }
             (BaseType::Bool | BaseType::Scalar, Tok::Ident) => match bool_literal(text) {
                 Some(b) => DefaultValue::Bool(b),
-                None => return Err(self.mismatch(range, expected)),
+                None => return Err(self.mismatch(range, &expected)),
             },
-            (BaseType::Str | BaseType::Device, Tok::Str) => {
+            (BaseType::Device, Tok::Str) => {
+                if parse_device(&atom.string).is_none() {
+                    return Err(self.does_not_fit(
+                        range,
+                        &format!(
+                            "`{}` is not a device; a device default is {DEVICE_FORMS}",
+                            atom.string
+                        ),
+                    ));
+                }
+                DefaultValue::Str(Cow::Owned(atom.string.clone()))
+            }
+            (BaseType::Str | BaseType::Dimname, Tok::Str) => {
                 DefaultValue::Str(Cow::Owned(atom.string.clone()))
             }
             (BaseType::ScalarType, Tok::Ident) if SCALAR_TYPE_NAMES.contains(&text) => {
                 DefaultValue::Str(Cow::Owned(text.to_string()))
             }
-            _ => return Err(self.mismatch(range, expected)),
+            (BaseType::Layout, Tok::Ident) => match Layout::from_schema_name(text) {
+                Some(l) => DefaultValue::Layout(l),
+                None => return Err(self.mismatch(range, &expected)),
+            },
+            (BaseType::MemoryFormat, Tok::Ident) => match MemoryFormat::from_schema_name(text) {
+                Some(m) => DefaultValue::MemoryFormat(m),
+                None => return Err(self.mismatch(range, &expected)),
+            },
+            _ => return Err(self.mismatch(range, &expected)),
         };
         Ok(value)
     }
 
-    fn list(&self, base: BaseType) -> Result<DefaultValue, SchemaError> {
-        let Value::List(items) = &self.syntax.value else {
-            return Err(self.mismatch(
-                self.whole(),
-                "a list such as `[1, 2]` (the repeated form `int[2] x=1` is not supported)",
-            ));
-        };
+    /// A list default; for a fixed-size list `T[n]`, a lone value is `n` copies of it, as in
+    /// PyTorch (`int[2] stride=1` is `[1, 1]`). A list of another length is kept as written:
+    /// PyTorch's own schemas give `int[1] dim=[-2,-1]`, so the size is the broadcast count, and
+    /// the runtime accepts the default's length beside `n`.
+    fn list(&self, base: BaseType, fixed: Option<u32>) -> Result<DefaultValue, SchemaError> {
         let expected = match base {
             BaseType::Int => "a list of integers such as `[0, 1]`",
             BaseType::Float => "a list of numbers such as `[0.5, 1.0]`",
             _ => "a list of `True`/`False` such as `[True, False]`",
+        };
+        let (items, copies) = match (&self.syntax.value, fixed) {
+            (Value::List(items), _) => (items.as_slice(), 1),
+            (Value::Single(atom), Some(n)) => (std::slice::from_ref(atom), n as usize),
+            (Value::Single(_), None) => {
+                return Err(self.mismatch(
+                    self.whole(),
+                    &format!(
+                        "{expected} (a lone value repeats only into a fixed-size list such as \
+                         `int[2] x=1`)"
+                    ),
+                ))
+            }
         };
         let mut ints = Vec::new();
         let mut floats = Vec::new();
@@ -269,27 +312,56 @@ impl Fit<'_, '_> {
             }
         }
         Ok(match base {
-            BaseType::Int => DefaultValue::IntList(Cow::Owned(ints)),
-            BaseType::Float => DefaultValue::FloatList(Cow::Owned(floats)),
-            _ => DefaultValue::BoolList(Cow::Owned(bools)),
+            BaseType::Int => DefaultValue::IntList(Cow::Owned(ints.repeat(copies))),
+            BaseType::Float => DefaultValue::FloatList(Cow::Owned(floats.repeat(copies))),
+            _ => DefaultValue::BoolList(Cow::Owned(bools.repeat(copies))),
         })
     }
 }
 
-fn expected_single(base: BaseType) -> &'static str {
-    match base {
+fn expected_single(base: BaseType) -> String {
+    let fixed = match base.concrete() {
         BaseType::Tensor => "`None`",
-        BaseType::Int => "an integer such as `0` or `-1`",
+        BaseType::Int => {
+            let names: Vec<String> = NAMED_INT_CONSTANTS
+                .iter()
+                .map(|(n, v)| format!("`{n}` ({v})"))
+                .collect();
+            return format!(
+                "an integer such as `0` or `-1`, or a named constant: {}",
+                names.join(", ")
+            );
+        }
+        BaseType::DeviceIndex => "a device index such as `0` or `-1`",
         BaseType::Float => "a number such as `1.0`, `-2.5` or `1e-3`",
         BaseType::Bool => "`True` or `False`",
-        BaseType::Str => "a string literal such as `\"mean\"`",
-        BaseType::Device => "a device string such as `\"cpu\"` or `\"cuda:0\"`",
+        BaseType::Str | BaseType::Dimname => "a string literal such as `\"mean\"`",
+        BaseType::Device => return format!("a device string: {DEVICE_FORMS}"),
         BaseType::ScalarType => {
             "a dtype name: float32, float64, float16, bfloat16, int32, int64, uint8, bool, \
              float, double, half, long or int"
         }
         BaseType::Scalar => "a number, `True` or `False`",
-    }
+        BaseType::Layout => return format!("a layout: {}", Layout::names_list()),
+        BaseType::MemoryFormat => {
+            return format!("a memory format: {}", MemoryFormat::names_list())
+        }
+        BaseType::Generator
+        | BaseType::Stream
+        | BaseType::Storage
+        | BaseType::QScheme
+        | BaseType::DimVector
+        | BaseType::GraphModule => {
+            return format!(
+                "`None`: a `{0}` has no other default, and takes that one only when optional \
+                 (`{0}? name=None`)",
+                base.schema_name()
+            )
+        }
+        // `concrete` maps these to int, float and bool above.
+        BaseType::SymInt | BaseType::SymFloat | BaseType::SymBool => "a number",
+    };
+    fixed.to_string()
 }
 
 fn bool_literal(text: &str) -> Option<bool> {

@@ -36,6 +36,8 @@ pub(super) enum Tok {
     Star,
     Eq,
     Dot,
+    /// `|`, between the alias sets of `Tensor(a|b)`.
+    Pipe,
     /// Any other character (one whole `char`).
     Other,
     End,
@@ -165,6 +167,7 @@ impl<'a> Lexer<'a> {
             b'*' => single(Tok::Star),
             b'=' => single(Tok::Eq),
             b'.' => single(Tok::Dot),
+            b'|' => single(Tok::Pipe),
             _ => Ok((Tok::Other, start + self.char_len(start))),
         }
     }

@@ -4,6 +4,7 @@
 //! and `parse(print(s)) == s` for every schema that parses.
 
 mod default;
+mod enums;
 mod error;
 mod lex;
 mod model;
@@ -12,6 +13,9 @@ mod print;
 mod type_hint;
 
 pub use default::SCALAR_TYPE_NAMES;
+pub use enums::{
+    named_int, parse_device, DeviceSpec, Layout, MemoryFormat, DEVICE_FORMS, NAMED_INT_CONSTANTS,
+};
 pub use error::SchemaError;
 pub use model::{
     Alias, Argument, BaseType, DefaultValue, OperatorName, Return, Schema, Type, TypeShape,

@@ -3,47 +3,88 @@
 
 use std::borrow::Cow;
 
-/// A schema base type. `Tensor`, `int`, `float`, `bool`, `str`, `ScalarType`, `Device`, `Scalar`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BaseType {
-    Tensor,
-    Int,
-    Float,
-    Bool,
-    Str,
-    ScalarType,
-    Device,
-    Scalar,
+pub use super::enums::{Layout, MemoryFormat};
+
+/// Calls `$callback! { (Variant, "schema spelling") ... }` with every schema base type: the one
+/// list [`BaseType`], its spellings and `ALL` are generated from, so a new type is one row.
+///
+/// The `Sym*` types are PyTorch's symbolic-shape integers, floats and bools. opbox has no
+/// symbolic shapes: they are plain `i64`, `f64` and `bool` at run time, and exist in the model so
+/// that a PyTorch schema parses, prints and round-trips unchanged.
+#[macro_export]
+macro_rules! for_each_base_type {
+    ($callback:ident) => {
+        $callback! {
+            (Tensor, "Tensor")
+            (Int, "int")
+            (Float, "float")
+            (Bool, "bool")
+            (Str, "str")
+            (ScalarType, "ScalarType")
+            (Device, "Device")
+            (Scalar, "Scalar")
+            (SymInt, "SymInt")
+            (SymFloat, "SymFloat")
+            (SymBool, "SymBool")
+            (Layout, "Layout")
+            (MemoryFormat, "MemoryFormat")
+            (Generator, "Generator")
+            (Dimname, "Dimname")
+            (DeviceIndex, "DeviceIndex")
+            (Stream, "Stream")
+            (Storage, "Storage")
+            (QScheme, "QScheme")
+            (DimVector, "DimVector")
+            (GraphModule, "GraphModule")
+        }
+    };
 }
 
-impl BaseType {
-    pub const ALL: [BaseType; 8] = [
-        BaseType::Tensor,
-        BaseType::Int,
-        BaseType::Float,
-        BaseType::Bool,
-        BaseType::Str,
-        BaseType::ScalarType,
-        BaseType::Device,
-        BaseType::Scalar,
-    ];
-
-    /// The spelling used in schema strings.
-    pub const fn schema_name(self) -> &'static str {
-        match self {
-            BaseType::Tensor => "Tensor",
-            BaseType::Int => "int",
-            BaseType::Float => "float",
-            BaseType::Bool => "bool",
-            BaseType::Str => "str",
-            BaseType::ScalarType => "ScalarType",
-            BaseType::Device => "Device",
-            BaseType::Scalar => "Scalar",
+macro_rules! define_base_type {
+    ($(($variant:ident, $name:literal))*) => {
+        /// A schema base type: every type name PyTorch's function-schema language has (see
+        /// [`for_each_base_type!`](crate::for_each_base_type)).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum BaseType {
+            $($variant,)*
         }
-    }
 
+        impl BaseType {
+            pub const ALL: [BaseType; [$($name),*].len()] = [$(BaseType::$variant),*];
+
+            /// The spelling used in schema strings.
+            pub const fn schema_name(self) -> &'static str {
+                match self {
+                    $(BaseType::$variant => $name,)*
+                }
+            }
+
+            /// The variant's own name (`SymInt`, `Int`), as generated code spells it.
+            pub const fn variant_name(self) -> &'static str {
+                match self {
+                    $(BaseType::$variant => ::core::stringify!($variant),)*
+                }
+            }
+        }
+    };
+}
+
+for_each_base_type!(define_base_type);
+
+impl BaseType {
     pub fn from_schema_name(s: &str) -> Option<BaseType> {
         BaseType::ALL.into_iter().find(|b| b.schema_name() == s)
+    }
+
+    /// The base type whose values this one holds at run time: `SymInt` is `int`, `SymFloat` is
+    /// `float`, `SymBool` is `bool` (opbox has no symbolic shapes); every other type is itself.
+    pub const fn concrete(self) -> BaseType {
+        match self {
+            BaseType::SymInt => BaseType::Int,
+            BaseType::SymFloat => BaseType::Float,
+            BaseType::SymBool => BaseType::Bool,
+            other => other,
+        }
     }
 }
 
@@ -60,6 +101,9 @@ pub struct Type {
     depth: u8,
     /// Bit `i` set means wrapper `i` (0 = innermost) is Optional; clear means List.
     optional_bits: u8,
+    /// `Some(n)` for a fixed-size list `T[n]`. Only the innermost wrapper can be one (every
+    /// PyTorch schema has it there: `int[2]`, `SymInt[1]?`), so one field holds it.
+    fixed_len: Option<u32>,
 }
 
 /// One layer of a [`Type`], seen from the outside.
@@ -76,6 +120,7 @@ impl Type {
             base,
             depth: 0,
             optional_bits: 0,
+            fixed_len: None,
         }
     }
     pub const TENSOR: Type = Type::base(BaseType::Tensor);
@@ -93,7 +138,36 @@ impl Type {
             base: self.base,
             depth: self.depth + 1,
             optional_bits: self.optional_bits,
+            fixed_len: self.fixed_len,
         })
+    }
+
+    /// `self[len]`: a list of `len` elements. `None` unless `self` is a base type (a fixed size
+    /// goes on the innermost list only) or when `len` is 0.
+    pub const fn fixed_list(self, len: u32) -> Option<Type> {
+        if self.depth != 0 || len == 0 {
+            return None;
+        }
+        Some(Type {
+            base: self.base,
+            depth: 1,
+            optional_bits: 0,
+            fixed_len: Some(len),
+        })
+    }
+
+    /// `Some(n)` when the outermost layer is a fixed-size list `T[n]`.
+    pub const fn list_len(self) -> Option<u32> {
+        if self.depth == 1 && self.optional_bits & 1 == 0 {
+            self.fixed_len
+        } else {
+            None
+        }
+    }
+
+    /// The fixed size of the innermost list, wherever it sits: `int[2]?` has 2.
+    pub const fn inner_list_len(self) -> Option<u32> {
+        self.fixed_len
     }
 
     /// `self?`, or `None` when that would exceed [`MAX_TYPE_DEPTH`].
@@ -105,6 +179,7 @@ impl Type {
             base: self.base,
             depth: self.depth + 1,
             optional_bits: self.optional_bits | (1 << self.depth),
+            fixed_len: self.fixed_len,
         })
     }
 
@@ -127,6 +202,8 @@ impl Type {
             base: self.base,
             depth: top,
             optional_bits: self.optional_bits & !(1 << top),
+            // Peeling the innermost list leaves the bare base type.
+            fixed_len: if top == 0 { None } else { self.fixed_len },
         };
         if self.optional_bits & (1 << top) != 0 {
             TypeShape::Optional(inner)
@@ -155,22 +232,44 @@ impl std::fmt::Display for Type {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.base.schema_name())?;
         for i in 0..self.depth {
-            f.write_str(if self.optional_bits & (1 << i) != 0 {
-                "?"
+            if self.optional_bits & (1 << i) != 0 {
+                f.write_str("?")?;
             } else {
-                "[]"
-            })?;
+                match self.fixed_len {
+                    Some(n) if i == 0 => write!(f, "[{n}]")?,
+                    _ => f.write_str("[]")?,
+                }
+            }
         }
         Ok(())
     }
 }
 
-/// An alias annotation on a Tensor: `Tensor(a)` (may alias set `a`) or `Tensor(a!)` (in set
-/// `a`, and written to).
+/// An alias annotation on a Tensor, as torchgen's `Annotation` models it: `Tensor(a)` (may
+/// alias set `a`), `Tensor(a!)` (in set `a`, and written to), `Tensor(a|b)` (may alias either),
+/// and `Tensor(a -> *)` (after the call, also aliases the sets after `->`; `*` is the wildcard
+/// set, as in `chunk(Tensor(a -> *) self, ...) -> Tensor(a)[]`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Alias {
-    pub set: Cow<'static, str>,
+    /// The sets before `->`: one or more, never empty.
+    pub sets: Cow<'static, [Cow<'static, str>]>,
     pub is_write: bool,
+    /// The sets after `->`; empty when there is no `->`. `*` is [`Alias::WILDCARD`].
+    pub after: Cow<'static, [Cow<'static, str>]>,
+}
+
+impl Alias {
+    /// The wildcard alias set, `*`.
+    pub const WILDCARD: &'static str = "*";
+
+    /// `(set)` or `(set!)`: the common one-set annotation.
+    pub fn single(set: impl Into<Cow<'static, str>>, is_write: bool) -> Alias {
+        Alias {
+            sets: Cow::Owned(vec![set.into()]),
+            is_write,
+            after: Cow::Borrowed(&[]),
+        }
+    }
 }
 
 /// A default value, as written after `=` in a schema.
@@ -184,6 +283,10 @@ pub enum DefaultValue {
     IntList(Cow<'static, [i64]>),
     FloatList(Cow<'static, [f64]>),
     BoolList(Cow<'static, [bool]>),
+    /// A named `Layout` default: `Layout layout=strided`.
+    Layout(Layout),
+    /// A named `MemoryFormat` default: `MemoryFormat memory_format=contiguous_format`.
+    MemoryFormat(MemoryFormat),
 }
 
 /// One argument: `Tensor(a!) x`, `float alpha=1.0`.

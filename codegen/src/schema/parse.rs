@@ -5,13 +5,20 @@
 //! name      := [ IDENT '::' ] IDENT [ '.' IDENT ]
 //! params    := param { ',' param }
 //! param     := '*' | type IDENT [ '=' default ]
-//! type      := BASE [ '(' IDENT ['!'] ')' ] { '[' ']' | '?' }     (alias only on Tensor)
+//! type      := BASE [ alias ] [ '[' INT ']' ] { '[' ']' | '?' }   (alias only on Tensor)
+//! alias     := '(' sets [ '!' ] [ '->' ( '*' | sets ) ] ')'
+//! sets      := IDENT { '|' IDENT }
 //! returns   := '(' [ ret { ',' ret } ] ')' | ret
 //! ret       := type [ IDENT ]
 //! ```
 //!
+//! As in torchgen's `model.py`: a fixed size (`int[2]`) goes on the innermost list, a written
+//! alias (`a!`) names one set, and an annotation has more than one set on at most one side of
+//! `->`.
+//!
 //! The parser never panics: every byte access is checked, and every failure is a
-//! [`SchemaError`] with the byte range of the offending token.
+//! [`SchemaError`] with the byte range of the offending token. It runs in time linear in the
+//! schema's length: names are checked for duplicates through a hash set.
 
 #![deny(
     clippy::indexing_slicing,
@@ -21,6 +28,7 @@
 )]
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::ops::Range;
 use std::str::FromStr;
 
@@ -153,6 +161,7 @@ impl<'a> Parser<'a> {
 
     fn arguments(&mut self) -> Result<Vec<Argument>, SchemaError> {
         let mut args: Vec<Argument> = Vec::new();
+        let mut names: HashSet<&'a str> = HashSet::new();
         let close = self.lx.peek()?;
         if close.kind == Tok::RParen {
             self.lx.bump(close);
@@ -182,7 +191,7 @@ impl<'a> Parser<'a> {
                     _ => return Err(self.expected(sep, "`,` after `*`")),
                 }
             }
-            let arg = self.argument(kw_only, &args)?;
+            let arg = self.argument(kw_only, &mut names)?;
             let sep = self.lx.next()?;
             match sep.kind {
                 Tok::Comma => args.push(arg),
@@ -198,11 +207,21 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn argument(&mut self, kw_only: bool, before: &[Argument]) -> Result<Argument, SchemaError> {
+    fn argument(
+        &mut self,
+        kw_only: bool,
+        names: &mut HashSet<&'a str>,
+    ) -> Result<Argument, SchemaError> {
         let (ty, alias) = self.ty(Position::Argument)?;
-        let name_tok = self.ident(&format!("an argument name after the type `{ty}`"))?;
+        // The message is built only on the error path: this runs once per argument.
+        let name_tok = self.lx.peek()?;
+        if name_tok.kind != Tok::Ident {
+            let what = format!("an argument name after the type `{ty}`");
+            return Err(self.expected(name_tok, &what));
+        }
+        self.lx.bump(name_tok);
         let name = self.lx.text(name_tok);
-        if before.iter().any(|a| a.name == name) {
+        if !names.insert(name) {
             return Err(SchemaError::new(
                 name_tok.range(),
                 format!("duplicate argument name `{name}`"),
@@ -226,9 +245,10 @@ impl<'a> Parser<'a> {
 
     fn returns(&mut self) -> Result<Vec<Return>, SchemaError> {
         let mut rets: Vec<Return> = Vec::new();
+        let mut names: HashSet<&'a str> = HashSet::new();
         let open = self.lx.peek()?;
         if open.kind != Tok::LParen {
-            rets.push(self.ret(&rets)?);
+            rets.push(self.ret(&mut names)?);
             return Ok(rets);
         }
         self.lx.bump(open);
@@ -238,7 +258,7 @@ impl<'a> Parser<'a> {
             return Ok(rets);
         }
         loop {
-            let ret = self.ret(&rets)?;
+            let ret = self.ret(&mut names)?;
             rets.push(ret);
             let sep = self.lx.next()?;
             match sep.kind {
@@ -249,14 +269,14 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn ret(&mut self, before: &[Return]) -> Result<Return, SchemaError> {
+    fn ret(&mut self, names: &mut HashSet<&'a str>) -> Result<Return, SchemaError> {
         let (ty, alias) = self.ty(Position::Return)?;
         let mut name = None;
         let tok = self.lx.peek()?;
         if tok.kind == Tok::Ident {
             self.lx.bump(tok);
             let text = self.lx.text(tok);
-            if before.iter().any(|r| r.name.as_deref() == Some(text)) {
+            if !names.insert(text) {
                 return Err(SchemaError::new(
                     tok.range(),
                     format!("duplicate return name `{text}`"),
@@ -324,20 +344,11 @@ impl<'a> Parser<'a> {
                     match close.kind {
                         Tok::RBracket => wrap(ty.list(), ty, tok.start..close.end)?,
                         Tok::Int => {
-                            let size = self.lx.text(close);
-                            let bracket = self.lx.peek()?;
-                            let end = if bracket.kind == Tok::RBracket {
-                                bracket.end
-                            } else {
-                                close.end
-                            };
-                            return Err(SchemaError::new(
-                                tok.start..end,
-                                format!(
-                                    "fixed-size lists such as `{ty}[{size}]` are not \
-                                     supported; write `{ty}[]`"
-                                ),
-                            ));
+                            let bracket = self.lx.next()?;
+                            if bracket.kind != Tok::RBracket {
+                                return Err(self.expected(bracket, "`]` after the list's size"));
+                            }
+                            self.fixed_list(ty, self.lx.text(close), tok.start..bracket.end)?
                         }
                         _ => return Err(self.expected(close, "`]` after `[`")),
                     }
@@ -365,31 +376,98 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `(a)` or `(a!)`, with its byte range.
+    /// `T[N]`: a fixed-size list, on a base type only.
+    fn fixed_list(&self, ty: Type, size: &str, range: Range<usize>) -> Result<Type, SchemaError> {
+        if ty.depth() != 0 {
+            return Err(SchemaError::new(
+                range,
+                format!(
+                    "only the innermost list can have a fixed size: `{}[{size}]` is not \
+                     supported; write `{ty}[]`",
+                    ty
+                ),
+            ));
+        }
+        let len: u32 = size.parse().map_err(|_| {
+            SchemaError::new(
+                range.clone(),
+                format!("`{size}` is not a list size: expected a count such as `{ty}[2]`"),
+            )
+        })?;
+        ty.fixed_list(len).ok_or_else(|| {
+            SchemaError::new(
+                range,
+                format!(
+                    "a fixed-size list holds at least one element; write `{ty}[]` for any count"
+                ),
+            )
+        })
+    }
+
+    /// `(a)`, `(a!)`, `(a|b)`, `(a -> *)`, `(a! -> a|b)`, with its byte range.
     fn alias(&mut self) -> Result<(Alias, Range<usize>), SchemaError> {
         let open = self.lx.next()?;
-        let set = self.lx.peek()?;
-        if set.kind != Tok::Ident {
-            return Err(self.expected(set, "an alias set name such as `a` in `Tensor(a!)`"));
-        }
-        self.lx.bump(set);
+        let sets = self.alias_sets(false)?;
         let mut close = self.lx.next()?;
         let is_write = close.kind == Tok::Bang;
         if is_write {
             close = self.lx.next()?;
         }
+        let mut after = Vec::new();
+        if close.kind == Tok::Arrow {
+            after = self.alias_sets(true)?;
+            close = self.lx.next()?;
+        }
         if close.kind != Tok::RParen {
             return Err(self.expected(
                 close,
-                "`)` to close the alias annotation (only `Tensor(a)` and `Tensor(a!)` are \
-                 supported)",
+                "`)` to close the alias annotation (the forms are `Tensor(a)`, `Tensor(a!)`, \
+                 `Tensor(a|b)` and `Tensor(a -> *)`)",
+            ));
+        }
+        let range = open.start..close.end;
+        if is_write && sets.len() > 1 {
+            return Err(SchemaError::new(
+                range,
+                "an alias set larger than one cannot be written to: write `Tensor(a!)`",
+            ));
+        }
+        if sets.len() > 1 && after.len() > 1 {
+            return Err(SchemaError::new(
+                range,
+                "the alias sets before and after `->` cannot both be larger than one",
             ));
         }
         let alias = Alias {
-            set: owned(self.lx.text(set)),
+            sets: Cow::Owned(sets),
             is_write,
+            after: Cow::Owned(after),
         };
-        Ok((alias, open.start..close.end))
+        Ok((alias, range))
+    }
+
+    /// `a` or `a|b|...`; after `->`, also `*`.
+    fn alias_sets(&mut self, after_arrow: bool) -> Result<Vec<Cow<'static, str>>, SchemaError> {
+        let mut sets = Vec::new();
+        loop {
+            let set = self.lx.peek()?;
+            match set.kind {
+                Tok::Ident => sets.push(owned(self.lx.text(set))),
+                Tok::Star if after_arrow => sets.push(Cow::Borrowed(Alias::WILDCARD)),
+                _ if after_arrow => {
+                    return Err(self.expected(set, "an alias set name or `*` after `->`"))
+                }
+                _ => {
+                    return Err(self.expected(set, "an alias set name such as `a` in `Tensor(a!)`"))
+                }
+            }
+            self.lx.bump(set);
+            let pipe = self.lx.peek()?;
+            if pipe.kind != Tok::Pipe {
+                return Ok(sets);
+            }
+            self.lx.bump(pipe);
+        }
     }
 }
 

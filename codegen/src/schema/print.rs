@@ -8,9 +8,7 @@
 
 use std::fmt::{self, Display, Formatter, Write};
 
-use super::{
-    Alias, Argument, BaseType, DefaultValue, OperatorName, Return, Schema, Type, TypeShape,
-};
+use super::{Alias, Argument, BaseType, DefaultValue, OperatorName, Return, Schema, Type};
 
 impl Display for OperatorName {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
@@ -25,36 +23,42 @@ impl Display for OperatorName {
     }
 }
 
-/// Prints the annotation as it follows `Tensor`: `(a)` or `(a!)`.
+/// Prints the annotation as it follows `Tensor`: `(a)`, `(a!)`, `(a|b)`, `(a! -> *)`.
 impl Display for Alias {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let bang = if self.is_write { "!" } else { "" };
-        write!(f, "({}{bang})", self.set)
+        f.write_char('(')?;
+        write_sets(f, &self.sets)?;
+        if self.is_write {
+            f.write_char('!')?;
+        }
+        if !self.after.is_empty() {
+            f.write_str(" -> ")?;
+            write_sets(f, &self.after)?;
+        }
+        f.write_char(')')
     }
+}
+
+fn write_sets(f: &mut Formatter<'_>, sets: &[std::borrow::Cow<'static, str>]) -> fmt::Result {
+    for (i, set) in sets.iter().enumerate() {
+        if i > 0 {
+            f.write_char('|')?;
+        }
+        f.write_str(set)?;
+    }
+    Ok(())
 }
 
 /// `ty` with `alias` placed after the base name: `Tensor(a!)[]?`.
 fn write_type(f: &mut Formatter<'_>, ty: Type, alias: Option<&Alias>) -> fmt::Result {
-    f.write_str(ty.base_type().schema_name())?;
+    let base = ty.base_type().schema_name();
+    f.write_str(base)?;
     if let Some(alias) = alias {
         write!(f, "{alias}")?;
     }
-    let mut suffixes = Vec::new();
-    let mut layer = ty;
-    loop {
-        layer = match layer.shape() {
-            TypeShape::Base(_) => break,
-            TypeShape::List(inner) => {
-                suffixes.push("[]");
-                inner
-            }
-            TypeShape::Optional(inner) => {
-                suffixes.push("?");
-                inner
-            }
-        };
-    }
-    suffixes.iter().rev().try_for_each(|s| f.write_str(s))
+    // The type's own Display writes the suffixes (`[2]`, `[]`, `?`) after the base name.
+    let whole = ty.to_string();
+    f.write_str(whole.get(base.len()..).unwrap_or(""))
 }
 
 fn write_list<T>(
@@ -102,6 +106,8 @@ impl Display for DefaultValue {
             DefaultValue::IntList(v) => write_list(f, v, |f, i| write!(f, "{i}")),
             DefaultValue::FloatList(v) => write_list(f, v, |f, x| write!(f, "{x:?}")),
             DefaultValue::BoolList(v) => write_list(f, v, |f, b| write_bool(f, *b)),
+            DefaultValue::Layout(l) => f.write_str(l.schema_name()),
+            DefaultValue::MemoryFormat(m) => f.write_str(m.schema_name()),
         }
     }
 }

@@ -13,9 +13,14 @@ use super::BaseType;
 pub(super) const DOUBLE_MESSAGE: &str = "Use `float` instead of `double` in an operator's schema \
      string. `float` in schema corresponds to the double type in C++ (f64 in Rust)";
 
-/// The list of types every unknown-type message carries.
-const TYPE_LIST: &str = "schema types are Tensor, int, float, bool, str, ScalarType, Device, \
-     Scalar, with `[]` for lists and `?` for optionals";
+/// The list of types every unknown-type message carries, from the one list of base types.
+fn type_list() -> String {
+    let names: Vec<&str> = BaseType::ALL.iter().map(|b| b.schema_name()).collect();
+    format!(
+        "schema types are {}, with `[]` (or `[N]`) for lists and `?` for optionals",
+        names.join(", ")
+    )
+}
 
 /// Spellings from other languages that edit distance would not catch, lower-cased.
 const SYNONYMS: &[(&str, BaseType)] = &[
@@ -47,7 +52,7 @@ pub(super) fn unknown_type_message(name: &str, looks_like_name: bool) -> String 
         }
         _ => {}
     }
-    let mut message = format!("unknown type `{name}`; {TYPE_LIST}");
+    let mut message = format!("unknown type `{name}`; {}", type_list());
     let suggestion = suggest(name);
     // A lone identifier is more likely a name without its type than a typo, unless it only
     // differs from a type in case or is a well-known synonym.

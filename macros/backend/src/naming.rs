@@ -7,12 +7,30 @@ use proc_macro2::{Ident, Span};
 /// parameter gets a message of its own instead of a missing-trait error.
 pub const ARG_TRAIT_MIN: usize = 16;
 
-/// `add` → `add`; `add.Scalar` → `add_Scalar`.
+/// Rust's keywords (strict and reserved, every edition): an op named after one gets a raw
+/// marker module, `r#where`.
+const KEYWORDS: &[&str] = &[
+    "as", "break", "const", "continue", "else", "enum", "extern", "false", "fn", "for", "if",
+    "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static",
+    "struct", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn",
+    "abstract", "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized",
+    "virtual", "yield", "try", "gen",
+];
+
+/// The keywords that cannot be raw identifiers (and `_`, no identifier at all): an op named
+/// after one gets a trailing underscore instead, `self` → `self_`, and so does its kernel fn.
+const NOT_RAW: &[&str] = &["self", "Self", "super", "crate", "_"];
+
+/// The name of an op's marker module as a string (what its kernel fn is called, raw prefix
+/// aside): `add` → `add`; `add.Scalar` → `add_Scalar`; `self` → `self_`. Two ops with the same
+/// marker name are one module, which the library reports as a duplicate.
 pub fn marker_name(name: &str, overload: &str) -> String {
-    if overload.is_empty() {
-        name.to_string()
-    } else {
+    if !overload.is_empty() {
         format!("{name}_{overload}")
+    } else if NOT_RAW.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_string()
     }
 }
 
@@ -43,11 +61,42 @@ pub fn returns_trait(span: Span) -> Ident {
 /// (`mylib::axpby`). The impl macro imports it once, so an op that does not exist is one
 /// unresolved-import error, with rustc's "a similar name exists" hint, not one per check.
 pub fn op_module(marker: &str, span: Span) -> Ident {
-    Ident::new(marker, span)
+    if KEYWORDS.contains(&marker) {
+        Ident::new_raw(marker, span)
+    } else {
+        Ident::new(marker, span)
+    }
 }
 
 /// An identifier as C++ and the registry see it: `r#type` is `type`.
 pub fn unraw(ident: &Ident) -> String {
     let s = ident.to_string();
     s.strip_prefix("r#").map(str::to_string).unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keywords_become_raw_or_get_an_underscore() {
+        let span = Span::call_site();
+        assert_eq!(
+            op_module(&marker_name("where", ""), span).to_string(),
+            "r#where"
+        );
+        assert_eq!(
+            op_module(&marker_name("type", ""), span).to_string(),
+            "r#type"
+        );
+        assert_eq!(
+            op_module(&marker_name("where", "self"), span).to_string(),
+            "where_self"
+        );
+        for name in NOT_RAW {
+            let module = op_module(&marker_name(name, ""), span).to_string();
+            assert_eq!(module, format!("{name}_"));
+        }
+        assert_eq!(op_module(&marker_name("add", ""), span).to_string(), "add");
+    }
 }

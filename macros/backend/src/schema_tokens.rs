@@ -1,9 +1,7 @@
 //! A parsed schema as a const expression of `opbox::__private::schema::Schema`, so the runtime
 //! reads the model the macro built instead of parsing again.
 
-use opbox_codegen::schema::{
-    Alias, Argument, BaseType, DefaultValue, Return, Schema, Type, TypeShape,
-};
+use opbox_codegen::schema::{Alias, Argument, DefaultValue, Return, Schema, Type, TypeShape};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -13,7 +11,8 @@ pub fn imports() -> TokenStream {
     quote! {
         #[allow(unused_imports)]
         use ::opbox::__private::schema::{
-            Alias, Argument, BaseType, DefaultValue, OperatorName, Return, Schema, Type,
+            Alias, Argument, BaseType, DefaultValue, Layout, MemoryFormat, OperatorName, Return,
+            Schema, Type,
         };
         #[allow(unused_imports)]
         use ::std::borrow::Cow::Borrowed;
@@ -79,12 +78,14 @@ fn ret(r: &Return) -> TokenStream {
 fn alias(alias: Option<&Alias>) -> TokenStream {
     match alias {
         Some(a) => {
-            let set = a.set.as_ref();
+            let sets = a.sets.iter().map(|s| s.as_ref());
+            let after = a.after.iter().map(|s| s.as_ref());
             let is_write = a.is_write;
             quote! {
                 Some(Alias {
-                    set: Borrowed(#set),
+                    sets: Borrowed(&[#(Borrowed(#sets)),*]),
                     is_write: #is_write,
+                    after: Borrowed(&[#(Borrowed(#after)),*]),
                 })
             }
         }
@@ -97,30 +98,21 @@ fn alias(alias: Option<&Alias>) -> TokenStream {
 pub fn ty(t: Type) -> TokenStream {
     match t.shape() {
         TypeShape::Base(base) => {
-            let variant = format_ident!("{}", base_variant(base));
+            let variant = format_ident!("{}", base.variant_name());
             quote!(Type::base(BaseType::#variant))
         }
         TypeShape::List(inner) => {
+            let list = match t.list_len() {
+                Some(n) => quote!(fixed_list(#n)),
+                None => quote!(list()),
+            };
             let inner = ty(inner);
-            quote!(#inner.list().unwrap())
+            quote!(#inner.#list.unwrap())
         }
         TypeShape::Optional(inner) => {
             let inner = ty(inner);
             quote!(#inner.optional().unwrap())
         }
-    }
-}
-
-fn base_variant(base: BaseType) -> &'static str {
-    match base {
-        BaseType::Tensor => "Tensor",
-        BaseType::Int => "Int",
-        BaseType::Float => "Float",
-        BaseType::Bool => "Bool",
-        BaseType::Str => "Str",
-        BaseType::ScalarType => "ScalarType",
-        BaseType::Device => "Device",
-        BaseType::Scalar => "Scalar",
     }
 }
 
@@ -149,6 +141,14 @@ fn default(d: &DefaultValue) -> TokenStream {
         DefaultValue::BoolList(v) => {
             let v = v.iter();
             quote!(#d_path::BoolList(Borrowed(&[#(#v),*])))
+        }
+        DefaultValue::Layout(l) => {
+            let v = format_ident!("{}", l.variant_name());
+            quote!(#d_path::Layout(Layout::#v))
+        }
+        DefaultValue::MemoryFormat(m) => {
+            let v = format_ident!("{}", m.variant_name());
+            quote!(#d_path::MemoryFormat(MemoryFormat::#v))
         }
     }
 }

@@ -121,7 +121,20 @@ macro_rules! from_output_via_from_stable {
         }
     )+};
 }
-from_output_via_from_stable!(bool, i64, f64, String, DType, Device, Scalar);
+from_output_via_from_stable!(
+    bool,
+    i64,
+    f64,
+    String,
+    DType,
+    Device,
+    Scalar,
+    i8,
+    crate::Layout,
+    crate::MemoryFormat,
+    crate::Generator,
+    crate::Stream
+);
 
 impl<T: FromOutput> FromOutput for Option<T> {
     fn from_output(value: StableValue) -> Result<Self, StableValue> {

@@ -1,3 +1,5 @@
+use opbox_codegen::op_tag::OpTag;
+
 /// The argument of a `#[stable_library]` or `#[stable_fragment]` function.
 ///
 /// The macro reads the `m.def("...")` calls at compile time, so the function never has to run.
@@ -6,6 +8,8 @@
 pub struct Library {
     namespace: String,
     schemas: Vec<String>,
+    tags: Vec<(usize, Vec<OpTag>)>,
+    python_module: Option<String>,
 }
 
 impl Library {
@@ -13,6 +17,8 @@ impl Library {
         Library {
             namespace: namespace.into(),
             schemas: Vec::new(),
+            tags: Vec::new(),
+            python_module: None,
         }
     }
 
@@ -20,6 +26,29 @@ impl Library {
     pub fn def(&mut self, schema: &str) -> &mut Library {
         self.schemas.push(schema.to_string());
         self
+    }
+
+    /// Records one schema string with PyTorch's tags for the op (`&[OpTag::Pt2Compliant]`);
+    /// the macro registers the tags, and `OpHandle::tags` reads them back.
+    pub fn def_with_tags(&mut self, schema: &str, tags: &[OpTag]) -> &mut Library {
+        self.tags.push((self.schemas.len(), tags.to_vec()));
+        self.def(schema)
+    }
+
+    /// Names the Python module that holds this block's Python-side registrations, as PyTorch's
+    /// `Library::set_python_module` does; `OpHandle::python_module` reads it back.
+    pub fn set_python_module(&mut self, module: &str) -> &mut Library {
+        self.python_module = Some(module.to_string());
+        self
+    }
+
+    pub fn python_module(&self) -> Option<&str> {
+        self.python_module.as_deref()
+    }
+
+    /// The tags given with each tagged schema, by its index in [`schemas`](Self::schemas).
+    pub fn tags(&self) -> &[(usize, Vec<OpTag>)] {
+        &self.tags
     }
 
     pub fn namespace(&self) -> &str {

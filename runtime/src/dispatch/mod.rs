@@ -2,6 +2,7 @@
 //! [`DispatchKey`], and the [`OpHandle`] callers resolve once and call many times.
 
 mod call;
+mod fixed_list;
 mod kernel;
 mod key;
 mod library;

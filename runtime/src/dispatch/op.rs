@@ -1,8 +1,10 @@
 //! Resolving ops by name, and calling them.
 
+use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::{BaseType, DefaultValue, Schema};
 
 use super::call::{FromStack, IntoStack};
+use super::fixed_list;
 use super::kernel::{self, panic_error, take_last_error, STATUS_OK};
 use super::key::DispatchKey;
 use super::registry::{check, OpEntry};
@@ -45,6 +47,20 @@ impl OpHandle {
         self.entry.schema
     }
 
+    /// The tags its definition gave it (`m.def_with_tags`), in the order written.
+    pub fn tags(&self) -> &'static [OpTag] {
+        self.entry.tags
+    }
+
+    pub fn has_tag(&self, tag: OpTag) -> bool {
+        self.entry.tags.contains(&tag)
+    }
+
+    /// The Python module its library (or fragment) named with `m.set_python_module`.
+    pub fn python_module(&self) -> Option<&'static str> {
+        self.entry.python_module
+    }
+
     /// The keys this op has kernels for, by name.
     pub fn backends(&self) -> Vec<String> {
         self.entry.available_keys()
@@ -61,7 +77,8 @@ impl OpHandle {
     pub fn call<A: IntoStack, R: FromStack>(&self, args: A) -> Result<R> {
         let mut devices = Devices::default();
         args.note_devices(&mut devices);
-        if let Some(device) = devices.single() {
+        // An op with fixed-size lists takes the boxed path, where their lengths are checked.
+        if let (Some(device), true) = (devices.single(), self.entry.fixed_lists.is_empty()) {
             let key = device.map_or(DispatchKey::CPU, DispatchKey::for_device);
             if let Some(slot) = self.entry.slot_for(key) {
                 if let Some((id, erased)) = slot.typed {
@@ -146,6 +163,14 @@ impl OpHandle {
         }
         if stack.len() != num_args {
             return Err(arg_count_error(entry, stack.len()));
+        }
+        if !entry.fixed_lists.is_empty() {
+            fixed_list::check(
+                entry.name,
+                entry.schema,
+                &entry.fixed_lists,
+                stack.as_mut_slice(),
+            )?;
         }
         let key = match dispatch_device(entry, stack)? {
             Some(device) => DispatchKey::for_device(device),
@@ -306,6 +331,9 @@ fn default_value(default: &DefaultValue, base: BaseType) -> StableValue {
         DefaultValue::IntList(v) => StableValue::list(List::Int(v.to_vec())),
         DefaultValue::FloatList(v) => StableValue::list(List::Float(v.to_vec())),
         DefaultValue::BoolList(v) => StableValue::list(List::Bool(v.to_vec())),
+        // Boxed as PyTorch boxes them: the enum's code, an int.
+        DefaultValue::Layout(l) => StableValue::int(l.code()),
+        DefaultValue::MemoryFormat(m) => StableValue::int(m.code()),
     }
 }
 
@@ -418,11 +446,13 @@ mod tests {
             name: Pick::NAME,
             schema: Pick::SCHEMA,
             tensor_args: &[0],
+            tags: &[],
             site,
         }]));
         let lib = Box::leak(Box::new(LibraryRegistration {
             namespace: "t",
             kind: LibraryKind::Def,
+            python_module: None,
             site,
             ops,
         }));

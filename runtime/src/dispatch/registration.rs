@@ -1,5 +1,6 @@
 //! What the macros submit to `inventory`: static data only, collected once at first use.
 
+use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::Schema;
 
 use super::kernel::{BoxedKernelFn, BoxedOp};
@@ -36,6 +37,8 @@ pub struct OpDef {
     pub schema: &'static Schema,
     /// [`Schema::tensor_arguments`]: the only arguments dispatch looks at.
     pub tensor_args: &'static [usize],
+    /// The tags `m.def_with_tags` gave the op (empty for a plain `m.def`).
+    pub tags: &'static [OpTag],
     pub site: Site,
 }
 
@@ -43,6 +46,10 @@ pub struct OpDef {
 pub struct LibraryRegistration {
     pub namespace: &'static str,
     pub kind: LibraryKind,
+    /// The Python module `m.set_python_module("pkg.ops")` named for this block's ops, where
+    /// their Python-side registrations (fake kernels, autograd) live, as PyTorch's
+    /// `Library::set_python_module` records it. opbox stores and reports it.
+    pub python_module: Option<&'static str>,
     pub site: Site,
     pub ops: &'static [OpDef],
 }

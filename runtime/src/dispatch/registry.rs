@@ -6,8 +6,10 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use foldhash::fast::FixedState;
+use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::Schema;
 
+use super::fixed_list::{self, FixedList};
 use super::kernel::BoxedKernelFn;
 use super::key::DispatchKey;
 use super::registration::{KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration};
@@ -35,6 +37,12 @@ pub(crate) struct OpEntry {
     pub(crate) num_outputs: usize,
     /// Indices of the arguments whose type mentions Tensor: the only ones dispatch looks at.
     pub(crate) tensor_args: &'static [usize],
+    /// The fixed-size list arguments (`int[2]`), checked at the boxed boundary; empty for
+    /// nearly every op, so the call path tests one length.
+    pub(crate) fixed_lists: Vec<FixedList>,
+    pub(crate) tags: &'static [OpTag],
+    /// The defining block's `m.set_python_module`, if any.
+    pub(crate) python_module: Option<&'static str>,
 }
 
 impl OpEntry {
@@ -191,6 +199,9 @@ fn build(
                         num_args: def.schema.arguments.len(),
                         num_outputs: def.schema.returns.len(),
                         tensor_args: def.tensor_args,
+                        tags: def.tags,
+                        python_module: lib.python_module,
+                        fixed_lists: fixed_list::fixed_lists(def.schema),
                     });
                 }
             }
@@ -267,6 +278,7 @@ mod tests {
         Box::leak(Box::new(LibraryRegistration {
             namespace: ns,
             kind,
+            python_module: None,
             site: site(line),
             ops: Box::leak(ops.into_boxed_slice()),
         }))
@@ -281,6 +293,7 @@ mod tests {
             name: schema.qualified_name(ns).leak(),
             schema,
             tensor_args: schema.tensor_arguments().leak(),
+            tags: &[],
             site,
         }
     }

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use opbox_codegen::schema::{parse_device, DeviceSpec};
+
 use crate::{Error, Result};
 
 /// Where a tensor's elements live.
@@ -81,17 +83,11 @@ impl FromStr for Device {
                 "unknown device '{s}'; expected cpu, cuda, cuda:N (N a device index) or meta"
             ))
         };
-        match s {
-            "cpu" => Ok(Device::Cpu),
-            "meta" => Ok(Device::Meta),
-            "cuda" => Ok(Device::Cuda(0)),
-            _ => {
-                let index = s.strip_prefix("cuda:").ok_or_else(bad)?;
-                if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(bad());
-                }
-                index.parse::<u32>().map(Device::Cuda).map_err(|_| bad())
-            }
+        // One grammar for device strings: the schema parser checks `Device` defaults with it.
+        match parse_device(s).ok_or_else(bad)? {
+            DeviceSpec::Cpu => Ok(Device::Cpu),
+            DeviceSpec::Meta => Ok(Device::Meta),
+            DeviceSpec::Cuda(index) => Ok(Device::Cuda(index)),
         }
     }
 }

@@ -4,7 +4,7 @@
 use super::list::List;
 use super::stable_value::StableValue;
 use super::typed_key::TypedKey;
-use crate::{DType, Device, Scalar, Tensor};
+use crate::{DType, Device, Generator, Layout, MemoryFormat, Scalar, Stream, Tensor};
 
 /// A value of the wrong kind; the caller knows what it expected and builds the error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,7 +13,7 @@ pub struct Mismatch;
 /// Reads a Rust value out of a [`StableValue`], borrowing from it for `'a` where the type allows.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be unboxed as an op parameter",
-    label = "use a type from the schema table: &Tensor or Tensor, i64, f64, bool, &str or String, DType, Device, Scalar, &[T] or Vec<T>, Option<T>"
+    label = "use a type from the schema table: &Tensor or Tensor, i64, f64, bool, &str or String, DType, Device, Scalar, Layout, MemoryFormat, Generator, i8, Stream, &[T] or Vec<T>, Option<T>"
 )]
 pub trait FromStable<'a>: Sized {
     fn from_stable(v: &'a StableValue) -> Result<Self, Mismatch>;
@@ -220,6 +220,28 @@ macro_rules! untyped_list {
     };
 }
 untyped_list!(DType, as_dtype, StableValue::dtype);
+untyped_list!(Generator, as_generator, StableValue::generator);
+untyped_list!(Stream, as_stream, StableValue::stream);
+
+// `Layout`, `MemoryFormat` and `DeviceIndex` box as an `int`, as PyTorch's IValue and stable
+// ABI carry them: PyTorch's code for the value. Unboxing checks the range.
+macro_rules! int_coded {
+    ($ty:ty, $from:expr, $to:expr) => {
+        impl<'a> FromStable<'a> for $ty {
+            fn from_stable(v: &'a StableValue) -> Result<Self, Mismatch> {
+                v.as_int().and_then($from).ok_or(Mismatch)
+            }
+        }
+        impl IntoStable for $ty {
+            fn into_stable(self) -> StableValue {
+                StableValue::int($to(self))
+            }
+        }
+    };
+}
+int_coded!(Layout, Layout::from_code, Layout::code);
+int_coded!(MemoryFormat, MemoryFormat::from_code, MemoryFormat::code);
+int_coded!(i8, |v: i64| i8::try_from(v).ok(), i64::from);
 untyped_list!(Device, as_device, StableValue::device);
 
 // A `Scalar` parameter takes any number, as the schema type promises.

@@ -4,6 +4,8 @@ use std::fmt;
 use super::list::List;
 use super::live;
 use super::tag::Tag;
+use crate::random::Generator;
+use crate::stream_value::Stream;
 use crate::{DType, Device, Scalar, Tensor};
 
 /// The payload of a [`StableValue`]: plain bits, or a pointer to an owned handle.
@@ -106,6 +108,15 @@ impl StableValue {
             Scalar::Bool(b) => StableValue::bits(Tag::Scalar, SCALAR_BOOL, b as u64),
         }
     }
+    /// A `Generator`: the value owns one reference to the shared state.
+    pub fn generator(v: Generator) -> StableValue {
+        live::box_made();
+        StableValue::owned_ptr(Tag::Generator, 0, v.into_raw().cast_mut().cast())
+    }
+    /// A `Stream`, by value: the device index rides in `aux`.
+    pub fn stream(v: Stream) -> StableValue {
+        StableValue::bits(Tag::Stream, v.device_index as u8 as u32, v.id)
+    }
     pub fn str(v: impl Into<String>) -> StableValue {
         live::box_made();
         let ptr = Box::into_raw(Box::new(v.into())).cast::<c_void>();
@@ -174,7 +185,7 @@ impl StableValue {
     /// Builds a value from its three fields, as a C caller would.
     ///
     /// # Safety
-    /// For the Str, Tensor and List tags the payload must be null (Tensor only) or a handle that
+    /// For the Str, Tensor, List and Generator tags the payload must be null (Tensor only) or a handle that
     /// opbox made and whose ownership passes to the new value: the value releases it on drop,
     /// whatever `aux` says (a Tensor value built here is never a borrowed one).
     pub unsafe fn from_raw_parts(tag: u32, aux: u32, payload: u64) -> StableValue {
@@ -263,6 +274,22 @@ impl StableValue {
         }
     }
 
+    /// A new handle to the generator this value holds.
+    pub fn as_generator(&self) -> Option<Generator> {
+        let ptr = self.raw_ptr();
+        if self.tag != Tag::Generator as u32 || ptr.is_null() {
+            return None;
+        }
+        // SAFETY: a Generator value holds one live reference made by `Generator::into_raw`
+        // (see `generator`), released only when the value drops.
+        Some(unsafe { Generator::clone_raw(ptr.cast_const().cast()) })
+    }
+    pub fn as_stream(&self) -> Option<Stream> {
+        // The device index is the low byte of `aux`; anything above it is not a Stream we made.
+        let index = u8::try_from(self.aux).ok()? as i8;
+        (self.tag == Tag::Stream as u32).then(|| Stream::new(index, self.raw_bits()))
+    }
+
     #[inline]
     pub fn as_str(&self) -> Option<&str> {
         let ptr = self.raw_ptr();
@@ -336,6 +363,9 @@ impl StableValue {
                     self.raw_bits()
                 )
             }
+            Some(Tag::Generator) if self.raw_ptr().is_null() => {
+                "a null Generator handle".to_string()
+            }
             Some(tag @ Tag::Scalar) if self.as_scalar().is_none() => {
                 format!("an invalid {} (kind {})", tag.schema_name(), self.aux)
             }
@@ -359,8 +389,11 @@ impl Drop for StableValue {
     fn drop(&mut self) {
         // Plain values own nothing: keep their drop to one inlined range compare. The owning
         // tags are Str, Tensor and List, consecutive ABI numbers (tag_numbers_round_trip).
+        // Generator (a later ABI number) is the one owning tag outside the range.
         const FIRST_OWNING: u32 = Tag::Str as u32;
-        if self.tag.wrapping_sub(FIRST_OWNING) < 3 && !self.is_borrowed_tensor() {
+        if (self.tag.wrapping_sub(FIRST_OWNING) < 3 && !self.is_borrowed_tensor())
+            || self.tag == Tag::Generator as u32
+        {
             self.release();
         }
     }
@@ -390,6 +423,11 @@ impl StableValue {
                 // SAFETY: one owned Tensor reference (see `as_tensor`), released exactly once.
                 drop(unsafe { Tensor::from_raw(ptr) });
             }
+            Some(Tag::Generator) => {
+                // SAFETY: the one reference `generator` stored, released exactly once.
+                unsafe { Generator::release_raw(ptr.cast_const().cast()) };
+                live::box_freed();
+            }
             _ => {}
         }
     }
@@ -408,6 +446,10 @@ impl Clone for StableValue {
             },
             Some(Tag::List) => match self.as_list() {
                 Some(l) => StableValue::list(l.clone()),
+                None => StableValue::none(),
+            },
+            Some(Tag::Generator) => match self.as_generator() {
+                Some(g) => StableValue::generator(g),
                 None => StableValue::none(),
             },
             _ => StableValue {
@@ -435,6 +477,8 @@ impl fmt::Debug for StableValue {
             Some(Tag::DType) => write!(f, "DType({:?})", self.as_dtype()),
             Some(Tag::Device) => write!(f, "Device({:?})", self.as_device()),
             Some(Tag::Scalar) => write!(f, "Scalar({:?})", self.as_scalar()),
+            Some(Tag::Generator) => write!(f, "Generator({:?})", self.as_generator()),
+            Some(Tag::Stream) => write!(f, "Stream({:?})", self.as_stream()),
             None => write!(
                 f,
                 "Invalid(tag={}, aux={}, bits={:#x})",

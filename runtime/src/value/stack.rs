@@ -96,6 +96,11 @@ impl<'a> Stack<'a> {
         &self.values
     }
 
+    /// The values, for the dispatcher's in-place argument checks (`fixed_list`).
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [StableValue] {
+        &mut self.values
+    }
+
     /// Releases every value.
     #[inline]
     pub fn clear(&mut self) {

@@ -12,6 +12,10 @@ pub enum Tag {
     DType = 7,
     Device = 8,
     Scalar = 9,
+    /// A shared `Generator` handle (owned: one reference).
+    Generator = 10,
+    /// A `Stream` by value: the device index in `aux`, the raw id in the payload.
+    Stream = 11,
 }
 
 impl Tag {
@@ -27,6 +31,8 @@ impl Tag {
             7 => Tag::DType,
             8 => Tag::Device,
             9 => Tag::Scalar,
+            10 => Tag::Generator,
+            11 => Tag::Stream,
             _ => return None,
         })
     }
@@ -44,6 +50,8 @@ impl Tag {
             Tag::DType => "ScalarType",
             Tag::Device => "Device",
             Tag::Scalar => "Scalar",
+            Tag::Generator => "Generator",
+            Tag::Stream => "Stream",
         }
     }
 }

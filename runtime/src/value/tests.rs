@@ -89,12 +89,14 @@ fn tag_numbers_round_trip() {
         Tag::DType,
         Tag::Device,
         Tag::Scalar,
+        Tag::Generator,
+        Tag::Stream,
     ];
     for (n, tag) in all.into_iter().enumerate() {
         assert_eq!(tag as u32, n as u32, "tag numbers are ABI");
         assert_eq!(Tag::from_u32(n as u32), Some(tag));
     }
-    assert_eq!(Tag::from_u32(10), None);
+    assert_eq!(Tag::from_u32(12), None);
     assert_eq!(Tag::from_u32(u32::MAX), None);
     assert_eq!(Tag::Tensor.to_string(), "Tensor");
     assert_eq!(Tag::DType.to_string(), "ScalarType");
@@ -383,9 +385,9 @@ fn null_tensor_handle_is_refused_not_dereferenced() {
 fn invalid_raw_values_are_refused() {
     let b = balance();
     // SAFETY: an out-of-range tag owns nothing, whatever its payload: drop must not free it.
-    let v = unsafe { StableValue::from_raw_parts(10, 7, 0xdead_beef) };
+    let v = unsafe { StableValue::from_raw_parts(12, 7, 0xdead_beef) };
     assert_eq!(v.tag(), None);
-    assert_eq!(v.raw_tag(), 10);
+    assert_eq!(v.raw_tag(), 12);
     assert_eq!(v.aux(), 7);
     assert!(!v.is_none());
     assert!(
@@ -394,11 +396,11 @@ fn invalid_raw_values_are_refused() {
             && v.as_str().is_none()
             && v.as_list().is_none()
     );
-    assert_eq!(format!("{v:?}"), "Invalid(tag=10, aux=7, bits=0xdeadbeef)");
+    assert_eq!(format!("{v:?}"), "Invalid(tag=12, aux=7, bits=0xdeadbeef)");
     assert_eq!(i64::from_stable(&v), Err(Mismatch));
     assert_eq!(Option::<i64>::from_stable(&v), Err(Mismatch));
     let c = v.clone();
-    assert_eq!((c.raw_tag(), c.aux()), (10, 7));
+    assert_eq!((c.raw_tag(), c.aux()), (12, 7));
     drop(c);
     drop(v);
     b.assert_balanced();
@@ -762,4 +764,31 @@ fn release_front_drops_the_arguments_and_keeps_the_outputs() {
     drop(stack);
     drop(t);
     b.assert_balanced();
+}
+
+#[test]
+fn generators_are_owned_handles_and_streams_plain_values() {
+    use crate::{Generator, Stream};
+    let balance = balance();
+    let g = Generator::with_offset(9, 4);
+    let v = StableValue::generator(g.clone());
+    assert_eq!(v.tag(), Some(Tag::Generator));
+    let copy = v.clone();
+    assert_eq!(
+        balance.delta(),
+        2,
+        "each Generator value owns one reference"
+    );
+    let back = copy.as_generator().map(|b| b.same_state(&g));
+    assert_eq!(back, Some(true));
+    drop(v);
+    drop(copy);
+    balance.assert_balanced();
+    assert_eq!(StableValue::int(1).as_generator().map(|g| g.seed()), None);
+
+    let s = StableValue::stream(Stream::new(-1, 0xdead_beef));
+    assert_eq!(s.as_stream(), Some(Stream::new(-1, 0xdead_beef)));
+    assert_eq!(s.clone().as_stream(), Some(Stream::new(-1, 0xdead_beef)));
+    assert_eq!(s.describe(), "Stream");
+    assert_eq!(StableValue::int(3).as_stream(), None);
 }

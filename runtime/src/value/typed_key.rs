@@ -6,7 +6,7 @@
 
 use std::marker::PhantomData;
 
-use crate::{DType, Device, Scalar, Tensor};
+use crate::{DType, Device, Generator, Layout, MemoryFormat, Scalar, Stream, Tensor};
 
 /// A Rust type's typed-call key, and the devices of the tensors in a value of it.
 ///
@@ -61,8 +61,28 @@ macro_rules! keyed_as_self {
     )+};
 }
 keyed_as_self!(
-    i64, f64, bool, String, DType, Device, Scalar, i8, i16, i32, u8, u16, u32, u64, usize, isize,
-    f32, char
+    i64,
+    f64,
+    bool,
+    String,
+    DType,
+    Device,
+    Scalar,
+    i8,
+    i16,
+    i32,
+    u8,
+    u16,
+    u32,
+    u64,
+    usize,
+    isize,
+    f32,
+    char,
+    Layout,
+    MemoryFormat,
+    Generator,
+    Stream
 );
 
 impl TypedKey for crate::value::StableValue {

@@ -10,6 +10,7 @@ use crate::diagnostic::on_unimplemented;
 use crate::naming;
 use crate::rust_forms::{forms, spelled, Form, Position};
 use crate::schema_tokens;
+use opbox_codegen::rust_forms::unsupported;
 
 /// The marker type of one op, its `OpSpec`, and the traits that check kernel signatures.
 pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
@@ -52,17 +53,27 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
         };
         let in_place = arg.is_mutable();
         let fits = forms(arg.ty, Position::Param { in_place });
-        let shown_ty = match &arg.alias {
-            Some(a) => format!("{}({}{})", arg.ty, a.set, if a.is_write { "!" } else { "" }),
-            None => arg.ty.to_string(),
+        let shown_ty = arg.ty.display_with_alias(arg.alias.as_ref()).to_string();
+        let unsupported = unsupported(arg.ty.base_type());
+        let message = match unsupported {
+            // No Rust type fits: say so, instead of listing an empty set of forms.
+            Some(why) => format!(
+                "`{full}` takes argument #{index} ({}) as `{shown_ty}`, which opbox cannot pass to a kernel: {why}",
+                arg.name
+            ),
+            None => format!(
+                "`{full}` expects argument #{index} ({}) to be `{shown_ty}`, taken as {}",
+                arg.name,
+                spelled(&fits)
+            ),
         };
-        let message = format!(
-            "`{full}` expects argument #{index} ({}) to be `{shown_ty}`, taken as {}",
-            arg.name,
-            spelled(&fits)
-        );
-        let label = format!("expected {} here", spelled(&fits));
-        let note = if in_place {
+        let label = match unsupported {
+            Some(_) => format!("`{}` has no Rust type in opbox", arg.ty.base_type().schema_name()),
+            None => format!("expected {} here", spelled(&fits)),
+        };
+        let note = if unsupported.is_some() {
+            format!("the op can be defined, and called with a boxed kernel registered by hand, but `#[stable_impl]` cannot implement it; {schema_note}")
+        } else if in_place {
             format!("`{shown_ty}` is written in place: borrow it as `&Tensor` so the caller's tensor is the one that changes; {schema_note}")
         } else {
             schema_note.clone()
@@ -98,7 +109,17 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
                 .join(", ")
         ),
     };
-    let returns_message = format!(
+    let unsupported_return = op
+        .schema
+        .returns
+        .iter()
+        .find_map(|r| unsupported(r.ty.base_type()).map(|why| (r.ty.base_type(), why)));
+    let returns_message = match unsupported_return {
+        Some((base, why)) => format!(
+            "`{full}` returns `{}`, which opbox cannot return from a kernel: {why}; `#[stable_impl]` cannot implement this op",
+            base.schema_name()
+        ),
+        None => format!(
         "`{full}` returns {}, so its kernel must return {return_spelled} (or a Result of it)",
         match op.schema.returns.len() {
             0 => "nothing".to_string(),
@@ -113,7 +134,8 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
                     .join(", ")
             ),
         }
-    );
+    ),
+    };
     let return_impls = cartesian(&return_forms)
         .into_iter()
         .map(|markers| quote!(impl #returns_trait<(#(#markers,)*)> for #marker {}));

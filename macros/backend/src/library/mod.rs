@@ -5,14 +5,15 @@
 mod defs;
 mod markers;
 
+use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::Schema;
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, ItemFn, LitStr};
 
 use crate::errors::{with_item, Errors};
-use crate::paths;
+use crate::{naming, paths};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -33,10 +34,25 @@ struct OpDef {
     lit: LitStr,
     schema: Schema,
     marker: String,
+    tags: Vec<OpTag>,
 }
 
 pub fn expand(attr: TokenStream, item: TokenStream, kind: Kind) -> TokenStream {
-    try_expand(attr, item.clone(), kind).unwrap_or_else(|error| with_item(error, item))
+    try_expand(attr, item.clone(), kind)
+        .unwrap_or_else(|error| with_item(error, without_body(item)))
+}
+
+/// The library function with an empty body, for the error path: its `m.def` calls are what the
+/// errors are about, and left in they would add rustc's own errors for the same calls (a wrong
+/// argument count, an unknown method). The signature stays, so the IDE keeps the item.
+fn without_body(item: TokenStream) -> TokenStream {
+    match syn::parse2::<ItemFn>(item.clone()) {
+        Ok(mut func) => {
+            func.block.stmts.clear();
+            quote!(#[allow(unused_variables, dead_code)] #func)
+        }
+        Err(_) => item,
+    }
 }
 
 fn try_expand(attr: TokenStream, item: TokenStream, kind: Kind) -> syn::Result<TokenStream> {
@@ -52,18 +68,19 @@ fn try_expand(attr: TokenStream, item: TokenStream, kind: Kind) -> syn::Result<T
         )
     }));
     // Without a namespace the defs are still checked, against the one they name if any.
+    let mut extras = defs::Extras::default();
     let ops = func
         .as_ref()
-        .map(|func| defs::collect(func, ns.as_deref(), &mut errors));
+        .map(|func| defs::collect(func, ns.as_deref(), &mut extras, &mut errors));
     let parts = match (ns, func, ops) {
         (Some(ns), Some(func), Some(ops)) => Some((ns, func, ops)),
         _ => None,
     };
     let (ns, func, ops) = errors.finish_with(parts)?;
-    Ok(emit(&ns, &func, &ops, kind))
+    Ok(emit(&ns, &func, &ops, &extras, kind))
 }
 
-fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], kind: Kind) -> TokenStream {
+fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kind) -> TokenStream {
     let vis = &func.vis;
     // The markers live in a module named after the function: a library and its fragments can
     // then sit side by side in one Rust module without their marker modules colliding.
@@ -74,19 +91,28 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], kind: Kind) -> TokenStream {
         Kind::Fragment => quote!(Fragment),
     };
     let op_defs = ops.iter().map(|op| {
-        let marker = format_ident!("{}", op.marker, span = op.lit.span());
+        let marker = naming::op_module(&op.marker, op.lit.span());
         let site = paths::site(op.lit.span());
         let tensor_args = op.schema.tensor_arguments();
+        let tags = op.tags.iter().map(|t| {
+            let variant = Ident::new(t.variant_name(), op.lit.span());
+            quote!(::opbox::__private::OpTag::#variant)
+        });
         quote_spanned! {op.lit.span()=>
             ::opbox::__private::OpDef {
                 name: <#markers_mod::#marker::Op as ::opbox::__private::OpSpec>::NAME,
                 schema: <#markers_mod::#marker::Op as ::opbox::__private::OpSpec>::SCHEMA,
                 tensor_args: &[#(#tensor_args),*],
+                tags: &[#(#tags),*],
                 site: #site,
             }
         }
     });
     let site = paths::site(func.sig.ident.span());
+    let python_module = match &extras.python_module {
+        Some(m) => quote!(::core::option::Option::Some(#m)),
+        None => quote!(::core::option::Option::None),
+    };
     quote! {
         #[allow(dead_code)]
         #func
@@ -100,6 +126,7 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], kind: Kind) -> TokenStream {
             ::opbox::__private::LibraryRegistration {
                 namespace: #ns,
                 kind: ::opbox::__private::LibraryKind::#library_kind,
+                python_module: #python_module,
                 site: #site,
                 ops: &[#(#op_defs),*],
             }

@@ -55,7 +55,8 @@ pub(super) fn items(
 ) -> (TokenStream, Ident) {
     let sig = &func.sig;
     let fn_ident = &sig.ident;
-    let op_name = op.to_string();
+    // A kernel for op `where` is `fn r#where`: the module is found by the name without `r#`.
+    let op_name = naming::unraw(op);
     let params: Vec<(Span, Type)> = sig
         .inputs
         .iter()

@@ -4,7 +4,7 @@
 
 mod kernel;
 
-use opbox_codegen::dispatch_key::DispatchKey;
+use opbox_codegen::dispatch_key::{pytorch_key, DispatchKey};
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::parse::{Parse, ParseStream};
@@ -86,6 +86,13 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 fn check_key(key: &Ident, errors: &mut Errors) {
     let name = key.to_string();
     if DispatchKey::from_name(&name).is_some() {
+        return;
+    }
+    if let Some((key_to_use, why)) = pytorch_key(&name) {
+        errors.at(
+            key.span(),
+            format!("`{name}` is PyTorch's key; in opbox write `{key_to_use}`: {why}"),
+        );
         return;
     }
     let hint = DispatchKey::ALL

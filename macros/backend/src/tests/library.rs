@@ -157,7 +157,42 @@ fn a_library_reports_every_error_at_once_and_keeps_its_fn() {
         "{errors:#?}"
     );
     assert!(errors[2].contains("`f` is already defined"), "{errors:#?}");
-    assert_has(&out.to_string(), "fn mylib(m: &mut Library)");
+    let out = out.to_string();
+    assert_has(&out, "fn mylib(m: &mut Library)");
+    // The body goes, so rustc adds no errors of its own about the calls in it.
+    assert!(!out.contains("m . register"), "{out}");
+}
+
+#[test]
+fn keyword_ops_get_raw_or_underscored_modules_and_tags_are_registered() {
+    let out = mylib(quote! {
+        m.def("where(Tensor c, Tensor x) -> Tensor");
+        m.def("self(Tensor x) -> Tensor");
+        m.def_with_tags("t(Tensor x) -> Tensor", &[OpTag::Pt2Compliant, OpTag::Core]);
+    });
+    assert_has_all(
+        &out,
+        &[
+            "pub mod r#where {",
+            "pub mod self_ {",
+            "<mylib::r#where::Op as ::opbox::__private::OpSpec>::NAME",
+            "tags: &[::opbox::__private::OpTag::Pt2Compliant, ::opbox::__private::OpTag::Core],",
+            "tags: &[],",
+        ],
+    );
+}
+
+#[test]
+fn a_kernel_named_r_where_finds_the_where_module() {
+    let out = pretty(stable_impl::expand(
+        quote!(mylib, CPU),
+        quote! {
+            mod cpu {
+                pub fn r#where(c: &Tensor, x: &Tensor) -> Tensor { todo!() }
+            }
+        },
+    ));
+    assert_has(&out, "use super::mylib::r#where as __opbox_op;");
 }
 
 #[test]
