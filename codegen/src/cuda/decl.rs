@@ -417,6 +417,30 @@ impl KernelDecl {
             .map(|f| f.name.as_ref())
             .unwrap_or("<none>")
     }
+
+    /// The `#include`s the scanner resolved to no file of the closure (its
+    /// `Closure::unresolved`, read back from the embedded sources: every include line without an
+    /// edge), which NVRTC resolves on its own include path: CUDA's headers and opbox's standard
+    /// headers, or nothing.
+    pub fn unresolved_includes(&self) -> Vec<super::scan::Unresolved> {
+        let mut out = Vec::new();
+        for file in self.sources.iter() {
+            for d in super::directive::directives(&file.content) {
+                let super::directive::DirectiveKind::Include { spelling, angled } = d.kind else {
+                    continue;
+                };
+                if !file.includes.iter().any(|e| e.line == d.line) {
+                    out.push(super::scan::Unresolved {
+                        file: file.name.to_string(),
+                        line: d.line,
+                        spelling,
+                        angled,
+                    });
+                }
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]

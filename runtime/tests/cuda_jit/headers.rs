@@ -18,7 +18,30 @@ pub const TESTS: &[Test] = &[
         "headers::standard_headers_are_right_with_and_without_cccl",
         standard_headers,
     ),
+    (
+        "headers::a_missing_header_names_its_include_and_where_opbox_looked",
+        missing_header,
+    ),
 ];
+
+fn missing_header() -> TestResult {
+    with_nvrtc(|| {
+        let decl = axpby_with_source(&format!("#include <opbox_no_such_header.h>\n{AXPBY_CU}"));
+        let err = match compile_cached(&decl, &[], Target::cubin(90), None) {
+            Ok(_) => return Err("a kernel including a missing header compiled".into()),
+            Err(e) => e.to_string(),
+        };
+        for want in [
+            "opbox: NVRTC found no header \"opbox_no_such_header.h\". It is included at axpby.cu:1, and opbox's scanner found no file of that name",
+            "The CUDA headers were looked for in:\n  $CUDA_HOME: ",
+            "beside libnvrtc: ",
+            "run scripts/install-nvrtc",
+        ] {
+            ensure(err.contains(want), || format!("the error lacks {want:?}:\n{err}"))?;
+        }
+        Ok(Outcome::Pass)
+    })
+}
 
 /// What real kernels include, CUDA's and CCCL's.
 const CUDA_HEADERS: &[&str] = &[

@@ -520,7 +520,7 @@ fn explained(e: Error, built: &Built<'_>) -> Error {
             if let Some(checks) = opbox_codegen::cuda::explain_check_failures(&log) {
                 head = format!("{checks}\n\nNVRTC's log:\n");
             }
-            let header_note = toolkit::missing_header_note(&log)
+            let header_note = toolkit::missing_header_note(&log, decl)
                 .map(|n| format!("\n{n}"))
                 .unwrap_or_default();
             let others = if built.members.len() > 1 {

@@ -9,6 +9,8 @@
 //! and `/usr/local/cuda`. The first root whose `include/` holds `cuda_fp16.h` wins.
 
 use std::ffi::{CStr, OsString};
+
+use opbox_codegen::cuda::{KernelDecl, Unresolved};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -145,13 +147,18 @@ fn loaded_library_path(lib: &str, symbol: &CStr) -> Option<PathBuf> {
     None
 }
 
-/// For an NVRTC log that could not open a header: which header, where opbox looked for CUDA's
-/// headers, and how to get them. `None` when the log has no such error.
-pub(crate) fn missing_header_note(log: &str) -> Option<String> {
-    note_for(log, &search().candidates)
+/// For an NVRTC log that could not open a header: which header, which lines of `decl`'s sources
+/// include it, where opbox looked for CUDA's headers, and how to get them. `None` when the log
+/// has no such error.
+pub(crate) fn missing_header_note(log: &str, decl: &KernelDecl) -> Option<String> {
+    note_for(log, &search().candidates, &decl.unresolved_includes())
 }
 
-pub(crate) fn note_for(log: &str, candidates: &[Candidate]) -> Option<String> {
+pub(crate) fn note_for(
+    log: &str,
+    candidates: &[Candidate],
+    unresolved: &[Unresolved],
+) -> Option<String> {
     let header = log.lines().find_map(|l| {
         let start = l
             .find("open source file \"")
@@ -167,8 +174,21 @@ pub(crate) fn note_for(log: &str, candidates: &[Candidate]) -> Option<String> {
             (Some(p), false) => format!("  {}: {} (no cuda_fp16.h there)", c.origin, p.display()),
         })
         .collect();
+    let sites: Vec<String> = unresolved
+        .iter()
+        .filter(|u| u.spelling == header)
+        .map(|u| format!("{}:{}", u.file, u.line))
+        .collect();
+    let included = if sites.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " It is included at {}, and opbox's scanner found no file of that name next to the including file or in the declaration's include_dirs, so it was left to NVRTC's include path.",
+            sites.join(", ")
+        )
+    };
     Some(format!(
-        "opbox: NVRTC found no header \"{header}\". The CUDA headers were looked for in:\n{}\n\
+        "opbox: NVRTC found no header \"{header}\".{included} The CUDA headers were looked for in:\n{}\n\
          CUDA's headers (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h, cuda/std/*, cub, cooperative_groups.h) \
          come from the PyPI wheels nvidia-cuda-runtime, nvidia-cuda-cccl and nvidia-cuda-crt 13.0: \
          run scripts/install-nvrtc, which installs them beside NVRTC, or set CUDA_HOME to a CUDA toolkit. \
@@ -218,9 +238,15 @@ mod tests {
                 found: false,
             },
         ];
-        let note = note_for(log, &candidates).expect("a note");
+        let unresolved = [Unresolved {
+            file: "kernels/k.cu".into(),
+            line: 1,
+            spelling: "cuda_fp16.h".into(),
+            angled: true,
+        }];
+        let note = note_for(log, &candidates, &unresolved).expect("a note");
         assert!(
-            note.starts_with("opbox: NVRTC found no header \"cuda_fp16.h\"."),
+            note.starts_with("opbox: NVRTC found no header \"cuda_fp16.h\". It is included at kernels/k.cu:1, and opbox's scanner found no file"),
             "{note}"
         );
         assert!(note.contains("  $CUDA_HOME: not set\n"), "{note}");
@@ -230,7 +256,7 @@ mod tests {
         );
         assert!(note.contains("run scripts/install-nvrtc"), "{note}");
         assert_eq!(
-            note_for("k.cu(3): error: expected a \";\"", &candidates),
+            note_for("k.cu(3): error: expected a \";\"", &candidates, &unresolved),
             None
         );
     }
