@@ -77,18 +77,30 @@ cast! {
     cast_i16_f32: i16 -> f32, cast_u16_f32: u16 -> f32,
 }
 
-/// The source files of the fixture: the number of NVRTC compiles its kernels need.
+#[extern_kernel(source = "fixtures/kernels/scale.cu", constexpr = "template")]
+fn scale_k(numel: usize, inp: In<[f32]>, out: Out<[f32]>, #[constexpr] K: i32);
+
+/// The source files of the fixture's kernels without `#[constexpr]` params: the number of NVRTC
+/// compiles they need.
 const SOURCE_FILES: u64 = 4;
+
+/// The specializations of `scale_k` compiled ahead of time, as one unit.
+const SCALES: [i32; 4] = [1, 2, 3, 5];
 
 const TESTS: &[Test] = &[
     (
         "every_fixture_kernel_compiles_once_per_file",
         compile_once_per_file,
     ),
+    (
+        "template_specializations_compile_once_ahead_of_time",
+        specializations_once,
+    ),
     ("gpu_affine_contiguous_and_strided", gpu_affine),
     ("gpu_unary_ops", gpu_unary),
     ("gpu_row_reductions", gpu_reduce),
     ("gpu_casts", gpu_casts),
+    ("gpu_template_specializations", gpu_scales),
 ];
 
 fn main() -> ExitCode {
@@ -100,11 +112,61 @@ fn main() -> ExitCode {
     harness::run(TESTS)
 }
 
+/// The registered kernels without `#[constexpr]` params (those compile with no values).
 fn declared() -> Vec<&'static opbox::cuda::codegen::KernelDecl> {
     opbox::kernel::registered_kernels()
         .iter()
         .map(|k| k.decl)
+        .filter(|d| d.constexpr_params().next().is_none())
         .collect()
+}
+
+fn specializations_once() -> TestResult {
+    use opbox::aot::{AotKernel, AotTargets};
+    use opbox::cuda::codegen::ConstValue;
+    with_nvrtc(|| {
+        let values: Vec<[ConstValue; 1]> = SCALES.iter().map(|&k| [ConstValue::I32(k)]).collect();
+        let kernels: Vec<AotKernel<'_>> = values
+            .iter()
+            .map(|v| AotKernel {
+                decl: &scale_k::DECL,
+                constexprs: v,
+            })
+            .collect();
+        let out = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let targets = AotTargets {
+            devices: Vec::new(),
+            arches: vec!["sm_90".into()],
+            out_dir: out.path().to_path_buf(),
+        };
+        let before = opbox::cache::stats();
+        let paths = opbox::aot::compile(&kernels, &targets).map_err(s)?;
+        let compiles = opbox::cache::stats().compiles - before.compiles;
+        ensure(
+            paths.len() == SCALES.len() && paths.iter().all(|p| p.is_file()),
+            || format!("aot wrote {paths:?}"),
+        )?;
+        ensure(compiles == 1, || {
+            format!(
+                "{compiles} NVRTC compiles for {} specializations of one kernel",
+                SCALES.len()
+            )
+        })?;
+        // Each specialization alone now reads the disk cache, with no NVRTC.
+        let a = opbox::cuda::compile_for_arch(&scale_k::DECL, &values[2], "sm_90").map_err(s)?;
+        let after = opbox::cache::stats().compiles - before.compiles;
+        ensure(after == 1, || {
+            format!("compiling K=3 alone ran NVRTC ({after} compiles)")
+        })?;
+        ensure(a.lowered_name().starts_with("_Z7scale_kILi3EE"), || {
+            format!("K=3 loads {}", a.lowered_name())
+        })?;
+        println!(
+            "    {} specializations of scale_k, ahead of time: {compiles} NVRTC compile",
+            SCALES.len()
+        );
+        Ok(Outcome::Pass)
+    })
 }
 
 fn compile_once_per_file() -> TestResult {
@@ -462,6 +524,21 @@ fn check_cast<S: Element, D: Element>(name: &str, launch: CastLaunch) -> Result<
     let out = cuda(vec![elem::<D>(0.0)?; n])?;
     launch(LaunchConfig::for_elems(n), n, &inp, &out).map_err(s)?;
     same(name, &read::<D>(&out)?, &want)
+}
+
+fn gpu_scales() -> TestResult {
+    with_gpu(|| {
+        let xs: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
+        let n = xs.len();
+        let inp = cuda(xs.clone())?;
+        let out = inp.zeros_like().map_err(s)?;
+        for k in SCALES {
+            scale_k::launch(LaunchConfig::for_elems(n), n, &inp, &out, k).map_err(s)?;
+            let want: Vec<f64> = xs.iter().map(|&x| f64::from(x * k as f32)).collect();
+            same(&format!("scale_k<{k}>"), &read::<f32>(&out)?, &want)?;
+        }
+        Ok(Outcome::Pass)
+    })
 }
 
 fn gpu_casts() -> TestResult {

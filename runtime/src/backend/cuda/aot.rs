@@ -21,7 +21,7 @@ use opbox_codegen::cuda::{ConstValue, KernelDecl};
 
 use super::artifact::ImageKind;
 use super::context::device;
-use super::jit::{compile_ahead, default_cache};
+use super::jit::{compile_ahead, compile_specializations, default_cache};
 use super::nvrtc;
 use super::target::Target;
 use crate::error::{Error, Result};
@@ -150,6 +150,31 @@ pub fn run_job(job: &AotJob<'_>) -> Result<()> {
     std::fs::write(&job.path, &compiled.artifact.image).map_err(|e| io(&job.path, e))
 }
 
+/// Compiles the specializations of each template-style kernel that `jobs` asks for on one target
+/// as one unit (see [`compile_specializations`]), filling the disk cache that the jobs then read:
+/// one NVRTC compile per (kernel, target) rather than per specialization. A group that fails is
+/// left to its jobs, which report the error for each specialization.
+fn share_specializations(jobs: &[AotJob<'_>]) {
+    let mut groups: Vec<(&KernelDecl, Target, Vec<&[ConstValue]>)> = Vec::new();
+    for job in jobs
+        .iter()
+        .filter(|j| j.writes && !j.kernel.constexprs.is_empty())
+    {
+        let k = job.kernel;
+        match groups
+            .iter_mut()
+            .find(|(d, t, _)| std::ptr::eq(*d, k.decl) && *t == job.target)
+        {
+            Some((_, _, specs)) => specs.push(k.constexprs),
+            None => groups.push((k.decl, job.target, vec![k.constexprs])),
+        }
+    }
+    for (decl, target, specs) in groups {
+        let _ =
+            crate::panic::catch(|| compile_specializations(decl, &specs, target, default_cache()));
+    }
+}
+
 /// Runs `jobs` on up to `threads` threads, calling `on_done(index, result)` as each finishes
 /// (from the worker threads, one call at a time); returns every job's result in job order.
 /// Every job runs even after one fails, so a build reports all its broken kernels at once.
@@ -158,6 +183,7 @@ pub fn run_jobs(
     threads: usize,
     on_done: &(dyn Fn(usize, &Result<()>) + Sync),
 ) -> Vec<Result<()>> {
+    share_specializations(jobs);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<()>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use opbox_codegen::cuda::{
     alias_key, cache_key, emit_module, shares_module, AliasInputs, CacheKey, ConstValue,
-    KernelDecl, KeyInputs, ModuleMember, TranslationUnit,
+    ConstexprStyle, KernelDecl, KeyInputs, ModuleMember, TranslationUnit,
 };
 
 use super::artifact::Artifact;
@@ -172,6 +172,75 @@ fn with_fallback(
         }
         result => result,
     }
+}
+
+/// Compiles the `#[constexpr]` specializations `specs` of one template-style kernel
+/// (`constexpr = "template"`) as one unit, one NVRTC compile for all of them, and stores the image
+/// under each specialization's own keys: its full key and, for a cubin, its device alias. Compiling
+/// or launching any one of them afterwards reads the disk cache, as if each had been compiled on
+/// its own (the image holds the others' functions too, which nothing loads).
+///
+/// What `opbox aot` runs before its per-kernel jobs. Returns how many specializations it stored;
+/// nothing to share (no cache, fewer than two, defines rather than template arguments) is `Ok(0)`.
+pub fn compile_specializations(
+    decl: &KernelDecl,
+    specs: &[&[ConstValue]],
+    target: Target,
+    cache: Option<&DiskCache>,
+) -> Result<usize> {
+    let (Some(cache), [first, ..]) = (cache, specs) else {
+        return Ok(0);
+    };
+    if specs.len() < 2 || decl.constexpr_style != ConstexprStyle::TemplateArgs {
+        return Ok(0);
+    }
+    let single = apply_build(decl, first, Grouping::Alone)?;
+    let built_decl = single.members[0].0.clone();
+    fn with<'d>(
+        members: Vec<(Cow<'d, KernelDecl>, &'d [ConstValue])>,
+        like: &Built<'_>,
+    ) -> Built<'d> {
+        Built {
+            members,
+            requested: 0,
+            include_options: like.include_options.clone(),
+            key: like.key,
+        }
+    }
+    let group = with(
+        specs.iter().map(|v| (built_decl.clone(), *v)).collect(),
+        &single,
+    );
+    let unit = emit_unit(&group)?;
+    let mut options = options_for(group.decl(), target);
+    options.extend(toolkit::include_options().iter().cloned());
+    options.extend(group.include_options.iter().cloned());
+    let artifact = nvrtc::compile(&unit, &options, target.kind, &decl.rust_name)
+        .map_err(|e| explained(e, &group))?;
+    COMPILES.fetch_add(1, Ordering::Relaxed);
+    for (v, name) in specs.iter().zip(&artifact.lowered_names) {
+        let own = with(vec![(built_decl.clone(), *v)], &single);
+        let own_unit = emit_unit(&own)?;
+        let key = cache_key(&KeyInputs {
+            opbox_version: env!("CARGO_PKG_VERSION"),
+            nvrtc_version: nvrtc::version()?,
+            arch: &target.name(),
+            options: &options_for(own.decl(), target),
+            members: &own.members(),
+            unit: &own_unit,
+            build: own.key,
+        });
+        let image = Artifact {
+            kind: artifact.kind,
+            lowered_names: vec![name.clone()],
+            image: artifact.image.clone(),
+        };
+        cache.store(&key, &image)?;
+        if let Some(cc) = target.alias_cc() {
+            cache.store(&device_alias(&own, cc), &image)?;
+        }
+    }
+    Ok(specs.len())
 }
 
 /// What a cache entry that cannot be written costs the request.
