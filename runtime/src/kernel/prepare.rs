@@ -222,15 +222,7 @@ pub fn prepare<'a>(
         let scalar_bytes: [u8; 8];
         let mut native = None;
         match (param.kind, *arg) {
-            (
-                ParamKind::In(_)
-                | ParamKind::Out(_)
-                | ParamKind::InOut(_)
-                | ParamKind::NativeIn(_)
-                | ParamKind::NativeOut(_)
-                | ParamKind::NativeInOut(_),
-                LaunchArg::Tensor(x),
-            ) => {
+            (kind, LaunchArg::Tensor(x)) if kind.is_slice() => {
                 let on_cuda = matches!(x.device(), Device::Cuda(_));
                 // A DSL kernel also runs on CPU tensors, through its CPU build.
                 let on_cpu_build = handle.cpu().is_some() && x.device() == Device::Cpu;
@@ -274,15 +266,7 @@ pub fn prepare<'a>(
                 scalar_bytes = ptr.to_ne_bytes();
                 bytes = &scalar_bytes;
             }
-            (
-                ParamKind::In(_)
-                | ParamKind::Out(_)
-                | ParamKind::InOut(_)
-                | ParamKind::NativeIn(_)
-                | ParamKind::NativeOut(_)
-                | ParamKind::NativeInOut(_),
-                LaunchArg::Null,
-            ) if param.nullable => {
+            (kind, LaunchArg::Null) if kind.is_slice() && param.nullable => {
                 scalar_bytes = [0; 8];
                 bytes = &scalar_bytes;
             }

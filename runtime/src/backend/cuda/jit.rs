@@ -303,13 +303,7 @@ fn lookup_or_compile(
                 if artifact.kind == target.kind
                     && artifact.lowered_names.len() == built.members.len() =>
             {
-                DISK_HITS.fetch_add(1, Ordering::Relaxed);
-                return Ok(Compiled {
-                    artifact,
-                    key,
-                    outcome: CacheOutcome::Hit,
-                    member: built.requested,
-                });
+                return Ok(disk_hit(artifact, key, CacheOutcome::Hit, built));
             }
             Lookup::Hit(_) | Lookup::Miss => {}
             Lookup::Corrupt(why) => outcome = CacheOutcome::Rebuilt { why },
@@ -331,6 +325,22 @@ fn lookup_or_compile(
         outcome,
         member: built.requested,
     })
+}
+
+/// A request the disk cache served (counted in [`stats`]).
+fn disk_hit(
+    artifact: Artifact,
+    key: CacheKey,
+    outcome: CacheOutcome,
+    built: &Built<'_>,
+) -> Compiled {
+    DISK_HITS.fetch_add(1, Ordering::Relaxed);
+    Compiled {
+        artifact,
+        key,
+        outcome,
+        member: built.requested,
+    }
 }
 
 /// A store's result under `writes`: a best-effort failure is warned about once per process.
@@ -392,13 +402,7 @@ pub fn compile_for_device(
         let key = device_alias(built, cc);
         let unreadable = match cache.load(&key) {
             Lookup::Hit(artifact) if artifact.lowered_names.len() == built.members.len() => {
-                DISK_HITS.fetch_add(1, Ordering::Relaxed);
-                return Ok(Compiled {
-                    artifact,
-                    key,
-                    outcome: CacheOutcome::DeviceHit,
-                    member: built.requested,
-                });
+                return Ok(disk_hit(artifact, key, CacheOutcome::DeviceHit, built));
             }
             Lookup::Unreadable(why) => Some(why),
             Lookup::Hit(_) | Lookup::Miss | Lookup::Corrupt(_) => None,
