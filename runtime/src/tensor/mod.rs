@@ -33,12 +33,13 @@
 #![allow(clippy::result_large_err)]
 
 mod create;
+pub mod dlpack;
 mod data;
 mod device;
 mod dtype;
 mod element;
 mod fmt;
-mod foreign;
+pub(crate) mod foreign;
 mod layout;
 mod live;
 pub(crate) mod lock;

@@ -18,6 +18,7 @@ pub mod aot;
 pub mod aot_session;
 pub mod artifact;
 pub mod context;
+pub(crate) mod interop;
 pub mod disk_cache;
 pub mod jit;
 pub mod loader;
