@@ -55,9 +55,24 @@ pub mod value {
     };
 }
 
-/// Tensor bookkeeping: live counts and the host alignment.
+/// Tensor bookkeeping (live counts, the host alignment) and DLPack interchange
+/// ([`tensor::dlpack`]: `Tensor::from_dlpack`, `Tensor::to_dlpack` and the C types).
 pub mod tensor {
+    pub use opbox_runtime::tensor::dlpack;
     pub use opbox_runtime::tensor::{live_tensors, live_tensors_on_this_thread, CPU_ALIGN};
+}
+
+/// `opbox::warn!` from kernels: warns once per call site (every time under
+/// [`warnings::set_warn_always`]), to the handler in force, with the `log` crate as the default.
+pub use opbox_runtime::warn;
+
+/// Where `opbox::warn!` goes: handlers (process-wide, or scoped to a thread and a closure) and
+/// the `warn_always` switch (PyTorch's `TORCH_WARN_ONCE` / `torch.set_warn_always`).
+pub mod warnings {
+    pub use opbox_runtime::warning::{
+        reset_warning_handler, set_warn_always, set_warning_handler, warn_always,
+        with_warning_handler, Warning, WarningHandler,
+    };
 }
 
 /// The boxed kernel ABI and the registry, for code that registers or calls kernels by hand.

@@ -65,14 +65,18 @@ pub enum Error {
         available: Vec<String>,
     },
 
-    #[error("{op} got tensors on different devices: argument #{first_index} ({first_name}) is on {first_device}, argument #{index} ({name}) is on {device}; move them to one device first")]
+    /// Tensors on two devices. For a `Tensor[]` argument, `first_element` / `element` name the
+    /// list element (`None` for a plain tensor argument).
+    #[error("{op} got tensors on different devices: argument #{first_index} ({first_name}){} is on {first_device}, argument #{index} ({name}){} is on {device}; move them to one device first", element_suffix(*first_element), element_suffix(*element))]
     MixedDevices {
         op: String,
         first_index: usize,
         first_name: String,
+        first_element: Option<usize>,
         first_device: crate::Device,
         index: usize,
         name: String,
+        element: Option<usize>,
         device: crate::Device,
     },
 
@@ -117,6 +121,17 @@ pub enum Error {
     /// A kernel returned an error of its own.
     #[error("{op}: {message}")]
     Kernel { op: String, message: String },
+
+    /// A kernel returned an error of another kind (a shape error, an inner op's failure, ...):
+    /// kept whole, under the name of the op whose kernel returned it. Nested op calls chain, and
+    /// print as `outer -> inner: message`; [`Error::op_chain`] lists the ops, [`Error::root`]
+    /// gives the innermost error.
+    #[error("{op}{}{source}", if source.op().is_some() { " -> " } else { ": " })]
+    InOp {
+        op: String,
+        #[source]
+        source: Box<Error>,
+    },
 
     /// A kernel panicked; the panic was caught at the C ABI edge.
     #[error("{op} panicked: {message}")]
@@ -188,10 +203,50 @@ pub enum Error {
     BuildInputs(String),
 }
 
+/// `" element 3"` for a list element, nothing for a plain argument.
+fn element_suffix(element: Option<usize>) -> String {
+    element.map(|i| format!(" element {i}")).unwrap_or_default()
+}
+
 impl Error {
     /// An error from user code, with a message.
     pub fn msg(message: impl Into<String>) -> Error {
         Error::Message(message.into())
+    }
+
+    /// The op whose kernel this error came out of, for the errors a kernel's failure becomes
+    /// ([`Error::Kernel`], [`Error::KernelPanic`], [`Error::InOp`]); `None` for the others.
+    pub fn op(&self) -> Option<&str> {
+        match self {
+            Error::Kernel { op, .. } | Error::KernelPanic { op, .. } | Error::InOp { op, .. } => {
+                Some(op)
+            }
+            _ => None,
+        }
+    }
+
+    /// The ops a failure came through, outermost first: `["mylib::outer", "mylib::inner"]` for
+    /// an inner op's error returned through an outer op's kernel.
+    pub fn op_chain(&self) -> Vec<&str> {
+        let mut chain = Vec::new();
+        let mut e = self;
+        loop {
+            if let Some(op) = e.op() {
+                chain.push(op);
+            }
+            match e {
+                Error::InOp { source, .. } => e = source,
+                _ => return chain,
+            }
+        }
+    }
+
+    /// The innermost error of an op chain (the error itself when it is no chain).
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::InOp { source, .. } => source.root(),
+            other => other,
+        }
     }
 }
 

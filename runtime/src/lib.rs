@@ -11,6 +11,7 @@ pub mod scalar;
 pub mod tensor;
 pub mod typemap;
 pub mod value;
+pub mod warning;
 
 pub use opbox_codegen::schema;
 

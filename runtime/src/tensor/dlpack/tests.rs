@@ -245,7 +245,7 @@ fn byte_offset_and_null_strides_are_read() {
 struct LegacyProducer {
     managed: DLManagedTensor,
     data: Vec<i64>,
-    shape: [i64; 1],
+    shape: Vec<i64>,
     runs: Arc<AtomicUsize>,
 }
 
@@ -273,13 +273,13 @@ fn legacy_managed_tensor_imports() {
             deleter: Some(legacy_delete),
         },
         data: vec![10, 20, 30],
-        shape: [3],
+        shape: vec![3],
         runs: runs.clone(),
     });
     p.managed.dl_tensor.data = p.data.as_mut_ptr().cast();
     p.managed.dl_tensor.shape = p.shape.as_mut_ptr();
     let m = Box::into_raw(p).cast::<DLManagedTensor>();
-    // SAFETY: `shape` points into the box itself, which stays put until the deleter runs.
+    // SAFETY: `data` and `shape` are heap buffers the box owns, alive until the deleter runs.
     let t = unsafe { Tensor::from_dlpack_legacy(m) }.unwrap();
     assert_eq!(t.dtype(), DType::I64);
     assert_eq!(t.to_vec::<i64>().unwrap(), vec![10, 20, 30]);
