@@ -214,13 +214,20 @@ impl Error {
         Error::Message(message.into())
     }
 
-    /// The op whose kernel this error came out of, for the errors a kernel's failure becomes
-    /// ([`Error::Kernel`], [`Error::KernelPanic`], [`Error::InOp`]); `None` for the others.
+    /// The op this error is about: the op whose kernel failed ([`Error::Kernel`],
+    /// [`Error::KernelPanic`], [`Error::InOp`]) or whose call was refused (argument, return and
+    /// device errors, [`Error::NoKernel`]); `None` for errors that name no op.
     pub fn op(&self) -> Option<&str> {
         match self {
-            Error::Kernel { op, .. } | Error::KernelPanic { op, .. } | Error::InOp { op, .. } => {
-                Some(op)
-            }
+            Error::Kernel { op, .. }
+            | Error::KernelPanic { op, .. }
+            | Error::InOp { op, .. }
+            | Error::ArgType { op, .. }
+            | Error::ArgCount { op, .. }
+            | Error::ReturnType { op, .. }
+            | Error::ReturnCount { op, .. }
+            | Error::NoKernel { op, .. }
+            | Error::MixedDevices { op, .. } => Some(op),
             _ => None,
         }
     }
