@@ -61,7 +61,10 @@ fn any_error_type_keeps_the_op_name() {
             matches!(&err, Error::InOp { op, source } if op == "chain::shaped" && matches!(**source, Error::Shape(_))),
             "{err:?}"
         );
-        assert!(err.to_string().starts_with("chain::shaped: shape error: "), "{err}");
+        assert!(
+            err.to_string().starts_with("chain::shaped: shape error: "),
+            "{err}"
+        );
         assert_eq!(err.op(), Some("chain::shaped"));
         assert!(matches!(err.root(), Error::Shape(_)));
     }
@@ -72,9 +75,14 @@ fn nested_calls_give_a_chain() {
     let outer = opbox::op("chain::outer").unwrap();
     assert_eq!(outer.call::<_, i64>((4i64,)).unwrap(), 9);
     let err = outer.call::<_, i64>((-1i64,)).unwrap_err();
-    assert_eq!(err.to_string(), "chain::outer -> chain::inner: -1 is negative");
+    assert_eq!(
+        err.to_string(),
+        "chain::outer -> chain::inner: -1 is negative"
+    );
     assert_eq!(err.op_chain(), ["chain::outer", "chain::inner"]);
-    assert!(matches!(err.root(), Error::Kernel { op, message } if op == "chain::inner" && message == "-1 is negative"));
+    assert!(
+        matches!(err.root(), Error::Kernel { op, message } if op == "chain::inner" && message == "-1 is negative")
+    );
     // std's source chain sees it too.
     let source = std::error::Error::source(&err).expect("a source");
     assert_eq!(source.to_string(), "chain::inner: -1 is negative");
@@ -85,7 +93,10 @@ fn nested_calls_give_a_chain() {
         err.to_string(),
         "chain::outermost -> chain::outer -> chain::inner: -5 is negative"
     );
-    assert_eq!(err.op_chain(), ["chain::outermost", "chain::outer", "chain::inner"]);
+    assert_eq!(
+        err.op_chain(),
+        ["chain::outermost", "chain::outer", "chain::inner"]
+    );
 }
 
 #[test]
@@ -95,14 +106,22 @@ fn a_kernels_warning_reaches_the_handler() {
     let op = opbox::op("chain::warns").unwrap();
     let results: Vec<i64> = with_warning_handler(
         move |w| sink.lock().unwrap().push(w.clone()),
-        || (0..3).map(|i| op.call::<_, i64>((20 + i,)).unwrap()).collect(),
+        || {
+            (0..3)
+                .map(|i| op.call::<_, i64>((20 + i,)).unwrap())
+                .collect()
+        },
     );
     assert_eq!(results, [10, 10, 10]);
     let seen = seen.lock().unwrap();
     // Once per call site (TORCH_WARN_ONCE); warn_always is tested in the runtime's unit tests.
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].message, "warns got 20; clamping to 10");
-    assert!(seen[0].file.ends_with("error_channel.rs"), "{}", seen[0].file);
+    assert!(
+        seen[0].file.ends_with("error_channel.rs"),
+        "{}",
+        seen[0].file
+    );
 }
 
 #[test]
@@ -115,7 +134,7 @@ fn mixed_devices_in_a_list_name_the_elements() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "chain::count got tensors on different devices: argument #0 (xs) element 0 is on cpu, \
-         argument #0 (xs) element 2 is on meta; move them to one device first"
+        "chain::count got tensors on different devices: argument #0 (xs[0]) is on cpu, \
+         argument #0 (xs[2]) is on meta; move them to one device first"
     );
 }

@@ -65,18 +65,16 @@ pub enum Error {
         available: Vec<String>,
     },
 
-    /// Tensors on two devices. For a `Tensor[]` argument, `first_element` / `element` name the
-    /// list element (`None` for a plain tensor argument).
-    #[error("{op} got tensors on different devices: argument #{first_index} ({first_name}){} is on {first_device}, argument #{index} ({name}){} is on {device}; move them to one device first", element_suffix(*first_element), element_suffix(*element))]
+    /// Tensors on two devices. For an element of a `Tensor[]` argument the name says which
+    /// (`xs[2]`), so two elements of one list read as two places.
+    #[error("{op} got tensors on different devices: argument #{first_index} ({first_name}) is on {first_device}, argument #{index} ({name}) is on {device}; move them to one device first")]
     MixedDevices {
         op: String,
         first_index: usize,
         first_name: String,
-        first_element: Option<usize>,
         first_device: crate::Device,
         index: usize,
         name: String,
-        element: Option<usize>,
         device: crate::Device,
     },
 
@@ -201,11 +199,6 @@ pub enum Error {
     /// the reason.
     #[error("invalid build options: {0}")]
     BuildInputs(String),
-}
-
-/// `" element 3"` for a list element, nothing for a plain argument.
-fn element_suffix(element: Option<usize>) -> String {
-    element.map(|i| format!(" element {i}")).unwrap_or_default()
 }
 
 impl Error {

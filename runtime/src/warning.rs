@@ -41,7 +41,9 @@ thread_local! {
 
 /// Installs the process-wide handler and returns the one it replaces (`None`: the `log`
 /// default was in force).
-pub fn set_warning_handler(handler: impl Fn(&Warning) + Send + Sync + 'static) -> Option<WarningHandler> {
+pub fn set_warning_handler(
+    handler: impl Fn(&Warning) + Send + Sync + 'static,
+) -> Option<WarningHandler> {
     let mut slot = HANDLER.write().unwrap_or_else(|p| p.into_inner());
     slot.replace(Arc::new(handler))
 }
@@ -145,10 +147,15 @@ mod tests {
 
     use super::*;
 
-    fn capture() -> (Arc<Mutex<Vec<Warning>>>, impl Fn(&Warning) + Send + Sync + 'static) {
+    fn capture() -> (
+        Arc<Mutex<Vec<Warning>>>,
+        impl Fn(&Warning) + Send + Sync + 'static,
+    ) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
-        (seen, move |w: &Warning| sink.lock().unwrap().push(w.clone()))
+        (seen, move |w: &Warning| {
+            sink.lock().unwrap().push(w.clone())
+        })
     }
 
     fn warn_from_one_site(i: i32) {
@@ -187,7 +194,11 @@ mod tests {
             set_warn_always(false);
             site();
         });
-        assert_eq!(seen.lock().unwrap().len(), 3, "first call, then two under warn_always");
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            3,
+            "first call, then two under warn_always"
+        );
     }
 
     #[test]

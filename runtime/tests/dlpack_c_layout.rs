@@ -74,7 +74,10 @@ fn expected() -> Vec<(String, u64)> {
     s("sizeof DLDataType", size_of::<DLDataType>());
     s("sizeof DLTensor", size_of::<DLTensor>());
     s("sizeof DLManagedTensor", size_of::<DLManagedTensor>());
-    s("sizeof DLManagedTensorVersioned", size_of::<DLManagedTensorVersioned>());
+    s(
+        "sizeof DLManagedTensorVersioned",
+        size_of::<DLManagedTensorVersioned>(),
+    );
     s("sizeof DLDeviceType", size_of::<DLDeviceType>());
     macro_rules! o {
         ($t:ident, $f:ident) => {
@@ -108,9 +111,18 @@ fn expected() -> Vec<(String, u64)> {
     o!(DLManagedTensorVersioned, dl_tensor);
     let mut c = |k: &str, v: u64| e.push((format!("const {k}"), v));
     c("DLPACK_MAJOR_VERSION", DLPACK_MAJOR_VERSION.into());
-    c("DLPACK_FLAG_BITMASK_READ_ONLY", DLPACK_FLAG_BITMASK_READ_ONLY);
-    c("DLPACK_FLAG_BITMASK_IS_COPIED", DLPACK_FLAG_BITMASK_IS_COPIED);
-    c("DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED", DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
+    c(
+        "DLPACK_FLAG_BITMASK_READ_ONLY",
+        DLPACK_FLAG_BITMASK_READ_ONLY,
+    );
+    c(
+        "DLPACK_FLAG_BITMASK_IS_COPIED",
+        DLPACK_FLAG_BITMASK_IS_COPIED,
+    );
+    c(
+        "DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED",
+        DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED,
+    );
     for (name, t) in [
         ("kDLCPU", DLDeviceType::CPU),
         ("kDLCUDA", DLDeviceType::CUDA),
@@ -193,5 +205,9 @@ fn rust_layout_matches_the_c_header() {
         assert_eq!(pk, ek);
         assert_eq!(pv, ev, "{pk}: C says {pv}, opbox's Rust says {ev}");
     }
-    println!("checked {} sizes, offsets and constants against {}", printed.len(), header.display());
+    println!(
+        "checked {} sizes, offsets and constants against {}",
+        printed.len(),
+        header.display()
+    );
 }

@@ -170,7 +170,7 @@ impl OpHandle {
 
 /// Where a tensor came from: its argument's index, and its element's when the argument is a
 /// `Tensor[]`.
-type At = (usize, Option<usize>);
+type At = (usize, Option<u32>);
 
 /// The one device all tensor arguments are on, or None when the call has no tensors.
 fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
@@ -183,7 +183,7 @@ fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
         if let Some(tensor) = value.as_tensor() {
             agree(entry, &mut first, (index, None), tensor.device())?;
         } else if let Some(list) = value.as_list() {
-            for (element, tensor) in list.tensors().enumerate() {
+            for (element, tensor) in (0u32..).zip(list.tensors()) {
                 agree(entry, &mut first, (index, Some(element)), tensor.device())?;
             }
         }
@@ -221,23 +221,26 @@ fn mixed_devices_error(
     (index, element): At,
     device: Device,
 ) -> Error {
-    let name = |i: usize| {
-        entry
+    // `xs` for a tensor argument, `xs[2]` for an element of a list argument.
+    let name = |i: usize, element: Option<u32>| {
+        let arg = entry
             .schema
             .arguments
             .get(i)
             .map(|a| a.name.to_string())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        match element {
+            Some(e) => format!("{arg}[{e}]"),
+            None => arg,
+        }
     };
     Error::MixedDevices {
         op: entry.name.to_string(),
         first_index,
-        first_name: name(first_index),
-        first_element,
+        first_name: name(first_index, first_element),
         first_device,
         index,
-        name: name(index),
-        element,
+        name: name(index, element),
         device,
     }
 }

@@ -261,11 +261,9 @@ pub fn prepare<'a>(
                             op: kernel(),
                             first_index: fi,
                             first_name: fname.to_string(),
-                            first_element: None,
                             first_device: fdev,
                             index: decl_index,
                             name: param.name.to_string(),
-                            element: None,
                             device: x.device(),
                         })
                     }

@@ -113,7 +113,7 @@ pub(crate) unsafe fn wrap(
         ));
         return Err((e, deleter));
     }
-    if (ptr as usize) % dtype.size() != 0 {
+    if !(ptr as usize).is_multiple_of(dtype.size()) {
         let e = Error::InvalidArgument(format!(
             "from_blob: the pointer {ptr:p} is not aligned for {dtype} (a multiple of {} bytes)",
             dtype.size()

@@ -18,9 +18,7 @@ fn blob(values: Vec<f32>) -> (*mut f32, usize, Arc<AtomicUsize>, impl FnOnce() +
         counter.fetch_add(1, Ordering::SeqCst);
         // SAFETY: `addr` is the pointer `Box::into_raw` gave for a boxed slice of `len` f32s,
         // freed only here, once.
-        drop(unsafe {
-            Box::from_raw(std::ptr::slice_from_raw_parts_mut(addr as *mut f32, len))
-        });
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(addr as *mut f32, len)) });
     };
     (ptr, len, runs, deleter)
 }
@@ -29,12 +27,14 @@ fn blob(values: Vec<f32>) -> (*mut f32, usize, Arc<AtomicUsize>, impl FnOnce() +
 fn cpu_round_trip_shares_memory_and_deletes_once() {
     let (ptr, _, runs, deleter) = blob(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     // SAFETY: the buffer holds 6 initialised f32s and lives until the deleter runs.
-    let t = unsafe {
-        Tensor::from_blob(ptr.cast(), &[2, 3], None, DType::F32, Device::Cpu, deleter)
-    }
-    .unwrap();
+    let t =
+        unsafe { Tensor::from_blob(ptr.cast(), &[2, 3], None, DType::F32, Device::Cpu, deleter) }
+            .unwrap();
     assert_eq!(t.shape(), &[2, 3]);
-    assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(
+        t.to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    );
     assert_eq!(t.data_ptr(), ptr.cast_const().cast::<c_void>());
 
     // Zero copy: a write through opbox is in the foreign buffer.
@@ -51,7 +51,10 @@ fn cpu_round_trip_shares_memory_and_deletes_once() {
     drop(t);
     drop(clone);
     assert_eq!(runs.load(Ordering::SeqCst), 0);
-    assert_eq!(view.to_vec::<f32>().unwrap(), vec![10.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    assert_eq!(
+        view.to_vec::<f32>().unwrap(),
+        vec![10.0, 4.0, 2.0, 5.0, 3.0, 6.0]
+    );
     drop(view);
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     // The last handle goes on another thread: the deleter runs there, once.
@@ -80,17 +83,30 @@ fn strides_may_be_negative_or_zero() {
         vec![3.0, 4.0, 5.0, 0.0, 1.0, 2.0]
     );
     // SAFETY: as above.
-    assert_eq!(reversed.data_ptr(), unsafe { ptr.add(3) }.cast_const().cast());
+    assert_eq!(
+        reversed.data_ptr(),
+        unsafe { ptr.add(3) }.cast_const().cast()
+    );
     assert!(!reversed.is_contiguous());
 
     // A broadcast view: stride 0 repeats one row, sharing the same buffer.
     let (ptr2, _, runs2, deleter2) = blob(vec![7.0, 8.0]);
     // SAFETY: the two elements of the row are inside the buffer.
     let rows = unsafe {
-        Tensor::from_blob(ptr2.cast(), &[3, 2], Some(&[0, 1]), DType::F32, Device::Cpu, deleter2)
+        Tensor::from_blob(
+            ptr2.cast(),
+            &[3, 2],
+            Some(&[0, 1]),
+            DType::F32,
+            Device::Cpu,
+            deleter2,
+        )
     }
     .unwrap();
-    assert_eq!(rows.to_vec::<f32>().unwrap(), vec![7.0, 8.0, 7.0, 8.0, 7.0, 8.0]);
+    assert_eq!(
+        rows.to_vec::<f32>().unwrap(),
+        vec![7.0, 8.0, 7.0, 8.0, 7.0, 8.0]
+    );
     drop((reversed, rows));
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(runs2.load(Ordering::SeqCst), 1);
@@ -98,26 +114,61 @@ fn strides_may_be_negative_or_zero() {
 
 #[test]
 fn refused_memory_still_runs_the_deleter_once() {
-    type Case = (&'static str, *mut c_void, Vec<usize>, Option<Vec<isize>>, Device);
+    type Case = (
+        &'static str,
+        *mut c_void,
+        Vec<usize>,
+        Option<Vec<isize>>,
+        Device,
+    );
     let (ptr, _, runs, free) = blob(vec![0.0; 4]);
     let cases: Vec<Case> = vec![
-        ("dimensions but strides", ptr.cast(), vec![2, 2], Some(vec![1]), Device::Cpu),
+        (
+            "dimensions but strides",
+            ptr.cast(),
+            vec![2, 2],
+            Some(vec![1]),
+            Device::Cpu,
+        ),
         ("null", std::ptr::null_mut(), vec![2], None, Device::Cpu),
-        ("not aligned for f32", ptr.cast::<u8>().wrapping_add(1).cast(), vec![1], None, Device::Cpu),
-        ("meta device holds no memory", ptr.cast(), vec![2], None, Device::Meta),
+        (
+            "not aligned for f32",
+            ptr.cast::<u8>().wrapping_add(1).cast(),
+            vec![1],
+            None,
+            Device::Cpu,
+        ),
+        (
+            "meta device holds no memory",
+            ptr.cast(),
+            vec![2],
+            None,
+            Device::Meta,
+        ),
     ];
     for (want, p, shape, strides, device) in cases {
         let counter = runs.clone();
         // SAFETY: every case is refused before the pointer is used; the deleter frees nothing.
         let err = unsafe {
-            Tensor::from_blob(p, &shape, strides.as_deref(), DType::F32, device, move || {
-                counter.fetch_add(1, Ordering::SeqCst);
-            })
+            Tensor::from_blob(
+                p,
+                &shape,
+                strides.as_deref(),
+                DType::F32,
+                device,
+                move || {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                },
+            )
         }
         .unwrap_err();
         assert!(err.to_string().contains(want), "{want}: {err}");
     }
-    assert_eq!(runs.load(Ordering::SeqCst), 4, "each refusal ran its deleter once");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        4,
+        "each refusal ran its deleter once"
+    );
     free();
     assert_eq!(runs.load(Ordering::SeqCst), 5);
 }
@@ -128,9 +179,16 @@ fn empty_blob_may_be_null() {
     let counter = runs.clone();
     // SAFETY: no elements, so the null pointer is never read.
     let t = unsafe {
-        Tensor::from_blob(std::ptr::null_mut(), &[0, 3], None, DType::I64, Device::Cpu, move || {
-            counter.fetch_add(1, Ordering::SeqCst);
-        })
+        Tensor::from_blob(
+            std::ptr::null_mut(),
+            &[0, 3],
+            None,
+            DType::I64,
+            Device::Cpu,
+            move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            },
+        )
     }
     .unwrap();
     assert_eq!(t.numel(), 0);
@@ -151,9 +209,16 @@ fn cuda_blob_without_a_gpu_is_refused_and_deleted() {
     let counter = runs.clone();
     // SAFETY: refused before the address is used.
     let err = unsafe {
-        Tensor::from_blob(0x1000 as *mut c_void, &[4], None, DType::F32, Device::Cuda(0), move || {
-            counter.fetch_add(1, Ordering::SeqCst);
-        })
+        Tensor::from_blob(
+            0x1000 as *mut c_void,
+            &[4],
+            None,
+            DType::F32,
+            Device::Cuda(0),
+            move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            },
+        )
     }
     .unwrap_err();
     assert!(

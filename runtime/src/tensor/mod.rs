@@ -33,9 +33,9 @@
 #![allow(clippy::result_large_err)]
 
 mod create;
-pub mod dlpack;
 mod data;
 mod device;
+pub mod dlpack;
 mod dtype;
 mod element;
 mod fmt;

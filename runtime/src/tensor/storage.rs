@@ -186,7 +186,7 @@ impl Storage {
     }
 
     pub(crate) fn is_read_only(&self) -> bool {
-        self.memory.host().map_or(false, |h| h.is_read_only()) || self.memory.is_read_only()
+        self.memory.is_read_only()
     }
 
     pub(crate) fn nbytes(&self) -> usize {
@@ -232,7 +232,11 @@ impl Storage {
         op: &str,
     ) -> Result<(HostRead<'a>, HostWrite<'a>)> {
         let (Some(s), Some(d)) = (src.memory.host(), dst.memory.host()) else {
-            let off_host = if src.memory.host().is_none() { src } else { dst };
+            let off_host = if src.memory.host().is_none() {
+                src
+            } else {
+                dst
+            };
             return Err(off_host.memory.no_host_access(op));
         };
         if crate::tensor::lock::StorageLock::before(s.lock(), d.lock()) {

@@ -79,7 +79,11 @@ impl HostMemory {
     /// `base` must be valid for reads (and, unless `read_only`, writes) of the bytes the storage
     /// will claim, until `deleter` runs, and nothing else may write them while opbox reads or
     /// read them while opbox writes.
-    pub(crate) unsafe fn foreign(base: NonNull<u8>, read_only: bool, deleter: Deleter) -> HostMemory {
+    pub(crate) unsafe fn foreign(
+        base: NonNull<u8>,
+        read_only: bool,
+        deleter: Deleter,
+    ) -> HostMemory {
         HostMemory {
             lock: StorageLock::new(),
             base,
@@ -91,10 +95,6 @@ impl HostMemory {
     /// The address of byte 0 (for `data_ptr`; reading through it bypasses the lock).
     pub(crate) fn base(&self) -> *mut u8 {
         self.base.as_ptr()
-    }
-
-    pub(crate) fn is_read_only(&self) -> bool {
-        self.read_only
     }
 
     /// Shared access to the first `nbytes` bytes (which the storage checked are ours), waiting
@@ -164,6 +164,10 @@ impl Memory for HostMemory {
 
     fn host(&self) -> Option<&HostMemory> {
         Some(self)
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     fn no_host_access(&self, op: &str) -> Error {

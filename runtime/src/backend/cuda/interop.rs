@@ -27,14 +27,20 @@ pub(crate) unsafe fn stream_waits_for(
         kernel: format!("device cuda:{ordinal} (DLPack stream ordering: {what})"),
         message: e.to_string(),
     };
-    dev.context.bind_to_thread().map_err(|e| err("binding the context", e))?;
+    dev.context
+        .bind_to_thread()
+        .map_err(|e| err("binding the context", e))?;
     let event = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
         .map_err(|e| err("creating an event", e))?;
     // SAFETY: `event` was just created and is destroyed only below; the caller guarantees the
     // streams are live.
     let queued = unsafe {
         result::event::record(event, first).and_then(|()| {
-            result::stream::wait_event(waiter, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
+            result::stream::wait_event(
+                waiter,
+                event,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
         })
     };
     // SAFETY: created above, not used after this; a pending wait keeps the driver's copy alive.

@@ -63,6 +63,8 @@ impl CudaMemory {
     ///
     /// `base` must be a device address on `cuda:ordinal` valid for the bytes the storage will
     /// claim until `deleter` runs.
+    // The error carries the deleter back to the caller's ownership rule; a cold path.
+    #[allow(clippy::result_large_err)]
     pub(crate) unsafe fn foreign(
         base: u64,
         ordinal: u32,
@@ -150,9 +152,7 @@ impl CudaMemory {
 fn usable_device(ordinal: u32, doing: &str) -> Result<&'static CudaDevice> {
     if device_count()? == 0 {
         return Err(Error::NoCuda {
-            reason: format!(
-                "cannot {doing} on cuda:{ordinal}: the CUDA driver reports no devices"
-            ),
+            reason: format!("cannot {doing} on cuda:{ordinal}: the CUDA driver reports no devices"),
         });
     }
     device(ordinal as usize)
@@ -240,7 +240,11 @@ impl Memory for CudaMemory {
             let w = self.lock.write(op, &what)?;
             (src.lock.read(op, &what)?, w)
         };
-        let (dst, from, len) = (self.base + at as u64, src.base + range.start as u64, range.len());
+        let (dst, from, len) = (
+            self.base + at as u64,
+            src.base + range.start as u64,
+            range.len(),
+        );
         self.on_stream(op, "device-to-device copy", |stream| {
             // SAFETY: both ranges were checked against their storages, whose allocations live
             // while `self` and `src` do; the copy is waited for before the locks are released.

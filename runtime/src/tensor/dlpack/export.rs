@@ -29,7 +29,10 @@ struct Exported {
 pub(crate) fn describe(t: &Tensor, dims: &mut Vec<i64>) -> Result<DLTensor> {
     let device = to_dl_device(t.device())?;
     let ndim = i32::try_from(t.dim()).map_err(|_| {
-        Error::InvalidArgument(format!("to_dlpack: {} dimensions do not fit int32", t.dim()))
+        Error::InvalidArgument(format!(
+            "to_dlpack: {} dimensions do not fit int32",
+            t.dim()
+        ))
     })?;
     dims.clear();
     dims.reserve_exact(2 * t.dim());

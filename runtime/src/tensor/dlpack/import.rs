@@ -69,7 +69,17 @@ pub(crate) unsafe fn wrap_dltensor(
     match unsafe { dims(dl) } {
         Ok((dtype, device, shape, strides, data)) => {
             // SAFETY: DLPack's promise (this function's contract) is from_blob's.
-            unsafe { wrap(data, &shape, strides.as_deref(), dtype, device, read_only, release) }
+            unsafe {
+                wrap(
+                    data,
+                    &shape,
+                    strides.as_deref(),
+                    dtype,
+                    device,
+                    read_only,
+                    release,
+                )
+            }
         }
         Err(e) => Err((e, release)),
     }
@@ -113,7 +123,10 @@ unsafe fn dims(dl: &DLTensor) -> Result<Dims> {
         Some(
             read(dl.strides, "strides")?
                 .iter()
-                .map(|&s| isize::try_from(s).map_err(|_| refused(format!("stride {s} does not fit isize"))))
+                .map(|&s| {
+                    isize::try_from(s)
+                        .map_err(|_| refused(format!("stride {s} does not fit isize")))
+                })
                 .collect::<Result<Vec<isize>>>()?,
         )
     };
@@ -136,8 +149,7 @@ fn finish(
             return Err(e);
         }
     };
-    if let (Some(stream), crate::Device::Cuda(_ordinal)) = (opts.producer_stream, tensor.device())
-    {
+    if let (Some(stream), crate::Device::Cuda(_ordinal)) = (opts.producer_stream, tensor.device()) {
         #[cfg(feature = "cuda")]
         if let Some(handle) = stream.handle() {
             use crate::backend::cuda::interop::{opbox_stream, stream_waits_for};
@@ -229,6 +241,9 @@ impl Tensor {
         // SAFETY: called once, by the storage or by `finish` on error.
         let release: Deleter = Box::new(move || unsafe { m.release() });
         // SAFETY: `dl` describes live memory per the contract.
-        finish(unsafe { wrap_dltensor(&dl, false, release) }, &FromDlpack::default())
+        finish(
+            unsafe { wrap_dltensor(&dl, false, release) },
+            &FromDlpack::default(),
+        )
     }
 }

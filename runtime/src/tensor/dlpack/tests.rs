@@ -77,7 +77,12 @@ fn produce(
 #[test]
 fn import_shares_memory_and_runs_the_deleter_once() {
     let before = live_tensors_on_this_thread();
-    let (m, runs) = produce(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3], Some(&[3, 1]), |_| {});
+    let (m, runs) = produce(
+        vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        &[2, 3],
+        Some(&[3, 1]),
+        |_| {},
+    );
     // SAFETY: the producer's pointers are valid until its deleter runs.
     let data = unsafe { (*m).dl_tensor.data };
     // SAFETY: a live managed tensor, handed over.
@@ -88,7 +93,11 @@ fn import_shares_memory_and_runs_the_deleter_once() {
     let col = t.narrow(1, 1, 1).unwrap();
     t.fill_(9.0).unwrap();
     drop(t);
-    assert_eq!(runs.load(Ordering::SeqCst), 0, "a view still holds the memory");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "a view still holds the memory"
+    );
     assert_eq!(col.to_vec::<f32>().unwrap(), vec![9.0, 9.0]);
     drop(col);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -102,10 +111,29 @@ fn round_trip_through_export_and_import() {
     let m = at.to_dlpack().unwrap();
     // SAFETY: `m` is live until its deleter runs; opbox's export lays it out as ffi.rs says.
     let (version, flags, dl) = unsafe { ((*m).version, (*m).flags, (*m).dl_tensor) };
-    assert_eq!(version, DLPackVersion { major: 1, minor: DLPACK_MINOR_VERSION });
+    assert_eq!(
+        version,
+        DLPackVersion {
+            major: 1,
+            minor: DLPACK_MINOR_VERSION
+        }
+    );
     assert_eq!(flags, 0);
-    assert_eq!(dl.device, DLDevice { device_type: DLDeviceType::CPU, device_id: 0 });
-    assert_eq!(dl.dtype, DLDataType { code: 2, bits: 32, lanes: 1 });
+    assert_eq!(
+        dl.device,
+        DLDevice {
+            device_type: DLDeviceType::CPU,
+            device_id: 0
+        }
+    );
+    assert_eq!(
+        dl.dtype,
+        DLDataType {
+            code: 2,
+            bits: 32,
+            lanes: 1
+        }
+    );
     assert_eq!(dl.ndim, 2);
     // SAFETY: the export's shape and strides hold ndim values each.
     let (shape, strides) = unsafe {
@@ -116,7 +144,11 @@ fn round_trip_through_export_and_import() {
     };
     assert_eq!((shape, strides), (vec![3, 2], vec![1, 3]));
     assert_eq!(dl.data.cast_const(), a.data_ptr());
-    assert_eq!(a.ref_count(), 1, "the export holds the view, which holds the storage");
+    assert_eq!(
+        a.ref_count(),
+        1,
+        "the export holds the view, which holds the storage"
+    );
 
     // SAFETY: handing the export back to opbox as a foreign producer's tensor.
     let back = unsafe { Tensor::from_dlpack(m) }.unwrap();
@@ -137,8 +169,22 @@ fn every_dtype_maps_through_the_type_table() {
         assert_eq!(dl.bits as usize, d.size() * 8, "{d}");
         assert_eq!(from_dl_dtype(dl).unwrap(), d);
     }
-    assert_eq!(to_dl_dtype(DType::BF16), DLDataType { code: 4, bits: 16, lanes: 1 });
-    assert_eq!(to_dl_dtype(DType::Bool), DLDataType { code: 6, bits: 8, lanes: 1 });
+    assert_eq!(
+        to_dl_dtype(DType::BF16),
+        DLDataType {
+            code: 4,
+            bits: 16,
+            lanes: 1
+        }
+    );
+    assert_eq!(
+        to_dl_dtype(DType::Bool),
+        DLDataType {
+            code: 6,
+            bits: 8,
+            lanes: 1
+        }
+    );
 }
 
 #[test]
@@ -146,14 +192,21 @@ fn refuses_what_opbox_cannot_hold_and_still_deletes() {
     type Edit = fn(&mut DLManagedTensorVersioned);
     let cases: [(&str, Edit); 7] = [
         ("vector type (4 lanes)", |m| m.dl_tensor.dtype.lanes = 4),
-        ("bits 8, lanes 1} has no opbox dtype: of this kind opbox holds f32 (32 bits)", |m| {
-            m.dl_tensor.dtype.bits = 8
-        }),
+        (
+            "bits 8, lanes 1} has no opbox dtype: of this kind opbox holds f32 (32 bits)",
+            |m| m.dl_tensor.dtype.bits = 8,
+        ),
         ("kDLFloat8_e3m4", |m| m.dl_tensor.dtype.code = 7),
         ("kDLFloat4_e2m1fn", |m| {
-            m.dl_tensor.dtype = DLDataType { code: 17, bits: 4, lanes: 1 }
+            m.dl_tensor.dtype = DLDataType {
+                code: 17,
+                bits: 4,
+                lanes: 1,
+            }
         }),
-        ("device type 4 (kDLOpenCL)", |m| m.dl_tensor.device.device_type = DLDeviceType::OPENCL),
+        ("device type 4 (kDLOpenCL)", |m| {
+            m.dl_tensor.device.device_type = DLDeviceType::OPENCL
+        }),
         ("device type 99 (unknown to DLPack 1.x)", |m| {
             m.dl_tensor.device.device_type = DLDeviceType(99)
         }),
@@ -166,7 +219,11 @@ fn refuses_what_opbox_cannot_hold_and_still_deletes() {
         // SAFETY: a live managed tensor, handed over.
         let err = unsafe { Tensor::from_dlpack(m) }.unwrap_err();
         assert!(err.to_string().contains(want), "want {want:?} in: {err}");
-        assert_eq!(runs.load(Ordering::SeqCst), 1, "{want}: the deleter ran once");
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            1,
+            "{want}: the deleter ran once"
+        );
     }
     let (m, runs) = produce(vec![0.0; 4], &[4], Some(&[1]), |m| m.dl_tensor.ndim = -1);
     // SAFETY: as above.
@@ -189,7 +246,8 @@ fn read_only_flag_is_honoured_both_ways() {
     for err in [
         t.fill_(0.0).unwrap_err(),
         t.with_slice_mut(|_: &mut [f32]| ()).unwrap_err(),
-        t.copy_from(&Tensor::zeros(&[2], DType::F32, Device::Cpu).unwrap()).unwrap_err(),
+        t.copy_from(&Tensor::zeros(&[2], DType::F32, Device::Cpu).unwrap())
+            .unwrap_err(),
         t.mutable_data_ptr().unwrap_err(),
     ] {
         assert!(err.to_string().contains("read-only"), "{err}");
@@ -198,7 +256,10 @@ fn read_only_flag_is_honoured_both_ways() {
     let out = t.to_dlpack().unwrap();
     // SAFETY: live until its deleter runs, which is called once here.
     unsafe {
-        assert_eq!((*out).flags & DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_FLAG_BITMASK_READ_ONLY);
+        assert_eq!(
+            (*out).flags & DLPACK_FLAG_BITMASK_READ_ONLY,
+            DLPACK_FLAG_BITMASK_READ_ONLY
+        );
         ((*out).deleter.unwrap())(out);
     }
     drop(t);
@@ -210,14 +271,26 @@ fn copy_requests_copy_and_flag_it() {
     let (m, runs) = produce(vec![1.0, 2.0, 3.0], &[3], None, |_| {});
     // SAFETY: the pointer is read before the handover.
     let data = unsafe { (*m).dl_tensor.data };
-    let opts = FromDlpack { copy: Some(true), producer_stream: None };
+    let opts = FromDlpack {
+        copy: Some(true),
+        producer_stream: None,
+    };
     // SAFETY: a live managed tensor, handed over.
     let t = unsafe { Tensor::from_dlpack_with(m, &opts) }.unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "the producer is released once copied");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the producer is released once copied"
+    );
     assert_ne!(t.data_ptr(), data.cast_const());
     assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0]);
 
-    let out = t.to_dlpack_with(&ToDlpack { copy: Some(true), stream: None }).unwrap();
+    let out = t
+        .to_dlpack_with(&ToDlpack {
+            copy: Some(true),
+            stream: None,
+        })
+        .unwrap();
     // SAFETY: live until its deleter runs, which is called once here.
     unsafe {
         assert_eq!((*out).flags, DLPACK_FLAG_BITMASK_IS_COPIED);
@@ -262,9 +335,16 @@ fn legacy_managed_tensor_imports() {
         managed: DLManagedTensor {
             dl_tensor: DLTensor {
                 data: std::ptr::null_mut(),
-                device: DLDevice { device_type: DLDeviceType::CPU, device_id: 0 },
+                device: DLDevice {
+                    device_type: DLDeviceType::CPU,
+                    device_id: 0,
+                },
                 ndim: 1,
-                dtype: DLDataType { code: 0, bits: 64, lanes: 1 },
+                dtype: DLDataType {
+                    code: 0,
+                    bits: 64,
+                    lanes: 1,
+                },
                 shape: std::ptr::null_mut(),
                 strides: std::ptr::null_mut(),
                 byte_offset: 0,
@@ -292,12 +372,30 @@ fn legacy_managed_tensor_imports() {
 fn meta_has_no_dlpack_form_and_streams_parse_as_the_spec_says() {
     let meta = Tensor::empty(&[2], DType::F32, Device::Meta).unwrap();
     assert!(matches!(meta.to_dlpack(), Err(Error::Unsupported(m)) if m.contains("meta")));
-    assert_eq!(DlpackStream::from_arg(None).unwrap(), DlpackStream::LegacyDefault);
-    assert_eq!(DlpackStream::from_arg(Some(1)).unwrap(), DlpackStream::LegacyDefault);
-    assert_eq!(DlpackStream::from_arg(Some(2)).unwrap(), DlpackStream::PerThreadDefault);
-    assert_eq!(DlpackStream::from_arg(Some(-1)).unwrap(), DlpackStream::NoSync);
-    assert_eq!(DlpackStream::from_arg(Some(0x5000)).unwrap(), DlpackStream::Handle(0x5000));
-    assert!(DlpackStream::from_arg(Some(0)).unwrap_err().to_string().contains("disallowed"));
+    assert_eq!(
+        DlpackStream::from_arg(None).unwrap(),
+        DlpackStream::LegacyDefault
+    );
+    assert_eq!(
+        DlpackStream::from_arg(Some(1)).unwrap(),
+        DlpackStream::LegacyDefault
+    );
+    assert_eq!(
+        DlpackStream::from_arg(Some(2)).unwrap(),
+        DlpackStream::PerThreadDefault
+    );
+    assert_eq!(
+        DlpackStream::from_arg(Some(-1)).unwrap(),
+        DlpackStream::NoSync
+    );
+    assert_eq!(
+        DlpackStream::from_arg(Some(0x5000)).unwrap(),
+        DlpackStream::Handle(0x5000)
+    );
+    assert!(DlpackStream::from_arg(Some(0))
+        .unwrap_err()
+        .to_string()
+        .contains("disallowed"));
     assert!(DlpackStream::from_arg(Some(-7)).is_err());
 }
 
