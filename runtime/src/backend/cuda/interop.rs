@@ -49,7 +49,14 @@ pub(crate) unsafe fn stream_waits_for(
     destroyed.map_err(|e| err("destroying the event", e))
 }
 
-/// The raw handle of opbox's stream on `cuda:ordinal` (the legacy default stream).
+/// The raw handle of the stream opbox queues `cuda:ordinal`'s work on, on this thread (its
+/// current stream; null is the legacy default stream).
 pub(crate) fn opbox_stream(ordinal: u32) -> Result<sys::CUstream> {
-    Ok(device(ordinal as usize)?.stream.cu_stream())
+    Ok(super::current::cuda_stream_for(ordinal as usize)?.cu_stream())
+}
+
+/// Whether a DLPack stream handle (`1` legacy default, `2` per-thread default, else a handle)
+/// is the very stream `ours` is, so that ordering needs nothing.
+pub(crate) fn same_stream(handle: usize, ours: sys::CUstream) -> bool {
+    handle == ours as usize || (handle == 1 && ours.is_null())
 }

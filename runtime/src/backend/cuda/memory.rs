@@ -1,7 +1,7 @@
-//! Tensor storage in CUDA device memory: opbox's own `CudaSlice<u8>`, allocated on the device's
-//! default stream, or memory another library owns (`Tensor::from_blob`, DLPack) with its deleter.
+//! Tensor storage in CUDA device memory: opbox's own `CudaSlice<u8>`, allocated on the thread's
+//! current stream (`current.rs`), or memory another library owns (`Tensor::from_blob`, DLPack) with its deleter.
 //! Host access is refused with what to call instead; bytes move with upload, download and device
-//! copies, which go through the driver by address on the default stream for both kinds, behind
+//! copies, which go through the driver by address on the current stream for both kinds, behind
 //! the storage's one lock (`tensor/lock.rs`: other threads wait, a thread never waits for itself).
 
 use std::any::Any;
@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr, DriverError};
 
 use super::context::{device, device_count, CudaDevice};
+use super::current::cuda_stream_for;
 use crate::tensor::lock::StorageLock;
 use crate::tensor::storage::{Deleter, Memory};
 use crate::tensor::Device;
@@ -38,12 +39,14 @@ pub(crate) struct CudaMemory {
 impl CudaMemory {
     pub(crate) fn zeroed(nbytes: usize, ordinal: u32) -> Result<CudaMemory> {
         let device = usable_device(ordinal, "create a tensor")?;
-        let slice = device
-            .stream
+        // On the current stream, so the zero fill is ordered before the kernels that stream
+        // runs next.
+        let stream = cuda_stream_for(ordinal as usize)?;
+        let slice = stream
             .alloc_zeros::<u8>(nbytes.max(1))
             .map_err(|e| cuda_error(ordinal, &format!("allocating {nbytes} bytes"), e))?;
         let base = {
-            let (ptr, _sync) = slice.device_ptr(&device.stream);
+            let (ptr, _sync) = slice.device_ptr(&stream);
             ptr
         };
         Ok(CudaMemory {
@@ -85,12 +88,12 @@ impl CudaMemory {
         })
     }
 
-    /// The device's default stream, where opbox copies and launches.
-    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
-        &self.device.stream
+    /// This thread's current stream on the device, where opbox copies and launches.
+    pub(crate) fn stream(&self) -> Result<Arc<CudaStream>> {
+        cuda_stream_for(self.ordinal as usize)
     }
 
-    /// Calls `f` with the allocation (at least 1 byte) and the device's default stream, holding
+    /// Calls `f` with the allocation (at least 1 byte) and the thread's current stream, holding
     /// the storage exclusively. opbox's own memory only: a foreign allocation is no `CudaSlice`.
     pub(crate) fn with_slice<R>(
         &self,
@@ -108,7 +111,8 @@ impl CudaMemory {
         // The lock above is the storage's; this Mutex only satisfies `&mut` and is never
         // contended (poisoned means a closure panicked, and the slice is still valid).
         let mut slice = slice.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(f(&mut slice, self.stream()))
+        let stream = self.stream()?;
+        Ok(f(&mut slice, &stream))
     }
 
     /// `memory` as CUDA memory, or an error naming `op` and the device it is on.
@@ -134,7 +138,7 @@ impl CudaMemory {
         Ok(())
     }
 
-    /// Runs a driver call on the default stream with the context bound, then waits for it.
+    /// Runs a driver call on the current stream with the context bound, then waits for it.
     fn on_stream(
         &self,
         op: &str,
@@ -142,9 +146,10 @@ impl CudaMemory {
         call: impl FnOnce(cudarc::driver::sys::CUstream) -> std::result::Result<(), DriverError>,
     ) -> Result<()> {
         let err = |e| cuda_error(self.ordinal, &format!("{op}: {what}"), e);
+        let stream = self.stream()?;
         self.device.context.bind_to_thread().map_err(err)?;
-        call(self.stream().cu_stream()).map_err(err)?;
-        self.stream().synchronize().map_err(err)
+        call(stream.cu_stream()).map_err(err)?;
+        stream.synchronize().map_err(err)
     }
 }
 
@@ -254,7 +259,7 @@ impl Memory for CudaMemory {
     }
 
     fn device_base(&self) -> Option<u64> {
-        // Ordering with opbox's own copies comes from the default stream they and launches
+        // Ordering with opbox's own copies comes from the current stream they and launches
         // share (each copy also synchronizes), not from cudarc's per-slice events.
         Some(self.base)
     }

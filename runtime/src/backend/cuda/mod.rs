@@ -18,6 +18,8 @@ pub mod aot;
 pub mod aot_session;
 pub mod artifact;
 pub mod context;
+pub mod cublas;
+pub mod current;
 pub mod disk_cache;
 pub(crate) mod interop;
 pub mod jit;

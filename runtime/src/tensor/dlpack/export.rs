@@ -98,19 +98,15 @@ impl Tensor {
         }
         if let (Some(stream), crate::Device::Cuda(_ordinal)) = (opts.stream, tensor.device()) {
             #[cfg(feature = "cuda")]
-            match stream.handle() {
-                // No synchronization, or the legacy default stream, which is opbox's own.
-                None | Some(1) => {}
-                Some(handle) => {
-                    use crate::backend::cuda::interop::{opbox_stream, stream_waits_for};
+            if let Some(handle) = stream.handle() {
+                use crate::backend::cuda::interop::{opbox_stream, same_stream, stream_waits_for};
+                let ours = opbox_stream(_ordinal)?;
+                // The consumer's own stream is opbox's current one: already in order.
+                if !same_stream(handle, ours) {
                     // SAFETY: the consumer's stream is live (it asked for the tensor on it);
-                    // opbox's stream is live for the process.
+                    // opbox's current stream is live while this thread's scope is.
                     unsafe {
-                        stream_waits_for(
-                            _ordinal,
-                            handle as cudarc::driver::sys::CUstream,
-                            opbox_stream(_ordinal)?,
-                        )?
+                        stream_waits_for(_ordinal, handle as cudarc::driver::sys::CUstream, ours)?
                     };
                 }
             }

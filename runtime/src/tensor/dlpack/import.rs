@@ -152,16 +152,15 @@ fn finish(
     if let (Some(stream), crate::Device::Cuda(_ordinal)) = (opts.producer_stream, tensor.device()) {
         #[cfg(feature = "cuda")]
         if let Some(handle) = stream.handle() {
-            use crate::backend::cuda::interop::{opbox_stream, stream_waits_for};
-            // SAFETY: the caller names a live stream of the tensor's device (from_dlpack_with's
-            // contract); opbox's stream is live for the process.
-            unsafe {
-                stream_waits_for(
-                    _ordinal,
-                    opbox_stream(_ordinal)?,
-                    handle as cudarc::driver::sys::CUstream,
-                )?
-            };
+            use crate::backend::cuda::interop::{opbox_stream, same_stream, stream_waits_for};
+            let ours = opbox_stream(_ordinal)?;
+            if !same_stream(handle, ours) {
+                // SAFETY: the caller names a live stream of the tensor's device
+                // (from_dlpack_with's contract); opbox's current stream is live.
+                unsafe {
+                    stream_waits_for(_ordinal, ours, handle as cudarc::driver::sys::CUstream)?
+                };
+            }
         }
         #[cfg(not(feature = "cuda"))]
         let _ = stream;

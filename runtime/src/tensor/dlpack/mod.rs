@@ -21,16 +21,19 @@
 //!
 //! # CUDA streams
 //!
-//! opbox queues its CUDA work (copies, launches) on each device's legacy default stream. As the
-//! DLPack spec gives it, the `stream` of an exchange is the *consumer's* stream, and the producer
-//! makes the data safe to use there:
+//! opbox queues its CUDA work (allocations, copies, launches) on the thread's current stream
+//! (`opbox::cuda::current_stream`: the innermost `with_stream`, else the device's legacy default
+//! stream). As the DLPack spec gives it, the `stream` of an exchange is the *consumer's* stream,
+//! and the producer makes the data safe to use there:
 //! - exporting with [`ToDlpack::stream`] = `Some(s)`, opbox makes `s` wait (on the device, through
-//!   an event) for the work it has queued; `-1` is no synchronization, `1` (or `None`) the legacy
-//!   default stream, which is opbox's own and needs nothing, `2` the per-thread default stream,
-//!   any other value a `CUstream` handle; `0` is refused for CUDA, as the spec says;
-//! - importing, a tensor whose producer already ordered it for the consumer's stream needs
-//!   nothing; if the producer's work is still pending on a stream of its own,
-//!   [`FromDlpack::producer_stream`] names that stream and opbox's stream waits for it.
+//!   an event) for the work queued on its current stream, unless `s` is that very stream; `-1` is
+//!   no synchronization, `1` (or `None` in Python's protocol) the legacy default stream, `2` the
+//!   per-thread default stream, any other value a `CUstream` handle; `0` is refused for CUDA, as
+//!   the spec says;
+//! - importing, a tensor whose producer already ordered it for opbox's current stream needs
+//!   nothing (pass [`consumer_stream`] as the producer's `stream=`); if the producer's work is
+//!   still pending on a stream of its own, [`FromDlpack::producer_stream`] names that stream and
+//!   opbox's current stream waits for it.
 //!
 //! # For the plugin ABI
 //!
@@ -128,6 +131,22 @@ pub struct ToDlpack {
     /// The consumer's CUDA stream, which opbox makes wait for the work it queued; `None` is
     /// the legacy default stream, opbox's own, which needs nothing.
     pub stream: Option<DlpackStream>,
+}
+
+/// The `stream=` value to pass to a producer's `__dlpack__` so that the tensor it gives is
+/// ready on opbox's current stream for `cuda:ordinal`: `1` for the legacy default stream, else
+/// the current stream's handle. `None` without CUDA.
+pub fn consumer_stream(ordinal: usize) -> Option<i64> {
+    #[cfg(feature = "cuda")]
+    {
+        let handle = crate::backend::cuda::interop::opbox_stream(ordinal as u32).ok()?;
+        Some(if handle.is_null() { 1 } else { handle as usize as i64 })
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = ordinal;
+        None
+    }
 }
 
 /// The flags a managed tensor carries.
