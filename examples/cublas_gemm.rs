@@ -107,14 +107,22 @@ fn matrix(rows: usize, cols: usize, seed: u32) -> Result<Tensor> {
 
 fn max_err(x: &Tensor, y: &Tensor) -> Result<f32> {
     let (x, y) = (x.to_vec::<f32>()?, y.to_vec::<f32>()?);
-    Ok(x.iter().zip(&y).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max))
+    Ok(x.iter()
+        .zip(&y)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f32::max))
 }
 
 fn main() -> opbox::Result<()> {
     let mm = opbox::op("blas::mm")?;
     let (a, b) = (matrix(96, 64, 1)?, matrix(64, 80, 7)?);
     let reference: Tensor = mm.call((&a, &b))?;
-    println!("cpu: blas::mm of {:?} x {:?} -> {:?}", a.shape(), b.shape(), reference.shape());
+    println!(
+        "cpu: blas::mm of {:?} x {:?} -> {:?}",
+        a.shape(),
+        b.shape(),
+        reference.shape()
+    );
 
     let usable = opbox::cuda::device_count()
         .and_then(|n| match n {

@@ -116,11 +116,10 @@ pub mod kernel {
 /// GPU builds and runs every CPU path): devices, NVRTC, the JIT and its caches.
 #[cfg(feature = "cuda")]
 pub mod cuda {
-    pub use opbox_runtime::backend::cuda::{
-        compile_ahead, compile_cached, compile_for_arch, compile_for_device, default_cache, device,
-        device_count, nvrtc, probe, synchronize, translation_unit, ArchVariant, Artifact,
-        CacheOutcome, Compiled, CudaDevice, DiskCache, ImageKind, LoadedKernel, Lookup, Target,
-    };
+    /// cuBLAS handles per (device, stream), loaded at run time (`Error::NoCuda` without it).
+    pub use opbox_runtime::backend::cuda::cublas;
+    /// The cudarc opbox is built on, for raw driver and cuBLAS calls.
+    pub use opbox_runtime::backend::cuda::cudarc;
     /// Streams and devices as PyTorch's CUDA helpers give them: the thread's current stream, a
     /// scoped `with_stream` that launches, allocations and copies honour, a stream pool, a
     /// device guard, stream synchronization (and `Stream::cu_stream` for interop).
@@ -128,10 +127,11 @@ pub mod cuda {
         current_device, current_stream, default_stream, stream_from_pool, synchronize_stream,
         with_stream, DeviceGuard, POOL_STREAMS,
     };
-    /// cuBLAS handles per (device, stream), loaded at run time (`Error::NoCuda` without it).
-    pub use opbox_runtime::backend::cuda::cublas;
-    /// The cudarc opbox is built on, for raw driver and cuBLAS calls.
-    pub use opbox_runtime::backend::cuda::cudarc;
+    pub use opbox_runtime::backend::cuda::{
+        compile_ahead, compile_cached, compile_for_arch, compile_for_device, default_cache, device,
+        device_count, nvrtc, probe, synchronize, translation_unit, ArchVariant, Artifact,
+        CacheOutcome, Compiled, CudaDevice, DiskCache, ImageKind, LoadedKernel, Lookup, Target,
+    };
     pub use opbox_runtime::kernel::Stream;
 
     /// The CUDA code model (declarations, emitter, cache key), for tools and tests.

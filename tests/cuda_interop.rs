@@ -32,8 +32,14 @@ const TESTS: &[Test] = &[
     ("slow_fill_compiles_with_nvrtc", compiles),
     ("gpu_from_blob_over_cuda_memory", from_blob_cuda),
     ("gpu_dlpack_round_trip_on_cuda", dlpack_round_trip),
-    ("gpu_dlpack_export_orders_the_consumer_stream", dlpack_consumer_stream),
-    ("gpu_with_stream_is_honoured_by_launches", with_stream_launches),
+    (
+        "gpu_dlpack_export_orders_the_consumer_stream",
+        dlpack_consumer_stream,
+    ),
+    (
+        "gpu_with_stream_is_honoured_by_launches",
+        with_stream_launches,
+    ),
     ("gpu_stream_pool_round_robin", pool),
     ("gpu_device_guard", device_guard),
     ("gpu_cublas_handle_per_stream", cublas_handles),
@@ -91,23 +97,35 @@ fn from_blob_cuda() -> TestResult {
             )
         }
         .map_err(s)?;
-        ensure(t.data_ptr() as usize as u64 == ptr, || "data_ptr is the blob".into())?;
-        ensure(t.to_vec::<f32>().map_err(s)? == host, || "reads the blob".into())?;
+        ensure(t.data_ptr() as usize as u64 == ptr, || {
+            "data_ptr is the blob".into()
+        })?;
+        ensure(t.to_vec::<f32>().map_err(s)? == host, || {
+            "reads the blob".into()
+        })?;
         let tt = t.transpose(0, 1).map_err(s)?.contiguous().map_err(s)?;
-        ensure(tt.to_vec::<f32>().map_err(s)?[1] == 32.0, || "transpose of the blob".into())?;
+        ensure(tt.to_vec::<f32>().map_err(s)?[1] == 32.0, || {
+            "transpose of the blob".into()
+        })?;
         t.fill_(2.0).map_err(s)?;
         let mut back = vec![0f32; n];
         // SAFETY: the allocation is alive (t holds it) and fill_ has completed.
         unsafe { result::memcpy_dtoh_sync(&mut back, ptr) }.map_err(drv)?;
-        ensure(back.iter().all(|&v| v == 2.0), || "opbox's write reached the blob".into())?;
+        ensure(back.iter().all(|&v| v == 2.0), || {
+            "opbox's write reached the blob".into()
+        })?;
         ensure(t.with_cuda_slice(|_, _, _| ()).is_err(), || {
             "with_cuda_slice must refuse foreign memory".into()
         })?;
         let view = t.narrow(0, 1, 1).map_err(s)?;
         drop((t, tt));
-        ensure(runs.load(Ordering::SeqCst) == 0, || "a view still holds it".into())?;
+        ensure(runs.load(Ordering::SeqCst) == 0, || {
+            "a view still holds it".into()
+        })?;
         drop(view);
-        ensure(runs.load(Ordering::SeqCst) == 1, || "the deleter ran once".into())?;
+        ensure(runs.load(Ordering::SeqCst) == 1, || {
+            "the deleter ran once".into()
+        })?;
         Ok(Outcome::Pass)
     })
 }
@@ -120,26 +138,37 @@ fn dlpack_round_trip() -> TestResult {
         let m = x.to_dlpack().map_err(s)?;
         // SAFETY: live until its deleter runs (from_dlpack below takes it).
         let dl = unsafe { (*m).dl_tensor };
-        ensure(dl.device.device_type == DLDeviceType::CUDA && dl.device.device_id == 0, || {
-            format!("device {:?}", dl.device)
+        ensure(
+            dl.device.device_type == DLDeviceType::CUDA && dl.device.device_id == 0,
+            || format!("device {:?}", dl.device),
+        )?;
+        ensure(dl.data.cast_const() == x.data_ptr(), || {
+            "zero copy out".into()
         })?;
-        ensure(dl.data.cast_const() == x.data_ptr(), || "zero copy out".into())?;
         // SAFETY: opbox's own export, handed back.
         let back = unsafe { Tensor::from_dlpack(m) }.map_err(s)?;
-        ensure(back.device() == Device::Cuda(0), || "imported on cuda:0".into())?;
-        ensure(back.data_ptr() == x.data_ptr(), || "zero copy in".into())?;
-        ensure(back.to_vec::<f32>().map_err(s)? == x.to_vec::<f32>().map_err(s)?, || {
-            "same elements".into()
+        ensure(back.device() == Device::Cuda(0), || {
+            "imported on cuda:0".into()
         })?;
+        ensure(back.data_ptr() == x.data_ptr(), || "zero copy in".into())?;
+        ensure(
+            back.to_vec::<f32>().map_err(s)? == x.to_vec::<f32>().map_err(s)?,
+            || "same elements".into(),
+        )?;
         drop(back);
-        ensure(x.ref_count() == 1, || "the export's handle was released".into())?;
+        ensure(x.ref_count() == 1, || {
+            "the export's handle was released".into()
+        })?;
         Ok(Outcome::Pass)
     })
 }
 
 fn dlpack_consumer_stream() -> TestResult {
     with_gpu(|| {
-        let (ours, theirs) = (stream_from_pool(0).map_err(s)?, stream_from_pool(0).map_err(s)?);
+        let (ours, theirs) = (
+            stream_from_pool(0).map_err(s)?,
+            stream_from_pool(0).map_err(s)?,
+        );
         let (a, b) = (ours.cu_stream().unwrap(), theirs.cu_stream().unwrap());
         ensure(a != b, || "two pool streams".into())?;
         let n = 4096usize;
@@ -155,7 +184,9 @@ fn dlpack_consumer_stream() -> TestResult {
             Ok((out.clone(), out.to_dlpack_with(&opts)?, was_pending))
         })
         .map_err(s)?;
-        ensure(was_pending, || "the kernel was still running at export".into())?;
+        ensure(was_pending, || {
+            "the kernel was still running at export".into()
+        })?;
         // The consumer reads on its own stream, right away: the export made it wait.
         let mut host = vec![0f32; n];
         // SAFETY: the export keeps the memory alive; `host` outlives the copy, which is
@@ -166,7 +197,10 @@ fn dlpack_consumer_stream() -> TestResult {
         }
         theirs.synchronize().map_err(s)?;
         ensure(host.iter().all(|&v| v == 7.0), || {
-            format!("the consumer's stream read {} before the producer's kernel finished", host[0])
+            format!(
+                "the consumer's stream read {} before the producer's kernel finished",
+                host[0]
+            )
         })?;
         // SAFETY: the consumer is done; its deleter runs once.
         unsafe { ((*m).deleter.unwrap())(m) };
@@ -187,16 +221,21 @@ fn with_stream_launches() -> TestResult {
             Ok((out, current_stream(0)?.cu_stream(), pending(raw)))
         })
         .map_err(s)?;
-        ensure(inside == Some(raw), || "current_stream is the scoped one".into())?;
-        ensure(was_pending, || "the launch went to the scoped stream".into())?;
+        ensure(inside == Some(raw), || {
+            "current_stream is the scoped one".into()
+        })?;
+        ensure(was_pending, || {
+            "the launch went to the scoped stream".into()
+        })?;
         ensure(current_stream(0).map_err(s)?.cu_stream() == default, || {
             "the scope ended".into()
         })?;
         stream.synchronize().map_err(s)?;
         ensure(!pending(raw), || "synchronize waited".into())?;
-        ensure(out.to_vec::<f32>().map_err(s)?.iter().all(|&v| v == 3.0), || {
-            "the kernel's result".into()
-        })?;
+        ensure(
+            out.to_vec::<f32>().map_err(s)?.iter().all(|&v| v == 3.0),
+            || "the kernel's result".into(),
+        )?;
         Ok(Outcome::Pass)
     })
 }
@@ -242,14 +281,21 @@ fn cublas_handles() -> TestResult {
         if let Err(e) = opbox::cuda::probe::cublas() {
             return Ok(Outcome::Skip(format!("no cuBLAS ({e})")));
         }
-        let (x, y) = (stream_from_pool(0).map_err(s)?, stream_from_pool(0).map_err(s)?);
+        let (x, y) = (
+            stream_from_pool(0).map_err(s)?,
+            stream_from_pool(0).map_err(s)?,
+        );
         let hx = opbox::cuda::cublas::handle(&x).map_err(s)?;
         let hy = opbox::cuda::cublas::handle(&y).map_err(s)?;
         let again = opbox::cuda::cublas::handle(&x).map_err(s)?;
         ensure(Arc::ptr_eq(&hx, &again), || "one handle per stream".into())?;
-        ensure(!Arc::ptr_eq(&hx, &hy), || "another stream, another handle".into())?;
+        ensure(!Arc::ptr_eq(&hx, &hy), || {
+            "another stream, another handle".into()
+        })?;
         let current = with_stream(&y, || opbox::cuda::cublas::current_handle(0)).map_err(s)?;
-        ensure(Arc::ptr_eq(&current, &hy), || "current_handle follows with_stream".into())?;
+        ensure(Arc::ptr_eq(&current, &hy), || {
+            "current_handle follows with_stream".into()
+        })?;
         Ok(Outcome::Pass)
     })
 }

@@ -19,15 +19,18 @@ use crate::{Error, Result};
 
 /// The handles made so far, by (device ordinal, raw stream). Each holds its stream (an `Arc`), so
 /// a key's stream cannot be freed and its address reused while the entry lives.
-static HANDLES: Mutex<Vec<((u32, usize), Arc<CudaBlas>)>> = Mutex::new(Vec::new());
+static HANDLES: Mutex<Vec<(StreamKey, Arc<CudaBlas>)>> = Mutex::new(Vec::new());
+
+/// (device ordinal, raw `CUstream` as an address).
+type StreamKey = (u32, usize);
 
 /// The cuBLAS handle bound to `stream` (made on first use). Work submitted with it runs on
 /// `stream`, ordered with opbox's launches and copies there.
 pub fn handle(stream: &Stream) -> Result<Arc<CudaBlas>> {
     probe::cublas()?;
-    let cuda = stream.as_cuda().ok_or_else(|| {
-        Error::InvalidArgument(format!("cublas: {stream:?} is no CUDA stream"))
-    })?;
+    let cuda = stream
+        .as_cuda()
+        .ok_or_else(|| Error::InvalidArgument(format!("cublas: {stream:?} is no CUDA stream")))?;
     let key = (cuda.context().ordinal() as u32, cuda.cu_stream() as usize);
     // A panic while the lock was held cannot leave the list half-written (push is the only
     // write), so a poisoned lock is still good.
@@ -55,4 +58,3 @@ pub fn current_handle(ordinal: usize) -> Result<Arc<CudaBlas>> {
 pub fn handle_count() -> usize {
     HANDLES.lock().unwrap_or_else(|p| p.into_inner()).len()
 }
-

@@ -140,7 +140,11 @@ pub fn consumer_stream(ordinal: usize) -> Option<i64> {
     #[cfg(feature = "cuda")]
     {
         let handle = crate::backend::cuda::interop::opbox_stream(ordinal as u32).ok()?;
-        Some(if handle.is_null() { 1 } else { handle as usize as i64 })
+        Some(if handle.is_null() {
+            1
+        } else {
+            handle as usize as i64
+        })
     }
     #[cfg(not(feature = "cuda"))]
     {
