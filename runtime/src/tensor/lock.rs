@@ -15,8 +15,9 @@
 //! Reads nest on one thread even while another thread waits to write (`read_recursive`):
 //! otherwise a nested read behind a queued writer would deadlock with its own outer read.
 //!
-//! Internal code that holds two storages at once (`copy_from`) takes them in address order, so two
-//! threads copying `a -> b` and `b -> a` cannot deadlock. User closures that nest accesses to two
+//! Internal code that holds several storages at once (`copy_from`, device copies, a `#[kernel]`'s
+//! CPU build locking its buffers) takes them in one order, the locks' addresses, so two threads
+//! copying `a -> b` and `b -> a` wait for each other instead of deadlocking. User closures that nest accesses to two
 //! tensors on two threads in opposite orders can, as with any pair of `RwLock`s; that is
 //! documented on `with_slice_mut`.
 //!
@@ -144,9 +145,10 @@ impl StorageLock {
         })
     }
 
-    /// Whether `a` comes before `b` in the order that multi-lock code acquires in.
-    pub(crate) fn before(a: &StorageLock, b: &StorageLock) -> bool {
-        a.addr() < b.addr()
+    /// This lock's place in the one order that code holding several locks acquires them in
+    /// (its address): `copy_from`, device copies and the CPU build's buffers all use it.
+    pub(crate) fn order(&self) -> usize {
+        self.addr()
     }
 }
 

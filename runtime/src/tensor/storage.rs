@@ -224,6 +224,15 @@ impl Storage {
         Ok(())
     }
 
+    /// Where this storage's lock comes in the one order that code holding several storages
+    /// acquires them in (`tensor/lock.rs`); memory without a host lock sorts by its address.
+    pub(crate) fn lock_order(&self) -> usize {
+        match self.memory.host() {
+            Some(host) => host.lock().order(),
+            None => &*self.memory as *const dyn Memory as *const u8 as usize,
+        }
+    }
+
     /// Shared access to `src` and exclusive access to `dst` (two different storages), taken in
     /// address order so that two threads copying `a -> b` and `b -> a` cannot deadlock.
     pub(crate) fn read_write_pair<'a>(
@@ -239,7 +248,7 @@ impl Storage {
             };
             return Err(off_host.memory.no_host_access(op));
         };
-        if crate::tensor::lock::StorageLock::before(s.lock(), d.lock()) {
+        if s.lock().order() < d.lock().order() {
             let r = src.read(op)?;
             Ok((r, dst.write(op)?))
         } else {

@@ -238,7 +238,7 @@ impl Memory for CudaMemory {
         self.check_writable(op)?;
         let what = self.what();
         // Address order, so two threads copying a -> b and b -> a cannot deadlock.
-        let (_r, _w) = if StorageLock::before(&src.lock, &self.lock) {
+        let (_r, _w) = if src.lock.order() < self.lock.order() {
             let r = src.lock.read(op, &what)?;
             (r, self.lock.write(op, &what)?)
         } else {
