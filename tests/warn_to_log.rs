@@ -33,5 +33,8 @@ fn the_default_handler_is_the_log_crate() {
     let (level, target, message) = &records[0];
     assert_eq!(*level, log::Level::Warn);
     assert_eq!(target, "opbox");
-    assert!(message.starts_with("low on memory (0) (tests/warn_to_log.rs:"), "{message}");
+    assert!(
+        message.starts_with("low on memory (0) (tests/warn_to_log.rs:"),
+        "{message}"
+    );
 }
