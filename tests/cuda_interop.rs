@@ -20,7 +20,7 @@ use opbox::cuda::{
 };
 use opbox::prelude::*;
 use opbox::tensor::dlpack::ffi::DLDeviceType;
-use opbox::tensor::dlpack::{DlpackStream, ToDlpack};
+use opbox::tensor::dlpack::{DlpackStream, FromDlpack, ToDlpack};
 
 #[extern_kernel(source = "kernels/slow_fill.cu")]
 fn slow_fill(out: Out<[f32]>, v: f32, n: i64, spin: i64);
@@ -35,6 +35,10 @@ const TESTS: &[Test] = &[
     (
         "gpu_dlpack_export_orders_the_consumer_stream",
         dlpack_consumer_stream,
+    ),
+    (
+        "gpu_dlpack_import_waits_for_the_producer_stream",
+        dlpack_producer_stream,
     ),
     (
         "gpu_with_stream_is_honoured_by_launches",
@@ -205,6 +209,45 @@ fn dlpack_consumer_stream() -> TestResult {
         // SAFETY: the consumer is done; its deleter runs once.
         unsafe { ((*m).deleter.unwrap())(m) };
         ensure(out.ref_count() == 1, || "released".into())?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn dlpack_producer_stream() -> TestResult {
+    with_gpu(|| {
+        let producer = stream_from_pool(0).map_err(s)?;
+        let raw = producer.cu_stream().unwrap();
+        let n = 4096usize;
+        // A "producer" whose kernel is still running on its own stream when it hands the tensor
+        // over with no synchronization (stream -1).
+        let (m, was_pending) = with_stream(&producer, || -> opbox::Result<_> {
+            let out = Tensor::zeros(&[n], DType::F32, Device::Cuda(0))?;
+            slow_fill::launch(LaunchConfig::for_elems(n), &out, 5.0, n as i64, SPIN)?;
+            let opts = ToDlpack {
+                copy: None,
+                stream: Some(DlpackStream::NoSync),
+            };
+            Ok((out.to_dlpack_with(&opts)?, pending(raw)))
+        })
+        .map_err(s)?;
+        ensure(was_pending, || {
+            "the producer's kernel was still running".into()
+        })?;
+        // The consumer, on the default stream, names the producer's stream: opbox's stream waits
+        // for it before the download below.
+        let opts = FromDlpack {
+            copy: None,
+            producer_stream: Some(DlpackStream::Handle(raw as usize)),
+        };
+        // SAFETY: a live managed tensor, handed over; the producer stream is alive (held).
+        let t = unsafe { Tensor::from_dlpack_with(m, &opts) }.map_err(s)?;
+        let got = t.to_vec::<f32>().map_err(s)?;
+        ensure(got.iter().all(|&v| v == 5.0), || {
+            format!(
+                "opbox read {} before the producer's kernel finished",
+                got[0]
+            )
+        })?;
         Ok(Outcome::Pass)
     })
 }
