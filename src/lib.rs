@@ -59,9 +59,24 @@ pub mod value {
     };
 }
 
-/// Tensor bookkeeping: live counts and the host alignment.
+/// Tensor bookkeeping (live counts, the host alignment) and DLPack interchange
+/// ([`tensor::dlpack`]: `Tensor::from_dlpack`, `Tensor::to_dlpack` and the C types).
 pub mod tensor {
+    pub use opbox_runtime::tensor::dlpack;
     pub use opbox_runtime::tensor::{live_tensors, live_tensors_on_this_thread, CPU_ALIGN};
+}
+
+/// `opbox::warn!` from kernels: warns once per call site (every time under
+/// [`warnings::set_warn_always`]), to the handler in force, with the `log` crate as the default.
+pub use opbox_runtime::warn;
+
+/// Where `opbox::warn!` goes: handlers (process-wide, or scoped to a thread and a closure) and
+/// the `warn_always` switch (PyTorch's `TORCH_WARN_ONCE` / `torch.set_warn_always`).
+pub mod warnings {
+    pub use opbox_runtime::warning::{
+        reset_warning_handler, set_warn_always, set_warning_handler, warn_always,
+        with_warning_handler, Warning, WarningHandler,
+    };
 }
 
 /// The boxed kernel ABI and the registry, for code that registers or calls kernels by hand.
@@ -105,12 +120,24 @@ pub mod kernel {
 /// GPU builds and runs every CPU path): devices, NVRTC, the JIT and its caches.
 #[cfg(feature = "cuda")]
 pub mod cuda {
+    /// cuBLAS handles per (device, stream), loaded at run time (`Error::NoCuda` without it).
+    pub use opbox_runtime::backend::cuda::cublas;
+    /// The cudarc opbox is built on, for raw driver and cuBLAS calls.
+    pub use opbox_runtime::backend::cuda::cudarc;
+    /// Streams and devices as PyTorch's CUDA helpers give them: the thread's current stream, a
+    /// scoped `with_stream` that launches, allocations and copies honour, a stream pool, a
+    /// device guard, stream synchronization (and `Stream::cu_stream` for interop).
+    pub use opbox_runtime::backend::cuda::current::{
+        current_device, current_stream, default_stream, stream_from_pool, synchronize_stream,
+        with_stream, DeviceGuard, POOL_STREAMS,
+    };
     pub use opbox_runtime::backend::cuda::{
         compile_ahead, compile_cached, compile_for_arch, compile_for_device, cuda_include_options,
         default_cache, device, device_count, nvrtc, probe, synchronize, translation_unit,
         ArchVariant, Artifact, CacheOutcome, Compiled, CudaDevice, DiskCache, ImageKind,
         LoadedKernel, Lookup, Target,
     };
+    pub use opbox_runtime::kernel::Stream;
 
     /// The CUDA code model (declarations, emitter, cache key), for tools and tests.
     pub use opbox_codegen::cuda as codegen;

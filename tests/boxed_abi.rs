@@ -531,6 +531,10 @@ fn mixed_devices() {
         matches!(&err, Error::MixedDevices { first_index: 0, index: 0, first_device, device, .. } if *first_device == Device::Cpu && *device == Device::Meta),
         "{err:?}"
     );
+    assert_eq!(
+        err.to_string(),
+        "abi::first got tensors on different devices: argument #0 (xs[0]) is on cpu, argument #0 (xs[1]) is on meta; move them to one device first"
+    );
     assert_eq!(cpu.ref_count(), 1);
 }
 

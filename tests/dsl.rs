@@ -252,6 +252,7 @@ const TESTS: &[Test] = &[
     ("cpu_out_of_bounds_is_an_error", cpu_oob),
     ("cpu_launch_stack_and_checks", cpu_stack),
     ("cpu_one_dsl_impl_serves_cpu_and_cuda_keys", cpu_op),
+    ("cpu_crossing_launches_on_two_threads_wait", cpu_crossing),
     ("nvrtc_every_dsl_kernel_compiles", nvrtc_all),
     ("nvrtc_f32_literals_stay_f32_in_ptx", nvrtc_no_f64),
     ("nvrtc_errors_name_the_rust_line", nvrtc_lines),
@@ -404,6 +405,31 @@ fn run_affine(device: Device) -> opbox::Result<Vec<f32>> {
 fn cpu_examples() -> TestResult {
     let got = example::run(Device::Cpu).map_err(s)?;
     example::check_cpu(&got)?;
+    Ok(Outcome::Pass)
+}
+
+/// `literals(a -> b)` on one thread and `literals(b -> a)` on another: each launch locks both
+/// buffers, in the storages' one lock order, so they take turns (a lock order per launch would
+/// deadlock here, now that storage locks wait instead of failing).
+fn cpu_crossing() -> TestResult {
+    let n = 64usize;
+    let a = Tensor::full(&[n], 1.0, DType::F32, Device::Cpu).map_err(s)?;
+    let b = Tensor::full(&[n], 2.0, DType::F32, Device::Cpu).map_err(s)?;
+    let cfg = LaunchConfig::for_elems(n);
+    let run = |x: &Tensor, y: &Tensor| -> Result<(), String> {
+        for _ in 0..200 {
+            literals::launch(cfg.clone(), x, y, n as u32).map_err(s)?;
+        }
+        Ok(())
+    };
+    std::thread::scope(|scope| {
+        let one = scope.spawn(|| run(&a, &b));
+        let two = scope.spawn(|| run(&b, &a));
+        one.join()
+            .map_err(|_| "a launch thread panicked".to_string())??;
+        two.join()
+            .map_err(|_| "a launch thread panicked".to_string())?
+    })?;
     Ok(Outcome::Pass)
 }
 

@@ -65,6 +65,8 @@ pub enum Error {
         available: Vec<String>,
     },
 
+    /// Tensors on two devices. For an element of a `Tensor[]` argument the name says which
+    /// (`xs[2]`), so two elements of one list read as two places.
     #[error("{op} got tensors on different devices: argument #{first_index} ({first_name}) is on {first_device}, argument #{index} ({name}) is on {device}; move them to one device first")]
     MixedDevices {
         op: String,
@@ -117,6 +119,17 @@ pub enum Error {
     /// A kernel returned an error of its own.
     #[error("{op}: {message}")]
     Kernel { op: String, message: String },
+
+    /// A kernel returned an error of another kind (a shape error, an inner op's failure, ...):
+    /// kept whole, under the name of the op whose kernel returned it. Nested op calls chain, and
+    /// print as `outer -> inner: message`; [`Error::op_chain`] lists the ops, [`Error::root`]
+    /// gives the innermost error.
+    #[error("{op}{}{source}", if source.op().is_some() { " -> " } else { ": " })]
+    InOp {
+        op: String,
+        #[source]
+        source: Box<Error>,
+    },
 
     /// A kernel panicked; the panic was caught at the C ABI edge.
     #[error("{op} panicked: {message}")]
@@ -192,6 +205,48 @@ impl Error {
     /// An error from user code, with a message.
     pub fn msg(message: impl Into<String>) -> Error {
         Error::Message(message.into())
+    }
+
+    /// The op this error is about: the op whose kernel failed ([`Error::Kernel`],
+    /// [`Error::KernelPanic`], [`Error::InOp`]) or whose call was refused (argument, return and
+    /// device errors, [`Error::NoKernel`]); `None` for errors that name no op.
+    pub fn op(&self) -> Option<&str> {
+        match self {
+            Error::Kernel { op, .. }
+            | Error::KernelPanic { op, .. }
+            | Error::InOp { op, .. }
+            | Error::ArgType { op, .. }
+            | Error::ArgCount { op, .. }
+            | Error::ReturnType { op, .. }
+            | Error::ReturnCount { op, .. }
+            | Error::NoKernel { op, .. }
+            | Error::MixedDevices { op, .. } => Some(op),
+            _ => None,
+        }
+    }
+
+    /// The ops a failure came through, outermost first: `["mylib::outer", "mylib::inner"]` for
+    /// an inner op's error returned through an outer op's kernel.
+    pub fn op_chain(&self) -> Vec<&str> {
+        let mut chain = Vec::new();
+        let mut e = self;
+        loop {
+            if let Some(op) = e.op() {
+                chain.push(op);
+            }
+            match e {
+                Error::InOp { source, .. } => e = source,
+                _ => return chain,
+            }
+        }
+    }
+
+    /// The innermost error of an op chain (the error itself when it is no chain).
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::InOp { source, .. } => source.root(),
+            other => other,
+        }
     }
 }
 

@@ -13,6 +13,7 @@ pub mod stream_value;
 pub mod tensor;
 pub mod typemap;
 pub mod value;
+pub mod warning;
 
 pub use opbox_codegen::op_tag::OpTag;
 pub use opbox_codegen::schema;

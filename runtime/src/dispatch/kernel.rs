@@ -268,8 +268,10 @@ fn kernel_panicked(op: &BoxedOp, message: String) -> i32 {
     STATUS_PANIC
 }
 
-/// What a kernel's error becomes at the dispatcher, on the boxed and the typed path alike: a
-/// bare message gains the op's name.
+/// What a kernel's error becomes at the dispatcher, on the boxed and the typed path alike: it
+/// keeps the op's name whatever its kind. A bare message becomes [`Error::Kernel`]; any other
+/// error, an inner op's included, is wrapped whole in [`Error::InOp`], so nested calls chain
+/// (outer -> inner -> message). An error already under this op's name is left as it is.
 #[cold]
 #[inline(never)]
 pub(crate) fn kernel_error(op: &str, error: Error) -> Error {
@@ -278,7 +280,11 @@ pub(crate) fn kernel_error(op: &str, error: Error) -> Error {
             op: op.to_string(),
             message,
         },
-        other => other,
+        named if named.op() == Some(op) => named,
+        other => Error::InOp {
+            op: op.to_string(),
+            source: Box::new(other),
+        },
     }
 }
 

@@ -193,19 +193,23 @@ impl OpHandle {
     }
 }
 
+/// Where a tensor came from: its argument's index, and its element's when the argument is a
+/// `Tensor[]`.
+type At = (usize, Option<u32>);
+
 /// The one device all tensor arguments are on, or None when the call has no tensors.
 fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
-    let mut first: Option<(usize, Device)> = None;
+    let mut first: Option<(At, Device)> = None;
     for &index in entry.tensor_args {
         let Some(value) = stack.get(index) else {
             continue;
         };
         // Plain tensors are the common case: no iterator chain for them.
         if let Some(tensor) = value.as_tensor() {
-            agree(entry, &mut first, index, tensor.device())?;
+            agree(entry, &mut first, (index, None), tensor.device())?;
         } else if let Some(list) = value.as_list() {
-            for tensor in list.tensors() {
-                agree(entry, &mut first, index, tensor.device())?;
+            for (element, tensor) in (0u32..).zip(list.tensors()) {
+                agree(entry, &mut first, (index, Some(element)), tensor.device())?;
             }
         }
     }
@@ -214,21 +218,16 @@ fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
 
 /// Records the first tensor's device, or fails if `device` differs from it.
 #[inline]
-fn agree(
-    entry: &OpEntry,
-    first: &mut Option<(usize, Device)>,
-    index: usize,
-    device: Device,
-) -> Result<()> {
+fn agree(entry: &OpEntry, first: &mut Option<(At, Device)>, at: At, device: Device) -> Result<()> {
     match *first {
-        None => *first = Some((index, device)),
+        None => *first = Some((at, device)),
         Some((_, d)) if d == device => {}
-        Some((first_index, first_device)) => {
+        Some((first_at, first_device)) => {
             return Err(mixed_devices_error(
                 entry,
-                first_index,
+                first_at,
                 first_device,
-                index,
+                at,
                 device,
             ))
         }
@@ -242,26 +241,31 @@ fn agree(
 #[inline(never)]
 fn mixed_devices_error(
     entry: &OpEntry,
-    first_index: usize,
+    (first_index, first_element): At,
     first_device: Device,
-    index: usize,
+    (index, element): At,
     device: Device,
 ) -> Error {
-    let name = |i: usize| {
-        entry
+    // `xs` for a tensor argument, `xs[2]` for an element of a list argument.
+    let name = |i: usize, element: Option<u32>| {
+        let arg = entry
             .schema
             .arguments
             .get(i)
             .map(|a| a.name.to_string())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        match element {
+            Some(e) => format!("{arg}[{e}]"),
+            None => arg,
+        }
     };
     Error::MixedDevices {
         op: entry.name.to_string(),
         first_index,
-        first_name: name(first_index),
+        first_name: name(first_index, first_element),
         first_device,
         index,
-        name: name(index),
+        name: name(index, element),
         device,
     }
 }

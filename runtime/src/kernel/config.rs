@@ -49,8 +49,9 @@ pub struct LaunchConfig {
     pub grid: (u32, u32, u32),
     pub block: (u32, u32, u32),
     pub shared_mem_bytes: u32,
-    /// `None`: the device's default stream, where opbox's own copies run, so a launch is
-    /// ordered after the uploads that fed it. Another stream is the caller's to order.
+    /// `None`: the thread's current stream for the device (`opbox::cuda::with_stream`, else the
+    /// default stream), where opbox's own copies run, so a launch is ordered after the uploads
+    /// that fed it. Another stream is the caller's to order.
     pub stream: Option<Stream>,
 }
 
@@ -95,7 +96,7 @@ impl LaunchConfig {
         self
     }
 
-    /// Launch on `stream` instead of the device's default stream.
+    /// Launch on `stream` instead of the thread's current stream.
     pub fn stream(mut self, stream: Stream) -> LaunchConfig {
         self.stream = Some(stream);
         self

@@ -8,6 +8,7 @@ use bytemuck::checked::{self, CheckedCastError};
 use bytemuck::Pod;
 
 use super::layout::Layout;
+use super::storage::Storage;
 use super::{with_dtype, with_width, DType, Element, Tensor};
 use crate::{Error, Result, Scalar};
 
@@ -111,7 +112,8 @@ impl Tensor {
     }
 
     /// Calls `f` with the elements as one slice. Contiguous cpu tensors only; `T` must match the
-    /// dtype. Other tensors can read the storage too while `f` runs, but not write it.
+    /// dtype. Other readers share the storage while `f` runs; writers on other threads wait, and
+    /// a write from inside `f` is [`Error::StorageBusy`].
     pub fn with_slice<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
         self.check_dtype::<T>("with_slice")?;
         self.check_contiguous("with_slice")?;
@@ -124,8 +126,10 @@ impl Tensor {
     }
 
     /// Calls `f` with the elements as one mutable slice. Contiguous cpu tensors only; `T` must
-    /// match the dtype. While `f` runs, no other access to the storage (through this tensor, a
-    /// view, or another thread) succeeds: it gets [`Error::StorageBusy`].
+    /// match the dtype. While `f` runs, other threads that use the storage (through this tensor or
+    /// a view) wait for it; this thread's own use of it inside `f` gets [`Error::StorageBusy`]
+    /// (waiting for itself would never end). Two threads whose closures each use the other's
+    /// tensor can deadlock, as with any two locks taken in opposite orders.
     pub fn with_slice_mut<T: Element, R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
         self.check_dtype::<T>("with_slice_mut")?;
         self.check_contiguous("with_slice_mut")?;
@@ -195,8 +199,8 @@ impl Tensor {
                 self.layout(),
             );
         } else {
-            let src_guard = src.storage().read("copy_from")?;
-            let mut dst_guard = self.storage().write("copy_from")?;
+            let (src_guard, mut dst_guard) =
+                Storage::read_write_pair(src.storage(), self.storage(), "copy_from")?;
             copy_elems(
                 as_width::<W>(src_guard.bytes())?,
                 src.layout(),

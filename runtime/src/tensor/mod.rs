@@ -16,15 +16,16 @@
 //!
 //! # Storage
 //!
-//! The bytes live behind the seam in `storage.rs` (cpu and meta today; CUDA joins there).
-//! Element access takes the storage's lock with `try_read`/`try_write`: it never blocks, and
-//! using a tensor while a view of it is being written gives [`Error::StorageBusy`] instead of a
-//! deadlock.
+//! The bytes live behind the seam in `storage.rs` (cpu, cuda and meta; opbox's own memory or a
+//! foreign buffer with its deleter, `foreign.rs`). Element access takes the storage's lock
+//! (`lock.rs`): readers share, a writer waits for other threads like an `RwLock`, and a thread
+//! that would wait for itself (using a tensor while a view of it is being written further up its
+//! own stack) gets [`Error::StorageBusy`] instead of a deadlock.
 //!
 //! # Files
 //!
 //! `dtype.rs` [`DType`]; `device.rs` [`Device`]; `element.rs` [`Element`]; `storage.rs` the
-//! storage seam; `layout.rs` shape/stride arithmetic; `create.rs` constructors; `view_ops.rs`
+//! storage seam; `lock.rs` its lock; `foreign.rs` `from_blob` and `data_ptr`; `layout.rs` shape/stride arithmetic; `create.rs` constructors; `view_ops.rs`
 //! views; `data.rs` element access; `live.rs` the live counter; `fmt.rs` `Debug`.
 
 // `crate::Error` is large (some variants carry several strings) and every fallible function here
@@ -34,11 +35,14 @@
 mod create;
 mod data;
 mod device;
+pub mod dlpack;
 mod dtype;
 mod element;
 mod fmt;
+pub(crate) mod foreign;
 mod layout;
 mod live;
+pub(crate) mod lock;
 mod native;
 pub(crate) mod storage;
 mod transfer;

@@ -3,11 +3,12 @@
 //! A [`Storage`] is a byte buffer on one device, shared (through `Arc<Storage>`) by a tensor and
 //! all its views. It reaches that memory through one trait, [`Memory`], which each backend
 //! implements for its own kind of memory:
-//! - [`HostMemory`](crate::backend::cpu::memory::HostMemory): cpu, a zeroed, aligned heap buffer
-//!   behind a lock taken with `try_*` only (a thread that reads and writes one storage at once
-//!   gets [`Error::StorageBusy`] instead of a deadlock);
+//! - [`HostMemory`](crate::backend::cpu::memory::HostMemory): cpu, opbox's zeroed, aligned heap
+//!   buffer or another library's memory with its deleter, behind a blocking reader-writer lock
+//!   (`lock.rs`: other threads are waited for; a thread that would wait for itself gets
+//!   [`Error::StorageBusy`] instead of a deadlock);
 //! - meta ([`MetaMemory`], here): no bytes at all; data access is [`Error::Unsupported`];
-//! - cuda (feature "cuda"): device memory, `crate::backend::cuda::memory`.
+//! - cuda (feature "cuda"): device memory, opbox's or foreign, `crate::backend::cuda::memory`.
 //!
 //! The rest of the tensor module sees bytes only through [`Storage::read`] and
 //! [`Storage::write`] (host memory), [`Storage::upload`], [`Storage::download`],
@@ -21,6 +22,10 @@ use crate::backend::cpu::memory::{HostMemory, HostRead, HostWrite};
 use crate::{Error, Result};
 
 pub use crate::backend::cpu::memory::CPU_ALIGN;
+
+/// What frees foreign memory: run exactly once, on whichever thread drops the last tensor that
+/// views it.
+pub(crate) type Deleter = Box<dyn FnOnce() + Send>;
 
 /// One device's memory behind a [`Storage`]. Defaults refuse, naming the device, so each
 /// implementation writes only what its memory can do.
@@ -61,6 +66,11 @@ pub(crate) trait Memory: Send + Sync + 'static {
     /// address.
     fn device_base(&self) -> Option<u64> {
         None
+    }
+
+    /// `true` when writes are refused (DLPack's read-only flag).
+    fn is_read_only(&self) -> bool {
+        false
     }
 
     /// For a backend's own operations on its memory (the CUDA slice, say).
@@ -150,8 +160,33 @@ impl Storage {
         Ok(storage)
     }
 
+    /// Wraps memory another library owns, `nbytes` long; its deleter runs when this storage is
+    /// dropped (the memory's constructor took it).
+    pub(crate) fn foreign(memory: Box<dyn Memory>, nbytes: usize) -> Storage {
+        let device_base = memory.device_base();
+        Storage {
+            memory,
+            device_base,
+            nbytes,
+        }
+    }
+
     pub(crate) fn device(&self) -> Device {
         self.memory.device()
+    }
+
+    /// The address of byte 0 as the device sees it: a host pointer on cpu, a device address on
+    /// cuda, null on meta.
+    pub(crate) fn base_ptr(&self) -> *mut u8 {
+        match (self.memory.host(), self.device_base) {
+            (Some(host), _) => host.base(),
+            (None, Some(addr)) => addr as usize as *mut u8,
+            (None, None) => std::ptr::null_mut(),
+        }
+    }
+
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.memory.is_read_only()
     }
 
     pub(crate) fn nbytes(&self) -> usize {
@@ -187,6 +222,39 @@ impl Storage {
             )));
         }
         Ok(())
+    }
+
+    /// Where this storage's lock comes in the one order that code holding several storages
+    /// acquires them in (`tensor/lock.rs`); memory without a host lock sorts by its address.
+    pub(crate) fn lock_order(&self) -> usize {
+        match self.memory.host() {
+            Some(host) => host.lock().order(),
+            None => &*self.memory as *const dyn Memory as *const u8 as usize,
+        }
+    }
+
+    /// Shared access to `src` and exclusive access to `dst` (two different storages), taken in
+    /// address order so that two threads copying `a -> b` and `b -> a` cannot deadlock.
+    pub(crate) fn read_write_pair<'a>(
+        src: &'a Storage,
+        dst: &'a Storage,
+        op: &str,
+    ) -> Result<(HostRead<'a>, HostWrite<'a>)> {
+        let (Some(s), Some(d)) = (src.memory.host(), dst.memory.host()) else {
+            let off_host = if src.memory.host().is_none() {
+                src
+            } else {
+                dst
+            };
+            return Err(off_host.memory.no_host_access(op));
+        };
+        if s.lock().order() < d.lock().order() {
+            let r = src.read(op)?;
+            Ok((r, dst.write(op)?))
+        } else {
+            let w = dst.write(op)?;
+            Ok((src.read(op)?, w))
+        }
     }
 
     /// Copies `bytes` from the host into this device storage at byte `at`; returns once the

@@ -88,8 +88,8 @@ impl Tensor {
 
     /// The device address of this tensor's first element (`offset()` applied) and the number of
     /// bytes of its storage from there on. Device tensors only. The address stays valid while
-    /// the tensor (or any handle sharing its storage) is alive; launch on the device's default
-    /// stream (`opbox::cuda::device(i)?.stream`) to be ordered after opbox's copies.
+    /// the tensor (or any handle sharing its storage) is alive; launch on the thread's current
+    /// stream (`opbox::cuda::current_stream(i)`) to be ordered after opbox's copies.
     pub fn cuda_ptr(&self) -> Result<(u64, usize)> {
         let at = self.offset() * self.dtype().size();
         Ok((
@@ -106,8 +106,9 @@ impl Tensor {
     }
 
     /// Calls `f` with the storage's whole allocation, the byte offset of this tensor's first
-    /// element in it, and the device's default stream: for launches through cudarc's
-    /// `PushKernelArg`. Other access to the storage is [`Error::StorageBusy`] while `f` runs.
+    /// element in it, and the thread's current stream: for launches through cudarc's
+    /// `PushKernelArg`. Other threads' access to the storage waits while `f` runs; this thread's is
+    /// [`Error::StorageBusy`].
     #[cfg(feature = "cuda")]
     pub fn with_cuda_slice<R>(
         &self,

@@ -1,18 +1,19 @@
-//! Host memory for cpu tensors: zeroed, [`CPU_ALIGN`]-aligned, behind a lock.
-//!
-//! Tensors are shared handles, so writing through `&Tensor` needs the lock. Only `try_read` and
-//! `try_write` are used, never a blocking lock, so a thread that reads and writes the same
-//! storage at once (a tensor and its own view, say) gets [`Error::StorageBusy`] instead of a
-//! deadlock, and no thread ever waits.
+//! Host memory for cpu tensors: either opbox's own zeroed, [`CPU_ALIGN`]-aligned buffer, or
+//! memory another library owns ([`Tensor::from_blob`](crate::Tensor::from_blob), DLPack), freed by
+//! its deleter. Both sit behind one [`StorageLock`]: readers share, a writer waits for them (see
+//! `tensor/lock.rs` for what blocks and what is refused).
 
 use std::any::Any;
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::ptr::NonNull;
+use std::sync::Mutex;
 
-use crate::tensor::storage::{too_big, Memory};
+use crate::tensor::lock::{ReadGuard, StorageLock, WriteGuard};
+use crate::tensor::storage::{too_big, Deleter, Memory};
 use crate::tensor::Device;
 use crate::{Error, Result};
 
-/// The alignment of every cpu buffer, in bytes (a cache line; enough for any SIMD load).
+/// The alignment of every cpu buffer opbox allocates, in bytes (a cache line; enough for any SIMD
+/// load). Foreign memory needs only its dtype's alignment.
 pub const CPU_ALIGN: usize = 64;
 
 /// The unit a cpu buffer is allocated in: its alignment is the buffer's alignment.
@@ -23,68 +24,136 @@ pub(crate) struct Chunk([u8; CPU_ALIGN]);
 const _: () = assert!(std::mem::align_of::<Chunk>() == CPU_ALIGN);
 const _: () = assert!(std::mem::size_of::<Chunk>() == CPU_ALIGN);
 
-/// Host memory: zeroed, [`CPU_ALIGN`]-aligned, guarded by a lock.
-pub(crate) struct HostMemory {
-    chunks: RwLock<Box<[Chunk]>>,
+/// Who frees the bytes.
+enum Owner {
+    /// opbox: this many chunks from the global allocator (none: a dangling, aligned pointer).
+    Chunks(usize),
+    /// Another library: its deleter runs once, when the storage goes. In a Mutex only so the
+    /// memory is Sync; it is touched only by `drop`.
+    Foreign(Mutex<Option<Deleter>>),
 }
+
+/// Host memory behind a lock.
+pub(crate) struct HostMemory {
+    lock: StorageLock,
+    base: NonNull<u8>,
+    owner: Owner,
+    /// Writes are refused (DLPack's read-only flag).
+    read_only: bool,
+}
+
+// SAFETY: the bytes behind `base` are reached only through `read`/`write`, which take `lock`, so
+// sharing or moving the memory between threads never gives two threads conflicting access. The
+// foreign deleter is `Send` and runs once, in `drop`.
+unsafe impl Send for HostMemory {}
+// SAFETY: as for Send: `&HostMemory` gives the bytes only under the lock.
+unsafe impl Sync for HostMemory {}
 
 impl HostMemory {
     pub(crate) fn zeroed(nbytes: usize) -> Result<HostMemory> {
         let n = nbytes.div_ceil(CPU_ALIGN);
-        let chunks: Box<[Chunk]> = if n == 0 {
-            Box::new([])
+        let base = if n == 0 {
+            NonNull::<Chunk>::dangling().cast::<u8>()
         } else {
             let layout = std::alloc::Layout::array::<Chunk>(n).map_err(|_| too_big(nbytes))?;
             // SAFETY: `layout` has a nonzero size (n > 0 chunks of 64 bytes).
             let p = unsafe { std::alloc::alloc_zeroed(layout) };
-            if p.is_null() {
-                return Err(Error::InvalidArgument(format!(
+            NonNull::new(p).ok_or_else(|| {
+                Error::InvalidArgument(format!(
                     "could not allocate {nbytes} bytes on cpu: out of memory"
-                )));
-            }
-            // SAFETY: `p` is non-null and was allocated by the global allocator with
-            // `Layout::array::<Chunk>(n)`, the layout `Box<[Chunk]>` of length n uses, so the Box
-            // may own and free it. The bytes are zeroed and all-zero is a valid `Chunk` (it is
-            // `Zeroable`), so all n elements are initialised.
-            unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p.cast::<Chunk>(), n)) }
+                ))
+            })?
         };
         Ok(HostMemory {
-            chunks: RwLock::new(chunks),
+            lock: StorageLock::new(),
+            base,
+            owner: Owner::Chunks(n),
+            read_only: false,
         })
     }
 
-    /// Shared access to the first `nbytes` bytes. `op` names the caller in errors.
-    pub(crate) fn read(&self, op: &str, nbytes: usize) -> Result<HostRead<'_>> {
-        let guard = match self.chunks.try_read() {
-            Ok(g) => g,
-            // A panic inside a with_slice_mut closure poisons the lock; the bytes are still
-            // valid elements (they are plain bit patterns), so carry on.
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => {
-                return Err(Error::StorageBusy(format!(
-                    "{op} needs to read the tensor's elements, but they are being written: \
-                     a with_slice_mut on this tensor or a view of it is still running, here \
-                     or on another thread"
-                )))
-            }
-        };
-        Ok(HostRead { guard, nbytes })
+    /// Memory another library owns, `base` onwards; `deleter` runs once when this is dropped.
+    ///
+    /// # Safety
+    ///
+    /// `base` must be valid for reads (and, unless `read_only`, writes) of the bytes the storage
+    /// will claim, until `deleter` runs, and nothing else may write them while opbox reads or
+    /// read them while opbox writes.
+    pub(crate) unsafe fn foreign(
+        base: NonNull<u8>,
+        read_only: bool,
+        deleter: Deleter,
+    ) -> HostMemory {
+        HostMemory {
+            lock: StorageLock::new(),
+            base,
+            owner: Owner::Foreign(Mutex::new(Some(deleter))),
+            read_only,
+        }
     }
 
-    /// Exclusive access to the first `nbytes` bytes. `op` names the caller in errors.
+    /// The address of byte 0 (for `data_ptr`; reading through it bypasses the lock).
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.base.as_ptr()
+    }
+
+    /// Shared access to the first `nbytes` bytes (which the storage checked are ours), waiting
+    /// for another thread's writer. `op` names the caller in errors.
+    pub(crate) fn read(&self, op: &str, nbytes: usize) -> Result<HostRead<'_>> {
+        let guard = self.lock.read(op, "the tensor's elements")?;
+        // SAFETY: `base` is valid for reads of `nbytes` bytes (the storage's length, checked
+        // against the allocation or promised by `foreign`'s caller) while `self` lives, and the
+        // read lock, held as long as the slice, keeps writers out.
+        let bytes = unsafe { std::slice::from_raw_parts(self.base.as_ptr(), nbytes) };
+        Ok(HostRead {
+            _guard: guard,
+            bytes,
+        })
+    }
+
+    /// Exclusive access to the first `nbytes` bytes, waiting for other threads' readers and
+    /// writers. `op` names the caller in errors.
     pub(crate) fn write(&self, op: &str, nbytes: usize) -> Result<HostWrite<'_>> {
-        let guard = match self.chunks.try_write() {
-            Ok(g) => g,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => {
-                return Err(Error::StorageBusy(format!(
-                    "{op} needs to write the tensor's elements, but they are in use: a \
-                     with_slice or with_slice_mut on this tensor or a view of it (or a \
-                     tensor sharing its storage) is still running, here or on another thread"
-                )))
+        if self.read_only {
+            return Err(Error::InvalidArgument(format!(
+                "{op} would write a read-only tensor: its memory was shared by another library \
+                 with DLPack's read-only flag; write a copy (.contiguous() of a clone, or \
+                 Tensor::from_dlpack with copy) instead"
+            )));
+        }
+        let guard = self.lock.write(op, "the tensor's elements")?;
+        // SAFETY: as in `read`, and the write lock, held as long as the slice, makes this the
+        // only access to the bytes; `read_only` memory never gets here.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr(), nbytes) };
+        Ok(HostWrite {
+            _guard: guard,
+            bytes,
+        })
+    }
+
+    pub(crate) fn lock(&self) -> &StorageLock {
+        &self.lock
+    }
+}
+
+impl Drop for HostMemory {
+    fn drop(&mut self) {
+        match &mut self.owner {
+            Owner::Chunks(0) => {}
+            Owner::Chunks(n) => {
+                if let Ok(layout) = std::alloc::Layout::array::<Chunk>(*n) {
+                    // SAFETY: `base` came from `alloc_zeroed` with exactly this layout (it was
+                    // computed from the same `n` in `zeroed`), and is freed only here.
+                    unsafe { std::alloc::dealloc(self.base.as_ptr(), layout) };
+                }
             }
-        };
-        Ok(HostWrite { guard, nbytes })
+            Owner::Foreign(deleter) => {
+                let deleter = deleter.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some(deleter) = deleter {
+                    deleter();
+                }
+            }
+        }
     }
 }
 
@@ -97,6 +166,10 @@ impl Memory for HostMemory {
         Some(self)
     }
 
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
     fn no_host_access(&self, op: &str) -> Error {
         // Unreachable in practice: `host` is always Some for host memory.
         Error::Unsupported(format!("{op}: host memory is host-accessible"))
@@ -107,30 +180,27 @@ impl Memory for HostMemory {
     }
 }
 
-/// Shared access to a storage's bytes; other readers may hold one too, writers get
-/// [`Error::StorageBusy`] until it is dropped.
+/// Shared access to a storage's bytes; other readers may hold one too, writers wait until it is
+/// dropped.
 pub(crate) struct HostRead<'a> {
-    guard: RwLockReadGuard<'a, Box<[Chunk]>>,
-    nbytes: usize,
+    _guard: ReadGuard<'a>,
+    bytes: &'a [u8],
 }
 
 impl HostRead<'_> {
     pub(crate) fn bytes(&self) -> &[u8] {
-        let all: &[u8] = bytemuck::cast_slice(&self.guard[..]);
-        // nbytes <= chunks * CPU_ALIGN by construction.
-        &all[..self.nbytes]
+        self.bytes
     }
 }
 
 /// Exclusive access to a storage's bytes.
 pub(crate) struct HostWrite<'a> {
-    guard: RwLockWriteGuard<'a, Box<[Chunk]>>,
-    nbytes: usize,
+    _guard: WriteGuard<'a>,
+    bytes: &'a mut [u8],
 }
 
 impl HostWrite<'_> {
     pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
-        let all: &mut [u8] = bytemuck::cast_slice_mut(&mut self.guard[..]);
-        &mut all[..self.nbytes]
+        self.bytes
     }
 }

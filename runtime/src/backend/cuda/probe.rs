@@ -37,6 +37,24 @@ pub fn nvrtc() -> Result<()> {
     }
 }
 
+/// `Ok` if libcublas can be loaded (and the driver too: cuBLAS runs on it). Probed once.
+pub fn cublas() -> Result<()> {
+    driver()?;
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: as in `driver`: only `dlopen` attempts, no symbol is called.
+    let present = *PRESENT.get_or_init(|| unsafe { cudarc::cublas::sys::is_culib_present() });
+    if present {
+        Ok(())
+    } else {
+        Err(Error::NoCuda {
+            reason: format!(
+                "the cuBLAS library (libcublas) was not found (searched {}); install the CUDA toolkit's cuBLAS (or the nvidia-cublas wheel) and put its lib directory on LD_LIBRARY_PATH",
+                candidates("cublas")
+            ),
+        })
+    }
+}
+
 pub(crate) fn nvrtc_missing_reason() -> String {
     format!(
         "NVRTC (libnvrtc) was not found (searched {}); install it with scripts/install-nvrtc and put the directory it prints on LD_LIBRARY_PATH",

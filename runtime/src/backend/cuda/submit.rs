@@ -1,6 +1,6 @@
 //! The CUDA half of a launch: a [`PreparedLaunch`] goes to `cuLaunchKernel` with the cached
 //! function handle and the packed parameter buffer (no launch builder, so no per-launch
-//! allocation and no event bookkeeping), on the config's stream or the device's default stream.
+//! allocation and no event bookkeeping), on the config's stream, else the thread's current one.
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
@@ -40,9 +40,15 @@ pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
         specialized = handle.get_specialized(ordinal, prepared.constexprs())?;
         &specialized
     };
+    // The config's stream, else the thread's scoped stream (`with_stream`), else the device's
+    // default stream, which the loaded kernel caches.
+    let scoped;
     let explicit: Option<&Arc<CudaStream>> = match &cfg.stream {
         Some(s) => Some(cuda_stream(s, ordinal, decl)?),
-        None => None,
+        None => {
+            scoped = super::current::scoped(ordinal);
+            scoped.as_ref()
+        }
     };
     let (cu_stream, cu_ctx) = match explicit {
         Some(s) => (s.cu_stream(), s.context().cu_ctx()),

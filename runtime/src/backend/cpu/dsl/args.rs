@@ -25,16 +25,20 @@ pub struct Buffers<'a> {
 }
 
 impl<'a> Buffers<'a> {
-    /// Locks each tensor argument of `prepared` (a CPU launch: every tensor is on the CPU).
+    /// Locks each tensor argument of `prepared` (a CPU launch: every tensor is on the CPU), in
+    /// the storages' lock order (`tensor/lock.rs`), so two launches on two threads whose
+    /// buffers cross (`a -> b` and `b -> a`) wait for each other instead of deadlocking.
     pub fn lock(prepared: &PreparedLaunch<'a>) -> Result<Buffers<'a>> {
         let decl = prepared.decl();
         let kernel = || format!("kernel {} (CPU build)", decl.rust_name);
         let mut slices = Vec::with_capacity(prepared.args().len());
-        let mut guards = Vec::new();
+        // (launch-argument index, storage, first byte, element count, read only?)
+        let mut wanted = Vec::new();
         let params = decl.params.iter().filter(|p| p.kind.in_launch_abi());
         for (param, arg) in params.zip(prepared.args()) {
+            let slot = slices.len();
+            slices.push(None);
             let LaunchArg::Tensor(t) = *arg else {
-                slices.push(None);
                 continue;
             };
             let len = element_count(param.kind, t);
@@ -45,10 +49,14 @@ impl<'a> Buffers<'a> {
                     param.name
                 ))
             })?;
+            let read = matches!(param.kind, ParamKind::In(_) | ParamKind::NativeIn(_));
             let start = t.offset() * t.dtype().size();
-            let storage = t.storage();
-            let arg = slices.len() as u32;
-            let addr = if matches!(param.kind, ParamKind::In(_) | ParamKind::NativeIn(_)) {
+            wanted.push((slot, t.storage(), start, len, read));
+        }
+        wanted.sort_by_key(|w| w.1.lock_order());
+        let mut guards = Vec::with_capacity(wanted.len());
+        for (slot, storage, start, len, read) in wanted {
+            let addr = if read {
                 let guard = storage.read(&kernel())?;
                 let addr = guard.bytes()[start..].as_ptr() as usize;
                 guards.push(Guard::Read(guard));
@@ -59,7 +67,11 @@ impl<'a> Buffers<'a> {
                 guards.push(Guard::Write(guard));
                 addr
             };
-            slices.push(Some(RawSlice { addr, len, arg }));
+            slices[slot] = Some(RawSlice {
+                addr,
+                len,
+                arg: slot as u32,
+            });
         }
         Ok(Buffers {
             slices,

@@ -1,0 +1,248 @@
+//! DLPack import: a producer's managed tensor becomes an opbox tensor over the same memory.
+
+use std::ffi::c_void;
+use std::ptr::addr_of;
+
+use super::codes::{from_dl_device, from_dl_dtype};
+use super::ffi::{
+    DLManagedTensor, DLManagedTensorVersioned, DLTensor, DLPACK_FLAG_BITMASK_READ_ONLY,
+    DLPACK_MAJOR_VERSION,
+};
+use super::{flag, FromDlpack};
+use crate::tensor::foreign::wrap;
+use crate::tensor::storage::Deleter;
+use crate::{Error, Result, Tensor};
+
+/// A managed tensor's pointer, moved into the deleter closure that storage runs on whichever
+/// thread drops the last view.
+struct Managed<T>(*mut T);
+
+// SAFETY: the pointer is only used to call the producer's deleter, once. DLPack's contract is
+// that the consumer calls it when done, wherever that is (PyTorch, NumPy and CuPy all free from
+// any thread).
+unsafe impl<T> Send for Managed<T> {}
+
+impl Managed<DLManagedTensorVersioned> {
+    /// # Safety
+    /// The pointer is a live managed tensor whose deleter has not run.
+    unsafe fn release(self) {
+        // SAFETY: live per the contract; fields up to `flags` are stable across majors, so the
+        // deleter may be read (and called) whatever the version.
+        unsafe {
+            if let Some(deleter) = addr_of!((*self.0).deleter).read() {
+                deleter(self.0);
+            }
+        }
+    }
+}
+
+impl Managed<DLManagedTensor> {
+    /// # Safety
+    /// As for the versioned tensor.
+    unsafe fn release(self) {
+        // SAFETY: live per the contract.
+        unsafe {
+            if let Some(deleter) = addr_of!((*self.0).deleter).read() {
+                deleter(self.0);
+            }
+        }
+    }
+}
+
+fn refused(what: String) -> Error {
+    Error::InvalidArgument(format!("from_dlpack: {what}"))
+}
+
+/// The tensor `dl` describes, over its memory; `release` runs once when the last view goes. On
+/// error `release` is handed back, unrun. This is also the plugin tensor header's import.
+///
+/// # Safety
+///
+/// `dl` must describe live memory, as DLPack promises until `release` runs: `shape` (and
+/// `strides`, when not null) point at `ndim` values, and the data covers every element.
+pub(crate) unsafe fn wrap_dltensor(
+    dl: &DLTensor,
+    read_only: bool,
+    release: Deleter,
+) -> std::result::Result<Tensor, (Error, Deleter)> {
+    // SAFETY: forwarded from this function's contract.
+    match unsafe { dims(dl) } {
+        Ok((dtype, device, shape, strides, data)) => {
+            // SAFETY: DLPack's promise (this function's contract) is from_blob's.
+            unsafe {
+                wrap(
+                    data,
+                    &shape,
+                    strides.as_deref(),
+                    dtype,
+                    device,
+                    read_only,
+                    release,
+                )
+            }
+        }
+        Err(e) => Err((e, release)),
+    }
+}
+
+type Dims = (
+    crate::DType,
+    crate::Device,
+    Vec<usize>,
+    Option<Vec<isize>>,
+    *mut c_void,
+);
+
+/// Reads and checks `dl`'s metadata.
+///
+/// # Safety
+/// As [`wrap_dltensor`].
+unsafe fn dims(dl: &DLTensor) -> Result<Dims> {
+    let dtype = from_dl_dtype(dl.dtype)?;
+    let device = from_dl_device(dl.device)?;
+    let ndim = usize::try_from(dl.ndim)
+        .map_err(|_| refused(format!("ndim is {}, which is negative", dl.ndim)))?;
+    let read = |p: *mut i64, what: &str| -> Result<&[i64]> {
+        if ndim == 0 {
+            return Ok(&[]);
+        }
+        if p.is_null() {
+            return Err(refused(format!("{what} is null but ndim is {ndim}")));
+        }
+        // SAFETY: non-null, and DLPack (the caller's contract) promises `ndim` values there.
+        Ok(unsafe { std::slice::from_raw_parts(p, ndim) })
+    };
+    let shape = read(dl.shape, "shape")?
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| refused(format!("shape has a negative size {d}"))))
+        .collect::<Result<Vec<usize>>>()?;
+    // Null strides: a legacy tensor's way of saying row-major.
+    let strides = if dl.strides.is_null() {
+        None
+    } else {
+        Some(
+            read(dl.strides, "strides")?
+                .iter()
+                .map(|&s| {
+                    isize::try_from(s)
+                        .map_err(|_| refused(format!("stride {s} does not fit isize")))
+                })
+                .collect::<Result<Vec<isize>>>()?,
+        )
+    };
+    let offset = usize::try_from(dl.byte_offset)
+        .map_err(|_| refused(format!("byte_offset {} does not fit usize", dl.byte_offset)))?;
+    // `wrapping_add` keeps the host pointer's provenance; a device address is only an integer.
+    let data = dl.data.cast::<u8>().wrapping_add(offset).cast::<c_void>();
+    Ok((dtype, device, shape, strides, data))
+}
+
+/// Runs `release` on error; applies `opts` to a tensor that was made.
+fn finish(
+    made: std::result::Result<Tensor, (Error, Deleter)>,
+    opts: &FromDlpack,
+) -> Result<Tensor> {
+    let tensor = match made {
+        Ok(t) => t,
+        Err((e, release)) => {
+            release();
+            return Err(e);
+        }
+    };
+    if let (Some(stream), crate::Device::Cuda(_ordinal)) = (opts.producer_stream, tensor.device()) {
+        #[cfg(feature = "cuda")]
+        if let Some(handle) = stream.handle() {
+            use crate::backend::cuda::interop::{opbox_stream, same_stream, stream_waits_for};
+            let ours = opbox_stream(_ordinal)?;
+            if !same_stream(handle, ours) {
+                // SAFETY: the caller names a live stream of the tensor's device
+                // (from_dlpack_with's contract); opbox's current stream is live.
+                unsafe {
+                    stream_waits_for(_ordinal, ours, handle as cudarc::driver::sys::CUstream)?
+                };
+            }
+        }
+        #[cfg(not(feature = "cuda"))]
+        let _ = stream;
+    }
+    if opts.copy == Some(true) {
+        let owned = Tensor::empty(tensor.shape(), tensor.dtype(), tensor.device())?;
+        owned.copy_from(&tensor)?;
+        // The producer's memory is released here, with the last view of it.
+        return Ok(owned);
+    }
+    Ok(tensor)
+}
+
+impl Tensor {
+    /// Imports a DLPack 1.x managed tensor with no copy (see `opbox::tensor::dlpack` for the
+    /// ownership, flag and stream rules). The producer's deleter runs exactly once: when the last
+    /// tensor viewing the memory is dropped, or before the error returns if opbox cannot hold it.
+    ///
+    /// # Safety
+    ///
+    /// `managed` must be null (an error) or a live `DLManagedTensorVersioned` whose ownership the
+    /// caller gives up, describing memory valid as the DLPack spec promises until its deleter
+    /// runs; the rules of [`Tensor::from_blob`] on concurrent foreign access apply.
+    pub unsafe fn from_dlpack(managed: *mut DLManagedTensorVersioned) -> Result<Tensor> {
+        // SAFETY: forwarded.
+        unsafe { Tensor::from_dlpack_with(managed, &FromDlpack::default()) }
+    }
+
+    /// [`Tensor::from_dlpack`] with a copy request and the producer's pending stream.
+    ///
+    /// # Safety
+    ///
+    /// As [`Tensor::from_dlpack`]; `opts.producer_stream`, if a handle, must be a live stream of
+    /// the tensor's device.
+    pub unsafe fn from_dlpack_with(
+        managed: *mut DLManagedTensorVersioned,
+        opts: &FromDlpack,
+    ) -> Result<Tensor> {
+        if managed.is_null() {
+            return Err(refused("the managed tensor pointer is null".to_string()));
+        }
+        let m = Managed(managed);
+        // SAFETY: live per the contract. Only `version` is read before it is checked: a tensor
+        // of another major version may lay out the rest differently.
+        let version = unsafe { addr_of!((*managed).version).read() };
+        if version.major != DLPACK_MAJOR_VERSION {
+            // SAFETY: the spec makes the deleter safe to call for any version, and it runs once.
+            unsafe { m.release() };
+            return Err(Error::Unsupported(format!(
+                "from_dlpack: the tensor is DLPack {}.{}, but opbox reads major version \
+                 {DLPACK_MAJOR_VERSION} (its deleter has been called)",
+                version.major, version.minor
+            )));
+        }
+        // SAFETY: a live major-1 tensor: every field is as `ffi.rs` declares.
+        let (flags, dl) = unsafe { ((*managed).flags, (*managed).dl_tensor) };
+        // SAFETY: called once, by the storage or by `finish` on error.
+        let release: Deleter = Box::new(move || unsafe { m.release() });
+        let read_only = flag(flags, DLPACK_FLAG_BITMASK_READ_ONLY);
+        // SAFETY: `dl` describes live memory per the contract.
+        finish(unsafe { wrap_dltensor(&dl, read_only, release) }, opts)
+    }
+
+    /// Imports a legacy (pre-1.0) `DLManagedTensor`, which has no version and no flags (so it
+    /// is writable). Ownership and the deleter are as for [`Tensor::from_dlpack`].
+    ///
+    /// # Safety
+    ///
+    /// As [`Tensor::from_dlpack`], for a live `DLManagedTensor`.
+    pub unsafe fn from_dlpack_legacy(managed: *mut DLManagedTensor) -> Result<Tensor> {
+        if managed.is_null() {
+            return Err(refused("the managed tensor pointer is null".to_string()));
+        }
+        let m = Managed(managed);
+        // SAFETY: live per the contract.
+        let dl = unsafe { (*managed).dl_tensor };
+        // SAFETY: called once, by the storage or by `finish` on error.
+        let release: Deleter = Box::new(move || unsafe { m.release() });
+        // SAFETY: `dl` describes live memory per the contract.
+        finish(
+            unsafe { wrap_dltensor(&dl, false, release) },
+            &FromDlpack::default(),
+        )
+    }
+}

@@ -1,0 +1,246 @@
+//! Memory opbox does not own: [`Tensor::from_blob`] wraps another library's buffer, and
+//! [`Tensor::data_ptr`] hands a tensor's address out.
+//!
+//! # Ownership
+//!
+//! Handing memory to `from_blob` hands over the duty to free it: the deleter runs exactly once,
+//! when the last tensor viewing the memory (the tensor, its clones and its views) is dropped, on
+//! whichever thread drops it. If `from_blob` refuses the memory (a bad shape, a misaligned
+//! pointer, no CUDA), the deleter runs before the error is returned, so in every case it runs
+//! once and the caller never frees the memory itself. DLPack import (`dlpack/`) is built on the
+//! same path and keeps the same rule, which is also what the DLPack spec asks of a consumer.
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use super::layout::{checked_nbytes, checked_numel, Layout, Shape, Strides};
+use super::storage::{Deleter, Storage};
+use super::{DType, Device, Tensor};
+use crate::backend::cpu::memory::HostMemory;
+use crate::{Error, Result};
+
+/// Where a foreign buffer's elements lie relative to the pointer to element `[0, 0, ...]`, in
+/// elements: `lo` (<= 0, below it with negative strides) to `hi` (one past the last).
+fn reach(shape: &[usize], strides: &[isize]) -> Option<(isize, isize)> {
+    let (mut lo, mut hi) = (0isize, 0isize);
+    for (&d, &s) in shape.iter().zip(strides) {
+        let r = isize::try_from(d.checked_sub(1)?).ok()?.checked_mul(s)?;
+        if r < 0 {
+            lo = lo.checked_add(r)?;
+        } else {
+            hi = hi.checked_add(r)?;
+        }
+    }
+    Some((lo, hi.checked_add(1)?))
+}
+
+/// The layout and storage extent of a foreign buffer: the layout's offset is where element
+/// `[0, ...]` sits above the storage's base, and `below` how many bytes the base lies below the
+/// given pointer.
+pub(crate) struct Extent {
+    pub(crate) layout: Layout,
+    pub(crate) nbytes: usize,
+    pub(crate) below: usize,
+}
+
+pub(crate) fn extent(shape: &[usize], strides: Option<&[isize]>, dtype: DType) -> Result<Extent> {
+    let numel = checked_numel(shape)?;
+    checked_nbytes(shape, numel, dtype)?;
+    let strides: Strides = match strides {
+        None => Layout::contiguous(shape, dtype)?.strides,
+        Some(s) if s.len() == shape.len() => Strides::from_slice(s),
+        Some(s) => {
+            return Err(Error::Shape(format!(
+                "from_blob: shape {shape:?} has {} dimensions but strides {s:?} has {}",
+                shape.len(),
+                s.len()
+            )))
+        }
+    };
+    if numel == 0 {
+        let layout = Layout::from_parts(Shape::from_slice(shape), strides, 0, 0);
+        return Ok(Extent {
+            layout,
+            nbytes: 0,
+            below: 0,
+        });
+    }
+    let too_far = || {
+        Error::Shape(format!(
+            "from_blob: a {dtype} tensor of shape {shape:?} and strides {strides:?} reaches \
+             further than isize::MAX bytes"
+        ))
+    };
+    let (lo, hi) = reach(shape, &strides).ok_or_else(too_far)?;
+    let size = dtype.size();
+    let elems = hi.checked_sub(lo).ok_or_else(too_far)?.unsigned_abs();
+    let nbytes = elems
+        .checked_mul(size)
+        .filter(|&n| n <= isize::MAX as usize)
+        .ok_or_else(too_far)?;
+    let offset = lo.unsigned_abs();
+    let layout = Layout::from_parts(Shape::from_slice(shape), strides, offset, numel);
+    Ok(Extent {
+        layout,
+        nbytes,
+        below: offset * size,
+    })
+}
+
+/// Wraps foreign memory whose element `[0, ...]` is at address `ptr`. On error the deleter is
+/// handed back, unrun, for the caller's rule (from_blob runs it; so does DLPack import).
+///
+/// # Safety
+///
+/// As [`Tensor::from_blob`].
+pub(crate) unsafe fn wrap(
+    ptr: *mut c_void,
+    shape: &[usize],
+    strides: Option<&[isize]>,
+    dtype: DType,
+    device: Device,
+    read_only: bool,
+    deleter: Deleter,
+) -> std::result::Result<Tensor, (Error, Deleter)> {
+    let ext = match extent(shape, strides, dtype) {
+        Ok(e) => e,
+        Err(e) => return Err((e, deleter)),
+    };
+    if ptr.is_null() && ext.nbytes > 0 {
+        let e = Error::InvalidArgument(format!(
+            "from_blob: the pointer is null, but a {dtype} tensor of shape {shape:?} has elements"
+        ));
+        return Err((e, deleter));
+    }
+    if !(ptr as usize).is_multiple_of(dtype.size()) {
+        let e = Error::InvalidArgument(format!(
+            "from_blob: the pointer {ptr:p} is not aligned for {dtype} (a multiple of {} bytes)",
+            dtype.size()
+        ));
+        return Err((e, deleter));
+    }
+    let memory: Box<dyn super::storage::Memory> = match device {
+        Device::Cpu => {
+            // The storage's base: `below` bytes under the pointer (negative strides reach
+            // there). `wrapping_sub` keeps the pointer's provenance; the caller promised those
+            // bytes are part of the same buffer.
+            let base = ptr.cast::<u8>().wrapping_sub(ext.below);
+            let base = NonNull::new(base).unwrap_or(NonNull::<u64>::dangling().cast());
+            // SAFETY: the caller guarantees the buffer covers every element of the layout, which
+            // is `base .. base + nbytes`, and stays valid until the deleter runs.
+            Box::new(unsafe { HostMemory::foreign(base, read_only, deleter) })
+        }
+        #[cfg(feature = "cuda")]
+        Device::Cuda(ordinal) => {
+            let base = (ptr as u64).wrapping_sub(ext.below as u64);
+            // SAFETY: as for cpu, with device addresses.
+            match unsafe {
+                crate::backend::cuda::memory::CudaMemory::foreign(base, ordinal, read_only, deleter)
+            } {
+                Ok(m) => Box::new(m),
+                Err(failed) => return Err(failed),
+            }
+        }
+        #[cfg(not(feature = "cuda"))]
+        Device::Cuda(_) => {
+            let e = Error::Unsupported(format!(
+                "from_blob on {device}: opbox-runtime was built without its \"cuda\" feature"
+            ));
+            return Err((e, deleter));
+        }
+        Device::Meta => {
+            let e = Error::InvalidArgument(
+                "from_blob on meta: the meta device holds no memory to wrap; use \
+                 Tensor::empty(shape, dtype, Device::Meta)"
+                    .to_string(),
+            );
+            return Err((e, deleter));
+        }
+    };
+    let storage = Storage::foreign(memory, ext.nbytes);
+    Ok(Tensor::from_impl(Arc::new(storage), ext.layout, dtype))
+}
+
+impl Tensor {
+    /// A tensor over memory another library owns: element `[0, 0, ...]` is at `ptr` (a host
+    /// pointer on cpu, a device address on cuda), the others `strides` elements apart (`None`:
+    /// row-major; strides may be zero or negative). No copy is made. `deleter` runs exactly once,
+    /// when the last tensor viewing the memory is dropped, or before the error returns if the
+    /// memory is refused (see the module's ownership rule).
+    ///
+    /// `ptr` must be aligned to the dtype's size; a null `ptr` is accepted only for a tensor with
+    /// no elements.
+    ///
+    /// # Safety
+    ///
+    /// - `ptr` must be valid for reads and writes of every element the shape and strides reach,
+    ///   on `device`, until `deleter` runs; on cpu those bytes must be initialised, and for bool
+    ///   hold only 0 or 1 (reads check, and fail otherwise).
+    /// - Nothing outside opbox may write the memory while opbox reads it, or touch it while
+    ///   opbox writes it (opbox's own accesses are ordered by the storage's lock).
+    pub unsafe fn from_blob(
+        ptr: *mut c_void,
+        shape: &[usize],
+        strides: Option<&[isize]>,
+        dtype: DType,
+        device: Device,
+        deleter: impl FnOnce() + Send + 'static,
+    ) -> Result<Tensor> {
+        // SAFETY: forwarded from this function's contract.
+        match unsafe { wrap(ptr, shape, strides, dtype, device, false, Box::new(deleter)) } {
+            Ok(t) => Ok(t),
+            Err((e, deleter)) => {
+                deleter();
+                Err(e)
+            }
+        }
+    }
+
+    /// The address of this tensor's first element (its offset applied): a host pointer on cpu, a
+    /// device address on cuda, null on meta. Any dtype and layout; the strides say where the
+    /// other elements are.
+    ///
+    /// Getting the pointer is safe; using it is not. It stays valid while any tensor sharing the
+    /// storage is alive, and accesses through it bypass the storage's lock: the caller orders
+    /// them against opbox's own (`with_slice`, copies) and other threads. On cuda, work queued on
+    /// the device's default stream is ordered after opbox's copies.
+    pub fn data_ptr(&self) -> *const c_void {
+        self.element_ptr().cast_const()
+    }
+
+    /// [`Tensor::data_ptr`] for writing: an error for a read-only tensor (DLPack's read-only
+    /// flag). The same rules apply to using it.
+    pub fn mutable_data_ptr(&self) -> Result<*mut c_void> {
+        if self.is_read_only() {
+            return Err(Error::InvalidArgument(format!(
+                "mutable_data_ptr: this {} tensor on {} is read-only (another library shared it \
+                 with DLPack's read-only flag)",
+                self.dtype(),
+                self.device()
+            )));
+        }
+        Ok(self.element_ptr())
+    }
+
+    /// `true` when the tensor's memory may not be written (imported with DLPack's read-only
+    /// flag); writes through opbox are errors.
+    pub fn is_read_only(&self) -> bool {
+        self.storage().is_read_only()
+    }
+
+    fn element_ptr(&self) -> *mut c_void {
+        let base = self.storage().base_ptr();
+        if base.is_null() {
+            return std::ptr::null_mut();
+        }
+        // `wrapping_add` keeps the host pointer's provenance; the offset lies inside the
+        // storage (every layout is checked against it).
+        base.wrapping_add(self.offset() * self.dtype().size())
+            .cast::<c_void>()
+    }
+}
+
+#[cfg(test)]
+#[path = "foreign_tests.rs"]
+mod tests;
