@@ -54,6 +54,8 @@ fn numeric() -> Vec<ElemType> {
                     | ElemType::F8E5M2
                     | ElemType::I16
                     | ElemType::U16
+                    | ElemType::Complex32
+                    | ElemType::Complex64
             )
         })
         .collect()

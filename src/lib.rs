@@ -49,7 +49,7 @@ pub use opbox_runtime::scalar::Scalar;
 pub use opbox_runtime::tensor::{DType, Device, Element, Tensor};
 pub use opbox_runtime::value::{StableValue, Stack, Tag};
 /// `f16` and `bf16` (half) and `F8E4M3`/`F8E5M2` (float8): the element crates of the type table.
-pub use opbox_runtime::{float8, half};
+pub use opbox_runtime::{float8, half, num_complex};
 
 /// The boxed stack's values beyond [`StableValue`] and [`Stack`]: conversions, lists, and the
 /// live-handle count that leak tests read.

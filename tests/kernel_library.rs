@@ -17,6 +17,7 @@ use harness::{ensure, s, with_gpu, with_nvrtc, Outcome, Test, TestResult};
 use opbox::cuda::synchronize;
 use opbox::float8::{F8E4M3, F8E5M2};
 use opbox::half::{bf16, f16};
+use opbox::num_complex::{Complex32, Complex64};
 use opbox::prelude::*;
 use opbox::{Element, Scalar};
 
@@ -77,6 +78,12 @@ cast! {
     cast_i16_f32: i16 -> f32, cast_u16_f32: u16 -> f32,
 }
 
+#[extern_kernel(source = "fixtures/kernels/affine.cu")]
+fn cscale_c64(numel: usize, inp: In<[Complex32]>, out: Out<[Complex32]>, re: f32, im: f32);
+
+#[extern_kernel(source = "fixtures/kernels/affine.cu")]
+fn cscale_c128(numel: usize, inp: In<[Complex64]>, out: Out<[Complex64]>, re: f64, im: f64);
+
 #[extern_kernel(source = "fixtures/kernels/scale.cu", constexpr = "template")]
 fn scale_k(numel: usize, inp: In<[f32]>, out: Out<[f32]>, #[constexpr] K: i32);
 
@@ -101,6 +108,7 @@ const TESTS: &[Test] = &[
     ("gpu_row_reductions", gpu_reduce),
     ("gpu_casts", gpu_casts),
     ("gpu_template_specializations", gpu_scales),
+    ("gpu_complex", gpu_complex),
 ];
 
 fn main() -> ExitCode {
@@ -536,6 +544,40 @@ fn gpu_scales() -> TestResult {
             scale_k::launch(LaunchConfig::for_elems(n), n, &inp, &out, k).map_err(s)?;
             let want: Vec<f64> = xs.iter().map(|&x| f64::from(x * k as f32)).collect();
             same(&format!("scale_k<{k}>"), &read::<f32>(&out)?, &want)?;
+        }
+        Ok(Outcome::Pass)
+    })
+}
+
+fn gpu_complex() -> TestResult {
+    with_gpu(|| {
+        let n = 1000usize;
+        let xs: Vec<Complex32> = (0..n)
+            .map(|i| Complex32::new(i as f32 * 0.5, 2.0 - i as f32 * 0.25))
+            .collect();
+        let (inp, out) = (cuda(xs.clone())?, cuda(vec![Complex32::new(0.0, 0.0); n])?);
+        cscale_c64::launch(LaunchConfig::for_elems(n), n, &inp, &out, 2.0, -1.0).map_err(s)?;
+        synchronize(0).map_err(s)?;
+        let got = out.to_vec::<Complex32>().map_err(s)?;
+        let by = Complex32::new(2.0, -1.0);
+        for (i, (g, x)) in got.iter().zip(&xs).enumerate() {
+            ensure(*g == x * by, || {
+                format!("cscale_c64: out[{i}] = {g} but {x} * {by} = {}", x * by)
+            })?;
+        }
+        let ys: Vec<Complex64> = xs
+            .iter()
+            .map(|x| Complex64::new(x.re.into(), x.im.into()))
+            .collect();
+        let (inp, out) = (cuda(ys.clone())?, cuda(vec![Complex64::new(0.0, 0.0); n])?);
+        cscale_c128::launch(LaunchConfig::for_elems(n), n, &inp, &out, 0.5, 3.0).map_err(s)?;
+        synchronize(0).map_err(s)?;
+        let got = out.to_vec::<Complex64>().map_err(s)?;
+        let by = Complex64::new(0.5, 3.0);
+        for (i, (g, y)) in got.iter().zip(&ys).enumerate() {
+            ensure(*g == y * by, || {
+                format!("cscale_c128: out[{i}] = {g} but {y} * {by} = {}", y * by)
+            })?;
         }
         Ok(Outcome::Pass)
     })

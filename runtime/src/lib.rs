@@ -19,7 +19,7 @@ pub use opbox_codegen::op_tag::OpTag;
 pub use opbox_codegen::schema;
 /// The element crates of the type table's `f16`/`bf16` and float8 rows, re-exported so a
 /// declaration that names them needs no dependency of its own.
-pub use {float8, half};
+pub use {float8, half, num_complex};
 
 pub use dispatch::{init, op, DispatchKey, Library, OpHandle};
 pub use error::{Error, Result, Site};

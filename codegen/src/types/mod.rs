@@ -74,6 +74,13 @@ macro_rules! is_float {
     (@ $other:ident) => { false };
 }
 
+/// `true` when the kinds list holds `complex`.
+macro_rules! is_complex {
+    ([$($k:ident)*]) => { false $(|| is_complex!(@ $k))* };
+    (@ complex) => { true };
+    (@ $other:ident) => { false };
+}
+
 macro_rules! define_elem_type {
     ($(($v:ident, $t:ty, $r:literal, $c:literal, $s:literal, $abi:literal, $dl:tt, $kinds:tt))*) => {
         /// The element type of an `In<[T]>`, `Out<[T]>` or `InOut<[T]>` parameter, and of a
@@ -108,6 +115,11 @@ macro_rules! define_elem_type {
             /// `true` for the floating-point types.
             pub const fn is_floating_point(self) -> bool {
                 match self { $(ElemType::$v => is_float!($kinds),)* }
+            }
+
+            /// `true` for the complex types.
+            pub const fn is_complex(self) -> bool {
+                match self { $(ElemType::$v => is_complex!($kinds),)* }
             }
         }
     };

@@ -14,14 +14,18 @@
 //! targets (the signature check also accepts `long`, and so `int64_t`, where that is 64 bits).
 //!
 //! Kinds: `elem` (a tensor dtype and slice element), `scalar` (a by-value launch argument),
-//! `constexpr` (a `#[constexpr]` value: C++ has a literal for it), `float`. They are written in
+//! `constexpr` (a `#[constexpr]` value: C++ has a literal for it), `float`, `complex`. They are written in
 //! that order, as the row filters below match them by position.
 //!
 //! `usize` is a by-value `size_t` (64 bits on every target CUDA supports), not a dtype. The float8
 //! rows are `float8`'s e4m3fn and e5m2, CUDA's `__nv_fp8_e4m3` and `__nv_fp8_e5m2`, with PyTorch's
 //! and DLPack 1.1's codes (`kDLFloat8_e4m3fn` 10, `kDLFloat8_e5m2` 12).
 //!
-//! Slots for the dtypes still to come: complex64/128 take DLPack code 5 with ABI codes 9 and 10.
+//! The complex rows are `num_complex`'s `Complex32`/`Complex64` (PyTorch's complex64/complex128,
+//! ABI codes 9 and 10, DLPack `kDLComplex` 5), spelled `float2`/`double2` in C++: the types that
+//! `cuComplex.h`'s `cuFloatComplex`/`cuDoubleComplex` name. They are storage and conversion only
+//! (no by-value scalar: `Scalar` has no complex value).
+//!
 //! A new row, and every enum, name and code above follows.
 
 /// Calls `$callback! { (Variant, rust_type, "rust", "c++", size, "code", abi, (dlpack_code,
@@ -48,6 +52,8 @@ macro_rules! for_each_primitive {
             (U16, u16, "u16", "unsigned short", 2, "u2", 27, (1, 16), [elem scalar])
             (F8E4M3, float8::F8E4M3, "F8E4M3", "__nv_fp8_e4m3", 1, "f1e4m3", 24, (10, 8), [elem scalar float])
             (F8E5M2, float8::F8E5M2, "F8E5M2", "__nv_fp8_e5m2", 1, "f1e5m2", 23, (12, 8), [elem scalar float])
+            (Complex32, num_complex::Complex32, "Complex32", "float2", 8, "c8", 9, (5, 64), [elem complex])
+            (Complex64, num_complex::Complex64, "Complex64", "double2", 16, "c16", 10, (5, 128), [elem complex])
             (Usize, usize, "usize", "size_t", 8, "uz", _, (1, 64), [scalar])
         }
     };

@@ -499,6 +499,8 @@ fn write_scalar(at: &At<'_>, s: NativeScalar, num: Scalar, dst: &mut [u8]) -> Re
             put(&[x.to_bits()])
         }
         NativeScalar::Usize => int!(usize),
+        // `Scalar` holds no complex value, so a stack cannot give one.
+        NativeScalar::Complex32 | NativeScalar::Complex64 => return Err(wrong()),
     };
     dst.copy_from_slice(&buf[..len]);
     Ok(())

@@ -263,8 +263,20 @@ impl Tensor {
             .map_err(|e| cast_error("item", T::DTYPE, e))
     }
 
-    /// [`Tensor::item`] as a [`Scalar`], whatever the dtype.
+    /// [`Tensor::item`] as a [`Scalar`], whatever the dtype. A complex value with an imaginary
+    /// part has no `Scalar`: that is an error naming `item::<Complex32>()` (or `Complex64`).
     pub fn item_scalar(&self) -> Result<Scalar> {
-        with_dtype!(self.dtype(), T => self.item::<T>().map(Element::to_scalar))
+        with_dtype!(self.dtype(), T => {
+            let v = self.item::<T>()?;
+            if !v.is_exact_scalar() {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is a {} value with an imaginary part, which a Scalar cannot hold; read it with item::<{}>()",
+                    v.display(),
+                    self.dtype(),
+                    self.dtype().name()
+                )));
+            }
+            Ok(v.to_scalar())
+        })
     }
 }

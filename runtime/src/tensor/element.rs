@@ -4,6 +4,7 @@ use std::fmt;
 
 use float8::{F8E4M3, F8E5M2};
 use half::{bf16, f16};
+use num_complex::{Complex32, Complex64};
 
 use super::DType;
 use crate::{Error, Result, Scalar};
@@ -15,8 +16,8 @@ mod sealed {
 /// A Rust type whose values a tensor of dtype [`Element::DTYPE`] holds.
 ///
 /// Implemented for `f32`, `f64`, [`half::f16`], [`half::bf16`], `i32`, `i64`, `u32`, `u64`, `u8`,
-/// `i8`, `i16`, `u16`, `bool`, [`float8::F8E4M3`] and [`float8::F8E5M2`] (the kernel element
-/// types), and sealed: no other type can implement it. Every
+/// `i8`, `i16`, `u16`, `bool`, [`float8::F8E4M3`], [`float8::F8E5M2`] and
+/// [`num_complex::Complex32`]/[`num_complex::Complex64`] (the kernel element types), and sealed: no other type can implement it. Every
 /// element type is a plain bit pattern ([`bytemuck::NoUninit`]); reading one from bytes is checked
 /// ([`bytemuck::CheckedBitPattern`]), which costs nothing except for `bool`, whose byte must be 0
 /// or 1.
@@ -40,7 +41,20 @@ pub trait Element:
     fn from_scalar(value: Scalar) -> Result<Self>;
 
     /// This value as a [`Scalar`]: floats as `Float`, integers as `Int`, `bool` as `Bool`.
+    /// `Scalar` has no complex value: a complex element gives its real part (see
+    /// [`Element::is_exact_scalar`]).
     fn to_scalar(self) -> Scalar;
+
+    /// Whether [`Element::to_scalar`] keeps the whole value: `false` for a complex element with
+    /// an imaginary part.
+    fn is_exact_scalar(self) -> bool {
+        true
+    }
+
+    /// The value as `Debug` prints it in a tensor.
+    fn display(self) -> String {
+        self.to_scalar().to_string()
+    }
 }
 
 fn overflow(value: Scalar, dtype: DType) -> Error {
@@ -142,6 +156,33 @@ float_element!(F8E4M3, DType::F8E4M3, F8E4M3::from_f64, |x: F8E4M3| x
 float_element!(F8E5M2, DType::F8E5M2, F8E5M2::from_f64, |x: F8E5M2| x
     .to_f64());
 
+/// The complex types: a real `Scalar` becomes `re + 0i`; `to_scalar` is the real part.
+macro_rules! complex_element {
+    ($t:ty, $re:ty, $dtype:expr) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = $dtype;
+            fn from_scalar(value: Scalar) -> Result<$t> {
+                let re =
+                    <$re as Element>::from_scalar(value).map_err(|_| overflow(value, $dtype))?;
+                Ok(<$t>::new(re, 0.0))
+            }
+            fn to_scalar(self) -> Scalar {
+                Scalar::Float(f64::from(self.re))
+            }
+            fn is_exact_scalar(self) -> bool {
+                self.im == 0.0
+            }
+            fn display(self) -> String {
+                format!("{:?}{:+?}j", self.re, self.im)
+            }
+        }
+    };
+}
+
+complex_element!(Complex32, f32, DType::Complex32);
+complex_element!(Complex64, f64, DType::Complex64);
+
 impl sealed::Sealed for bool {}
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
@@ -225,6 +266,14 @@ macro_rules! with_dtype {
                 type $T = float8::F8E5M2;
                 $body
             }
+            $crate::tensor::DType::Complex32 => {
+                type $T = num_complex::Complex32;
+                $body
+            }
+            $crate::tensor::DType::Complex64 => {
+                type $T = num_complex::Complex64;
+                $body
+            }
         }
     };
 }
@@ -258,8 +307,13 @@ macro_rules! with_width {
             }
             $crate::tensor::DType::F64
             | $crate::tensor::DType::I64
-            | $crate::tensor::DType::U64 => {
+            | $crate::tensor::DType::U64
+            | $crate::tensor::DType::Complex32 => {
                 type $T = u64;
+                $body
+            }
+            $crate::tensor::DType::Complex64 => {
+                type $T = u128;
                 $body
             }
         }

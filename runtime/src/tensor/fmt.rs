@@ -34,7 +34,7 @@ impl Tensor {
             let one = &bytes[at..at + size];
             let shown = with_dtype!(self.dtype(), T => {
                 bytemuck::checked::try_pod_read_unaligned::<T>(one)
-                    .map(|v| v.to_scalar().to_string())
+                    .map(Element::display)
             });
             out.push_str(&shown.unwrap_or_else(|_| "<invalid>".to_string()));
         }

@@ -37,6 +37,8 @@ fn dtype_size_name_code() {
         (DType::U16, 2, "u16", 27),
         (DType::F8E4M3, 1, "F8E4M3", 24),
         (DType::F8E5M2, 1, "F8E5M2", 23),
+        (DType::Complex32, 8, "Complex32", 9),
+        (DType::Complex64, 16, "Complex64", 10),
     ];
     for (d, size, name, code) in table {
         assert_eq!(d.size(), size);
@@ -48,7 +50,7 @@ fn dtype_size_name_code() {
     }
     assert_eq!(DType::ALL.len(), table.len());
     // PyTorch's codes that opbox has no dtype for (complex, quantized, the fnuz float8s, ...).
-    for bad in [8, 9, 10, 12, 16, 25, 26, 30, u32::MAX] {
+    for bad in [8, 12, 16, 25, 26, 30, u32::MAX] {
         assert_eq!(DType::from_code(bad), None, "code {bad}");
     }
     assert!(DType::BF16.is_floating_point() && !DType::Bool.is_floating_point());
@@ -1009,5 +1011,31 @@ fn handles_are_send_sync_and_one_pointer() {
     assert_eq!(
         std::mem::size_of::<Option<Tensor>>(),
         std::mem::size_of::<usize>()
+    );
+}
+
+/// Complex elements: a real `Scalar` fills them, `Debug` shows both parts, and `item_scalar`
+/// refuses a value a `Scalar` cannot hold instead of dropping its imaginary part.
+#[test]
+fn complex_elements_keep_both_parts() {
+    use num_complex::Complex32;
+    let t = Tensor::from_vec(vec![Complex32::new(1.5, -2.0)], &[1]).unwrap();
+    assert_eq!(t.dtype(), DType::Complex32);
+    assert!(format!("{t:?}").contains("1.5-2.0j"), "{t:?}");
+    let err = t.item_scalar().unwrap_err();
+    assert!(
+        err.to_string().contains("imaginary part")
+            && err.to_string().contains("item::<Complex32>()"),
+        "{err}"
+    );
+    let real = Tensor::full(&[2], Scalar::Float(3.0), DType::Complex64, Device::Cpu).unwrap();
+    assert_eq!(
+        real.to_vec::<num_complex::Complex64>().unwrap(),
+        vec![num_complex::Complex64::new(3.0, 0.0); 2]
+    );
+    assert_eq!(
+        real.item_scalar().map_err(|_| ()),
+        Err(()),
+        "two elements have no item"
     );
 }

@@ -49,8 +49,8 @@ pub(super) fn param_ty(class: &ParamClass, low: &mut Lowering<'_>) -> Ty {
     }
 }
 
-/// The type of a parameter the DSL cannot compute with yet: the float8 types, the 16-bit
-/// integers and `usize` (its operators and constants cover the other rows of the table).
+/// The type of a parameter the DSL cannot compute with yet: the float8 and complex types, the
+/// 16-bit integers and `usize` (its operators and constants cover the other rows of the table).
 fn dsl_unsupported(kind: ParamKind) -> Option<&'static str> {
     let prim = match kind {
         ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => t.primitive(),
@@ -63,7 +63,10 @@ fn dsl_unsupported(kind: ParamKind) -> Option<&'static str> {
 /// See [`dsl_unsupported`]: the one list of the types outside the DSL.
 pub(crate) fn dsl_unsupported_scalar(prim: opbox_codegen::native::NativeScalar) -> bool {
     use opbox_codegen::native::NativeScalar as N;
-    matches!(prim, N::F8E4M3 | N::F8E5M2 | N::I16 | N::U16 | N::Usize)
+    matches!(
+        prim,
+        N::F8E4M3 | N::F8E5M2 | N::I16 | N::U16 | N::Usize | N::Complex32 | N::Complex64
+    )
 }
 
 /// `mut` for the params the body writes through (`y[i] = ..` needs `&mut y`).

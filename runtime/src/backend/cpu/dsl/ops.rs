@@ -185,6 +185,9 @@ macro_rules! dsl_scalars {
     // The DSL has no fp8 arithmetic: `#[kernel]` refuses the float8 types.
     (@row F8E4M3 $t:ty) => {};
     (@row F8E5M2 $t:ty) => {};
+    // Nor complex arithmetic.
+    (@row Complex32 $t:ty) => {};
+    (@row Complex64 $t:ty) => {};
     (@row F32 $t:ty) => { dsl_scalars!(@float f32 F32); };
     (@row F64 $t:ty) => { dsl_scalars!(@float f64 F64); };
     (@row $v:ident $t:ty) => { dsl_scalars!(@int $t); };
@@ -329,6 +332,8 @@ macro_rules! dsl_shift_rhs {
     (BF16 $t:ty, $all:tt) => {};
     (F8E4M3 $t:ty, $all:tt) => {};
     (F8E5M2 $t:ty, $all:tt) => {};
+    (Complex32 $t:ty, $all:tt) => {};
+    (Complex64 $t:ty, $all:tt) => {};
     (F32 $t:ty, $all:tt) => {};
     (F64 $t:ty, $all:tt) => {};
     ($v:ident $t:ty, [$($rv:ident $rt:ty),*]) => {
@@ -339,6 +344,8 @@ macro_rules! dsl_shift_rhs {
     (@pair $t:ty, BF16 $rt:ty) => {};
     (@pair $t:ty, F8E4M3 $rt:ty) => {};
     (@pair $t:ty, F8E5M2 $rt:ty) => {};
+    (@pair $t:ty, Complex32 $rt:ty) => {};
+    (@pair $t:ty, Complex64 $rt:ty) => {};
     (@pair $t:ty, F32 $rt:ty) => {};
     (@pair $t:ty, F64 $rt:ty) => {};
     (@pair $t:ty, $rv:ident $rt:ty) => {
