@@ -262,7 +262,7 @@ fn classify_buffer(
             let shown = quote!(#elem).to_string();
             Err(syn::Error::new(
                 elem.span(),
-                format!("unsupported element type `{shown}` in {wrapper}<[{shown}]>: the element types are {} (f16 and bf16 are half's types, F8E4M3 and F8E5M2 float8's; opbox re-exports both crates)", elem_list()),
+                format!("unsupported element type `{shown}` in {wrapper}<[{shown}]>: the element types are {} (f16 and bf16 are half's types, F8E4M3 and F8E5M2 float8's, Complex32 and Complex64 num_complex's; opbox re-exports the three crates)", elem_list()),
             ))
         }
     }
