@@ -88,24 +88,26 @@ impl Access {
 
 /// The element types, as messages list them (the type table's `elem` rows).
 fn elem_list() -> String {
-    let names: Vec<&str> = ElemType::ALL.iter().map(|t| t.rust_name()).collect();
-    names.join(", ")
+    names(ElemType::ALL.iter().map(|t| t.rust_name()))
 }
 
 /// The by-value scalar types (the type table's `scalar` rows).
 fn scalar_list() -> String {
-    let names: Vec<&str> = ScalarType::ALL.iter().map(|t| t.rust_name()).collect();
-    names.join(", ")
+    names(ScalarType::ALL.iter().map(|t| t.rust_name()))
 }
 
 /// The `#[constexpr]` types (the type table's `constexpr` rows).
 fn constexpr_list() -> String {
-    let names: Vec<&str> = ScalarType::ALL
-        .iter()
-        .filter(|t| t.can_be_constexpr())
-        .map(|t| t.rust_name())
-        .collect();
-    names.join(", ")
+    names(
+        ScalarType::ALL
+            .iter()
+            .filter(|t| t.can_be_constexpr())
+            .map(|t| t.rust_name()),
+    )
+}
+
+fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.collect::<Vec<_>>().join(", ")
 }
 
 /// Every parameter of the declaration, in order; the ones that are wrong are left out, with

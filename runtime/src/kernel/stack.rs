@@ -30,7 +30,7 @@ use super::launch::launch;
 use super::prepare::{elem_matches, elem_name};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-use crate::tensor::Device;
+use crate::tensor::{Device, Element};
 use crate::value::{List, StableValue, Tag};
 
 /// The launch arguments and constexpr values a stack lowers to.
@@ -444,6 +444,15 @@ fn write_scalar(at: &At<'_>, s: NativeScalar, num: Scalar, dst: &mut [u8]) -> Re
             Scalar::Bool(_) => Err(wrong()),
         }
     };
+    // The element type's own conversion: a finite value that would become infinite (or NaN,
+    // for e4m3fn) is an overflow.
+    macro_rules! float {
+        ($t:ty) => {{
+            let x =
+                <$t as Element>::from_scalar(Scalar::Float(float(num)?)).map_err(|_| overflow())?;
+            put(bytemuck::bytes_of(&x))
+        }};
+    }
     let len: usize = match s {
         NativeScalar::Bool => match num {
             Scalar::Bool(b) => put(&[u8::from(b)]),
@@ -457,47 +466,12 @@ fn write_scalar(at: &At<'_>, s: NativeScalar, num: Scalar, dst: &mut [u8]) -> Re
         NativeScalar::U16 => int!(u16),
         NativeScalar::U32 => int!(u32),
         NativeScalar::U64 => int!(u64),
-        NativeScalar::F32 => {
-            let f = float(num)?;
-            let x = f as f32;
-            if f.is_finite() && !x.is_finite() {
-                return Err(overflow());
-            }
-            put(&x.to_ne_bytes())
-        }
-        NativeScalar::F64 => put(&float(num)?.to_ne_bytes()),
-        NativeScalar::F16 => {
-            let f = float(num)?;
-            let x = half::f16::from_f64(f);
-            if f.is_finite() && !x.is_finite() {
-                return Err(overflow());
-            }
-            put(&x.to_ne_bytes())
-        }
-        NativeScalar::BF16 => {
-            let f = float(num)?;
-            let x = half::bf16::from_f64(f);
-            if f.is_finite() && !x.is_finite() {
-                return Err(overflow());
-            }
-            put(&x.to_ne_bytes())
-        }
-        NativeScalar::F8E4M3 => {
-            let f = float(num)?;
-            let x = float8::F8E4M3::from_f64(f);
-            if f.is_finite() && !x.to_f64().is_finite() {
-                return Err(overflow());
-            }
-            put(&[x.to_bits()])
-        }
-        NativeScalar::F8E5M2 => {
-            let f = float(num)?;
-            let x = float8::F8E5M2::from_f64(f);
-            if f.is_finite() && !x.to_f64().is_finite() {
-                return Err(overflow());
-            }
-            put(&[x.to_bits()])
-        }
+        NativeScalar::F32 => float!(f32),
+        NativeScalar::F64 => float!(f64),
+        NativeScalar::F16 => float!(half::f16),
+        NativeScalar::BF16 => float!(half::bf16),
+        NativeScalar::F8E4M3 => float!(float8::F8E4M3),
+        NativeScalar::F8E5M2 => float!(float8::F8E5M2),
         NativeScalar::Usize => int!(usize),
         // `Scalar` holds no complex value, so a stack cannot give one.
         NativeScalar::Complex32 | NativeScalar::Complex64 => return Err(wrong()),

@@ -211,25 +211,10 @@ pub fn compile_specializations(
         specs.iter().map(|v| (built_decl.clone(), *v)).collect(),
         &single,
     );
-    let unit = emit_unit(&group)?;
-    let mut options = options_for(group.decl(), target);
-    options.extend(toolkit::include_options().iter().cloned());
-    options.extend(group.include_options.iter().cloned());
-    let artifact = nvrtc::compile(&unit, &options, target.kind, &decl.rust_name)
-        .map_err(|e| explained(e, &group))?;
-    COMPILES.fetch_add(1, Ordering::Relaxed);
+    let artifact = run_nvrtc(&group, &emit_unit(&group)?, target)?;
     for (v, name) in specs.iter().zip(&artifact.lowered_names) {
         let own = with(vec![(built_decl.clone(), *v)], &single);
-        let own_unit = emit_unit(&own)?;
-        let key = cache_key(&KeyInputs {
-            opbox_version: env!("CARGO_PKG_VERSION"),
-            nvrtc_version: nvrtc::version()?,
-            arch: &target.name(),
-            options: &options_for(own.decl(), target),
-            members: &own.members(),
-            unit: &own_unit,
-            build: own.key,
-        });
+        let key = full_key(&own, &emit_unit(&own)?, target)?;
         let image = Artifact {
             kind: artifact.kind,
             lowered_names: vec![name.clone()],
@@ -266,16 +251,7 @@ fn compile_prepared(
     cache: Option<&DiskCache>,
     writes: Writes,
 ) -> Result<Compiled> {
-    let members = built.members();
-    let key = cache_key(&KeyInputs {
-        opbox_version: env!("CARGO_PKG_VERSION"),
-        nvrtc_version: nvrtc::version()?,
-        arch: &target.name(),
-        options: &options_for(built.decl(), target),
-        members: &members,
-        unit,
-        build: built.key,
-    });
+    let key = full_key(built, unit, target)?;
     let flight = (key, cache.map(|c| c.dir().to_path_buf()), writes);
     let (result, role) = FLIGHTS.run(flight, || {
         lookup_or_compile(built, unit, target, key, cache, writes)
@@ -294,7 +270,6 @@ fn lookup_or_compile(
     cache: Option<&DiskCache>,
     writes: Writes,
 ) -> Result<Compiled> {
-    let decl = built.decl();
     let mut outcome = CacheOutcome::Compiled;
     let mut unreadable = None;
     if let Some(cache) = cache {
@@ -310,12 +285,8 @@ fn lookup_or_compile(
             Lookup::Unreadable(why) => unreadable = Some(why),
         }
     }
-    let mut nvrtc_options = options_for(decl, target);
-    nvrtc_options.extend(toolkit::include_options().iter().cloned());
-    nvrtc_options.extend(built.include_options.iter().cloned());
-    let artifact = nvrtc::compile(unit, &nvrtc_options, target.kind, &decl.rust_name)
-        .map_err(|e| with_cache_note(explained(e, built), unreadable.as_deref()))?;
-    COMPILES.fetch_add(1, Ordering::Relaxed);
+    let artifact =
+        run_nvrtc(built, unit, target).map_err(|e| with_cache_note(e, unreadable.as_deref()))?;
     if let Some(cache) = cache {
         stored(cache.store(&key, &artifact), writes)?;
     }
@@ -325,6 +296,32 @@ fn lookup_or_compile(
         outcome,
         member: built.requested,
     })
+}
+
+/// The full cache key of `built`'s module as `unit`, compiled for `target`.
+fn full_key(built: &Built<'_>, unit: &TranslationUnit, target: Target) -> Result<CacheKey> {
+    Ok(cache_key(&KeyInputs {
+        opbox_version: env!("CARGO_PKG_VERSION"),
+        nvrtc_version: nvrtc::version()?,
+        arch: &target.name(),
+        options: &options_for(built.decl(), target),
+        members: &built.members(),
+        unit,
+        build: built.key,
+    }))
+}
+
+/// Runs NVRTC on `built`'s unit for `target` (the key's options, then the machine's include
+/// dirs), counted in [`stats`]; a compile error comes back explained.
+fn run_nvrtc(built: &Built<'_>, unit: &TranslationUnit, target: Target) -> Result<Artifact> {
+    let decl = built.decl();
+    let mut options = options_for(decl, target);
+    options.extend(toolkit::include_options().iter().cloned());
+    options.extend(built.include_options.iter().cloned());
+    let artifact = nvrtc::compile(unit, &options, target.kind, &decl.rust_name)
+        .map_err(|e| explained(e, built))?;
+    COMPILES.fetch_add(1, Ordering::Relaxed);
+    Ok(artifact)
 }
 
 /// A request the disk cache served (counted in [`stats`]).
