@@ -188,6 +188,22 @@ fn affine(x: In<[f32]>, y: Out<[f32]>, p: Affine, n: u32) {
     }
 }
 
+/// This thread's place in the grid, read by a `#[device]` fn (through the CPU build's
+/// thread-local context, not the kernel's own).
+#[device]
+fn packed_place() -> u32 {
+    thread_id_x() | (thread_id_y() << 8) | (block_id_x() << 16) | (block_id_y() << 24)
+}
+
+#[kernel]
+fn places(out: Out<[u32]>, w: u32, h: u32) {
+    let x = global_id_x();
+    let y = global_id_y();
+    if x < w && y < h {
+        out[y * w + x] = packed_place();
+    }
+}
+
 #[kernel]
 fn oob(x: In<[f32]>, y: Out<[f32]>, n: u32) {
     let i = global_id_x();
@@ -233,6 +249,7 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&control::DECL, vec![ConstValue::U32(5)]),
         (&affine::DECL, vec![]),
         (&oob::DECL, vec![]),
+        (&places::DECL, vec![]),
         (&scale_kernel::DECL, vec![]),
         (&example::axpy::DECL, vec![]),
         (&example::fused_gelu::DECL, vec![]),
@@ -249,6 +266,7 @@ const TESTS: &[Test] = &[
     ("cpu_casts_saturate_and_halves_round_through_f32", cpu_casts),
     ("cpu_control_flow_device_fns_and_constexprs", cpu_control),
     ("cpu_structs_by_value_and_literals", cpu_affine),
+    ("cpu_device_fns_read_a_2d_grid", cpu_places),
     ("cpu_out_of_bounds_is_an_error", cpu_oob),
     ("cpu_launch_stack_and_checks", cpu_stack),
     ("cpu_one_dsl_impl_serves_cpu_and_cuda_keys", cpu_op),
@@ -386,6 +404,22 @@ fn run_control(device: Device, n: usize) -> opbox::Result<Vec<u32>> {
     out.to_vec()
 }
 
+/// A 13 x 7 grid of 4 x 3 blocks, so the edge blocks are partly outside it.
+const PLACES: (u32, u32, (u32, u32)) = (13, 7, (4, 3));
+
+fn run_places(device: Device) -> opbox::Result<Vec<u32>> {
+    let (w, h, (bx, by)) = PLACES;
+    let out = Tensor::zeros(&[(w * h) as usize], DType::U32, device)?;
+    let cfg = LaunchConfig {
+        grid: (w.div_ceil(bx), h.div_ceil(by), 1),
+        block: (bx, by, 1),
+        shared_mem_bytes: 0,
+        stream: None,
+    };
+    places::launch(cfg, &out, w, h)?;
+    out.to_vec()
+}
+
 fn run_affine(device: Device) -> opbox::Result<Vec<f32>> {
     let x = Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 8.0], &[4])?.to(device)?;
     let y = Tensor::zeros(&[4], DType::F32, device)?;
@@ -509,6 +543,25 @@ fn cpu_control() -> TestResult {
     let got: Vec<u32> = out.to_vec().map_err(s)?;
     ensure(got[7] == control_reference(7, 2), || {
         format!("specialize(2): {got:?}")
+    })?;
+    Ok(Outcome::Pass)
+}
+
+fn cpu_places() -> TestResult {
+    let (w, h, (bx, by)) = PLACES;
+    let got = run_places(Device::Cpu).map_err(s)?;
+    for y in 0..h {
+        for x in 0..w {
+            let want = (x % bx) | ((y % by) << 8) | ((x / bx) << 16) | ((y / by) << 24);
+            let g = got[(y * w + x) as usize];
+            ensure(g == want, || {
+                format!("places({x}, {y}) = {g:#x}, want {want:#x}")
+            })?;
+        }
+    }
+    // Outside a launch the indices read 0 again.
+    ensure(opbox::dsl::thread_id_y() == 0, || {
+        "thread_id_y() outside a launch".into()
     })?;
     Ok(Outcome::Pass)
 }
@@ -748,6 +801,10 @@ fn gpu_matches_cpu() -> TestResult {
         ensure(
             run_control(cuda, 300).map_err(s)? == run_control(Device::Cpu, 300).map_err(s)?,
             || "control differs".into(),
+        )?;
+        ensure(
+            run_places(cuda).map_err(s)? == run_places(Device::Cpu).map_err(s)?,
+            || "places differs".into(),
         )?;
         ensure(
             run_affine(cuda).map_err(s)? == run_affine(Device::Cpu).map_err(s)?,

@@ -35,13 +35,10 @@ pub(crate) struct OutOfBounds {
 
 #[cold]
 #[inline(never)]
-// By value: a reference would make every view live in memory, reloaded at each element.
-fn out_of_bounds(raw: RawSlice, index: i128) -> ! {
-    std::panic::resume_unwind(Box::new(OutOfBounds {
-        arg: raw.arg,
-        index,
-        len: raw.len,
-    }))
+// Scalars, not the view: a reference would keep every view in memory, reloaded at each
+// element, and a three-field struct is passed through the stack, stored at each element.
+fn out_of_bounds(arg: u32, len: u32, index: i128) -> ! {
+    std::panic::resume_unwind(Box::new(OutOfBounds { arg, index, len }))
 }
 
 macro_rules! view {
@@ -130,8 +127,8 @@ dsl_index!(u32, i32, u64, i64, usize);
 fn checked<I: DslIndex>(raw: RawSlice, i: I) -> usize {
     match i.offset() {
         Ok(at) if at < raw.len => at as usize,
-        Ok(at) => out_of_bounds(raw, i128::from(at)),
-        Err(wide) => out_of_bounds(raw, wide),
+        Ok(at) => out_of_bounds(raw.arg, raw.len, i128::from(at)),
+        Err(wide) => out_of_bounds(raw.arg, raw.len, wide),
     }
 }
 

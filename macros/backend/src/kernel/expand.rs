@@ -327,6 +327,8 @@ fn emit(
         None => quote!(::core::option::Option::None),
     };
     let (callee_list, named_list) = slot_tokens(named, callees);
+    // Only `#[device]` fns read the thread-local context; a kernel without one skips the write.
+    let publish = !callees.is_empty();
     let build = quote! {
         ::core::option::Option::Some(::opbox::__private::cuda::BuildRef {
             path: ::core::concat!(::core::module_path!(), "::BUILD"),
@@ -396,7 +398,7 @@ fn emit(
             #(#reads)*
             #d::grid::run_grid(prepared, |__opbox_block: &#d::grid::ThreadCtx| {
                 #(#views)*
-                __opbox_block.each_thread(move |__opbox_ctx| __opbox_body(__opbox_ctx, #(#call_args),*));
+                __opbox_block.each_thread(#publish, move |__opbox_ctx| __opbox_body(__opbox_ctx, #(#call_args),*));
             })
         }
 

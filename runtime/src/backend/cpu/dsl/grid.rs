@@ -18,18 +18,31 @@ use crate::kernel::view::OutOfBounds;
 use crate::kernel::{LaunchConfig, PreparedLaunch};
 
 /// Where the running thread of the grid is: thread and block indices, block and grid dims. A
-/// kernel's CPU body reads it directly (the macro passes it in: `__opbox_ctx.global_id_x()`),
-/// so the per-thread cost is one store of the thread index; `#[device]` fns reach it through a
-/// thread-local pointer, set once per block.
+/// kernel's CPU body reads it directly (the macro passes it in: `__opbox_ctx.global_id_x()`).
+/// Each thread gets its own copy, a plain local with no interior mutability, so the optimizer
+/// keeps it in registers and hoists the block's part of `global_id_*` out of the thread loop;
+/// `#[device]` fns read it through a thread-local that the loop writes only for kernels that
+/// call one.
+#[derive(Clone, Copy)]
 pub struct ThreadCtx {
-    thread: [Cell<u32>; 3],
+    thread: [u32; 3],
     block: [u32; 3],
     block_dim: [u32; 3],
     grid_dim: [u32; 3],
 }
 
+impl ThreadCtx {
+    /// Outside any launch: every index and dim 0.
+    const NONE: ThreadCtx = ThreadCtx {
+        thread: [0; 3],
+        block: [0; 3],
+        block_dim: [0; 3],
+        grid_dim: [0; 3],
+    };
+}
+
 thread_local! {
-    static CURRENT: Cell<*const ThreadCtx> = const { Cell::new(std::ptr::null()) };
+    static CURRENT: Cell<ThreadCtx> = const { Cell::new(ThreadCtx::NONE) };
 }
 
 macro_rules! index_fns {
@@ -50,15 +63,7 @@ macro_rules! index_fns {
             /// Outside a launch's grid it is 0.
             #[inline]
             pub fn $name() -> u32 {
-                CURRENT.with(|c| {
-                    let ctx = c.get();
-                    if ctx.is_null() {
-                        return 0;
-                    }
-                    // SAFETY: `run_block` sets the pointer to its own context for the block's
-                    // duration and clears it before the context goes away.
-                    unsafe { &*ctx }.$name()
-                })
+                CURRENT.get().$name()
             }
         )*
     };
@@ -66,11 +71,11 @@ macro_rules! index_fns {
 
 index_fns! {
     /// `threadIdx.x`.
-    thread_id_x => |p| p.thread[0].get();
+    thread_id_x => |p| p.thread[0];
     /// `threadIdx.y`.
-    thread_id_y => |p| p.thread[1].get();
+    thread_id_y => |p| p.thread[1];
     /// `threadIdx.z`.
-    thread_id_z => |p| p.thread[2].get();
+    thread_id_z => |p| p.thread[2];
     /// `blockIdx.x`.
     block_id_x => |p| p.block[0];
     /// `blockIdx.y`.
@@ -90,26 +95,19 @@ index_fns! {
     /// `gridDim.z`.
     grid_dim_z => |p| p.grid_dim[2];
     /// `blockIdx.x * blockDim.x + threadIdx.x`, wrapping as the `u32` arithmetic on the GPU.
-    global_id_x => |p| p.block[0].wrapping_mul(p.block_dim[0]).wrapping_add(p.thread[0].get());
+    global_id_x => |p| p.block[0].wrapping_mul(p.block_dim[0]).wrapping_add(p.thread[0]);
     /// `blockIdx.y * blockDim.y + threadIdx.y`.
-    global_id_y => |p| p.block[1].wrapping_mul(p.block_dim[1]).wrapping_add(p.thread[1].get());
+    global_id_y => |p| p.block[1].wrapping_mul(p.block_dim[1]).wrapping_add(p.thread[1]);
     /// `blockIdx.z * blockDim.z + threadIdx.z`.
-    global_id_z => |p| p.block[2].wrapping_mul(p.block_dim[2]).wrapping_add(p.thread[2].get());
+    global_id_z => |p| p.block[2].wrapping_mul(p.block_dim[2]).wrapping_add(p.thread[2]);
 }
 
-/// Clears the thread-local pointer when a block ends, unwinding included.
-struct Current;
+/// Resets the thread-local context when a block that published it ends, unwinding included.
+struct Published;
 
-impl Current {
-    fn set(ctx: &ThreadCtx) -> Current {
-        CURRENT.with(|c| c.set(ctx));
-        Current
-    }
-}
-
-impl Drop for Current {
+impl Drop for Published {
     fn drop(&mut self) {
-        CURRENT.with(|c| c.set(std::ptr::null()));
+        CURRENT.set(ThreadCtx::NONE);
     }
 }
 
@@ -127,17 +125,30 @@ fn workers(blocks: u64) -> usize {
 impl ThreadCtx {
     /// Runs `body` for each thread of the block, `x` fastest: the generated code calls it with
     /// the buffers' views as its own locals, so that nothing the body writes through them can
-    /// alias them and they stay in registers.
+    /// alias them and they stay in registers. `publish` (the kernel calls a `#[device]` fn)
+    /// also writes each thread's context to the thread-local those fns read.
     #[inline(always)]
-    pub fn each_thread(&self, mut body: impl FnMut(&ThreadCtx)) {
+    pub fn each_thread(&self, publish: bool, mut body: impl FnMut(&ThreadCtx)) {
+        let _reset = publish.then_some(Published);
+        let mut run = |thread: [u32; 3]| {
+            let ctx = ThreadCtx { thread, ..*self };
+            if publish {
+                CURRENT.set(ctx);
+            }
+            body(&ctx);
+        };
         let [bx, by, bz] = self.block_dim;
+        // 1-D blocks, the common case, get a loop of their own: one counter, nothing else live.
+        if by == 1 && bz == 1 {
+            for tx in 0..bx {
+                run([tx, 0, 0]);
+            }
+            return;
+        }
         for tz in 0..bz {
-            self.thread[2].set(tz);
             for ty in 0..by {
-                self.thread[1].set(ty);
                 for tx in 0..bx {
-                    self.thread[0].set(tx);
-                    body(self);
+                    run([tx, ty, tz]);
                 }
             }
         }
@@ -168,14 +179,12 @@ pub fn run_grid<F: Fn(&ThreadCtx) + Sync>(prepared: &PreparedLaunch<'_>, run: F)
             ((b / u64::from(gx)) % u64::from(gy)) as u32,
             (b / (u64::from(gx) * u64::from(gy))) as u32,
         ];
-        let ctx = ThreadCtx {
-            thread: [Cell::new(0), Cell::new(0), Cell::new(0)],
+        run(&ThreadCtx {
+            thread: [0; 3],
             block,
             block_dim: [bx, by, bz],
             grid_dim: [gx, gy, gz],
-        };
-        let _current = Current::set(&ctx);
-        run(&ctx);
+        });
     };
     let worker = || loop {
         if stop.load(Ordering::Relaxed) {
