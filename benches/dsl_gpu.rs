@@ -1,8 +1,11 @@
 //! The `#[kernel]` DSL's GPU figures, printed as one table (a plain `main`, harness = false;
 //! scripts/gpu-check prints its table):
 //!
-//! - DSL axpy (`out = a*x + y`) over 256 M f32 in TB/s (3 × 4 B × n / time), beside the
-//!   hand-written `examples/kernels/axpby.cu` through its `#[extern_kernel]` stub;
+//! - DSL axpy (`out = a*x + y`) over 256 M f32 in TB/s (3 × 4 B × n / time): one f32 per
+//!   thread, and four (`load4`/`store4`); beside the hand-written `examples/kernels/axpby.cu`
+//!   (`axpby`, `axpby4`) through their `#[extern_kernel]` stubs, and `torch.add(y, x, alpha=a,
+//!   out=z)` measured in the same run by `benches/peers/torch_add.py` (the goal: the DSL at
+//!   ≥ 0.95× torch.add);
 //! - the launch of an empty DSL kernel through its stub against the empty extern kernel's (the
 //!   goal: ≤ 1.01×; a DSL stub also packs one slice length).
 //!
@@ -23,8 +26,32 @@ fn empty(x: In<[f32]>);
 #[extern_kernel(source = "../examples/kernels/axpby.cu", entry = "axpby")]
 fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64);
 
+#[extern_kernel(source = "../examples/kernels/axpby.cu", entry = "axpby4")]
+fn axpby4_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64);
+
 #[kernel]
 fn empty_dsl(x: In<[f32]>) {}
+
+/// Four elements a thread: one 16-byte load from each input and one store.
+#[kernel]
+fn axpy4_dsl(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
+    let i = global_id_x();
+    if i < n / 4 {
+        let p = x.load4(i);
+        let q = y.load4(i);
+        let r = F32x4 {
+            x: a * p.x + q.x,
+            y: a * p.y + q.y,
+            z: a * p.z + q.z,
+            w: a * p.w + q.w,
+        };
+        out.store4(i, r);
+    } else if i == n / 4 {
+        for j in 4 * i..n {
+            out[j] = a * x[j] + y[j];
+        }
+    }
+}
 
 #[kernel]
 fn axpy_dsl(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
@@ -64,18 +91,35 @@ fn bench() -> opbox::Result<()> {
     let y = Tensor::full(&[N], 2.0f64, DType::F32, dev)?;
     let out = Tensor::zeros(&[N], DType::F32, dev)?;
     let cfg = LaunchConfig::for_elems(N);
+    let cfg4 = LaunchConfig::for_elems(N / 4 + 1);
     let bytes = 3.0 * 4.0 * N as f64;
-    let dsl = time(5, 10, || {
+    // Every variant writes 2 * 1.5 + 2 = 5 everywhere; `out` is cleared between them.
+    let checked = |name: &str, f: &mut dyn FnMut() -> opbox::Result<()>| {
+        out.fill_(0.0)?;
+        let t = time(5, 10, &mut *f)?;
+        let ok = out
+            .to_vec::<f32>()?
+            .iter()
+            .step_by(1 << 12)
+            .all(|v| *v == 5.0);
+        if !ok {
+            return Err(opbox::Error::Message(format!("{name}: wrong result")));
+        }
+        Ok::<f64, opbox::Error>(t)
+    };
+    let dsl = checked("DSL axpy", &mut || {
         axpy_dsl::launch(cfg.clone(), &x, &y, &out, 2.0, N as u32)
     })?;
-    let dsl_ok = out
-        .to_vec::<f32>()?
-        .iter()
-        .step_by(1 << 16)
-        .all(|v| *v == 5.0);
-    let hand = time(5, 10, || {
+    let dsl4 = checked("DSL axpy load4", &mut || {
+        axpy4_dsl::launch(cfg4.clone(), &x, &y, &out, 2.0, N as u32)
+    })?;
+    let hand = checked("axpby.cu", &mut || {
         axpby_f32::launch(cfg.clone(), &x, &y, &out, 2.0, 1.0, N as i64)
     })?;
+    let hand4 = checked("axpby4 (axpby.cu)", &mut || {
+        axpby4_f32::launch(cfg4.clone(), &x, &y, &out, 2.0, 1.0, N as i64)
+    })?;
+    let torch = torch_add_rate();
     let one = Tensor::zeros(&[1], DType::F32, dev)?;
     let single = LaunchConfig::single();
     let mut ext = Vec::new();
@@ -89,27 +133,64 @@ fn bench() -> opbox::Result<()> {
     println!("dsl bench on {}", opbox::cuda::device(0)?.name);
     println!("| figure | value | goal | ratio |");
     println!("|---|---|---|---|");
+    let rate = |t: f64| bytes / t / 1e12;
+    let (vs_torch, torch_row) = match &torch {
+        Ok(r) => (
+            format!("{:.3} (DSL load4 / torch.add)", rate(dsl4) / r),
+            format!("| torch.add(y, x, alpha=2, out=z), 256 M f32 | {r:.3} TB/s | | 1.00 |"),
+        ),
+        Err(why) => (
+            "not measured".to_string(),
+            format!("| torch.add | not measured: {why} | | |"),
+        ),
+    };
+    println!("{torch_row}");
     println!(
-        "| DSL axpy, 256 M f32 (result {}) | {:.3} TB/s | ≥ 0.95× torch.add (see peers) | |",
-        if dsl_ok { "checked" } else { "WRONG" },
-        bytes / dsl / 1e12
+        "| DSL axpy with load4/store4, 256 M f32 (checked) | {:.3} TB/s | ≥ 0.95× torch.add | {vs_torch} |",
+        rate(dsl4)
     );
     println!(
-        "| extern axpby.cu, 256 M f32 | {:.3} TB/s | | {:.3} (DSL / extern) |",
-        bytes / hand / 1e12,
+        "| extern axpby4 (float4), 256 M f32 (checked) | {:.3} TB/s | | {:.3} (DSL load4 / extern axpby4) |",
+        rate(hand4),
+        hand4 / dsl4
+    );
+    println!(
+        "| DSL axpy, one f32 a thread (checked) | {:.3} TB/s | | {:.3} (DSL / extern axpby) |",
+        rate(dsl),
         hand / dsl
+    );
+    println!(
+        "| extern axpby, one f32 a thread (checked) | {:.3} TB/s | | |",
+        rate(hand)
     );
     println!("| empty kernel, extern stub | {ext:.3} µs | | 1.00 |");
     println!(
         "| empty kernel, DSL stub | {dsl_l:.3} µs | ≤ 1.01× extern | {:.3} |",
         dsl_l / ext
     );
-    if !dsl_ok {
-        return Err(opbox::Error::Message(
-            "the DSL axpy's result is wrong".into(),
-        ));
-    }
     Ok(())
+}
+
+/// torch.add's rate on the same GPU, from `benches/peers/torch_add.py` (run after opbox's
+/// kernels, with nothing else on the GPU), or why it could not be measured.
+fn torch_add_rate() -> Result<f64, String> {
+    // From the repository root, where cargo and scripts/gpu-check run benches.
+    let script = std::env::var("OPBOX_TORCH_ADD_SCRIPT")
+        .unwrap_or_else(|_| "benches/peers/torch_add.py".into());
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .env("OPBOX_AXPY_ELEMS", N.to_string())
+        .output()
+        .map_err(|e| format!("python3 did not start ({e})"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("torch.add TB/s: "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let last = err.lines().last().unwrap_or("no output").to_string();
+            format!("{script}: {last}")
+        })
 }
 
 fn main() -> ExitCode {

@@ -200,6 +200,7 @@ pub mod dsl {
         thread_id_z,
     };
     pub use opbox_runtime::backend::cpu::dsl::ops;
+    pub use opbox_runtime::kernel::vec4::F32x4;
 }
 
 /// Everything a library author writes against.
@@ -207,7 +208,7 @@ pub mod prelude {
     pub use crate::dsl::{
         block_dim_x, block_dim_y, block_dim_z, block_id_x, block_id_y, block_id_z, global_id_x,
         global_id_y, global_id_z, grid_dim_x, grid_dim_y, grid_dim_z, thread_id_x, thread_id_y,
-        thread_id_z,
+        thread_id_z, F32x4,
     };
     pub use crate::kernel::{In, InOut, LaunchConfig, Out};
     pub use crate::{

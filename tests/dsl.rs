@@ -204,6 +204,27 @@ fn places(out: Out<[u32]>, w: u32, h: u32) {
     }
 }
 
+/// axpy four elements at a time, the tail (n % 4 elements) one at a time.
+#[kernel]
+fn axpy4(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
+    let i = global_id_x();
+    if i < n / 4 {
+        let p = x.load4(i);
+        let q = y.load4(i);
+        let r = F32x4 {
+            x: a * p.x + q.x,
+            y: a * p.y + q.y,
+            z: a * p.z + q.z,
+            w: a * p.w + q.w,
+        };
+        out.store4(i, r);
+    } else if i == n / 4 {
+        for j in 4 * i..n {
+            out[j] = a * x[j] + y[j];
+        }
+    }
+}
+
 #[kernel]
 fn oob(x: In<[f32]>, y: Out<[f32]>, n: u32) {
     let i = global_id_x();
@@ -250,6 +271,7 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&affine::DECL, vec![]),
         (&oob::DECL, vec![]),
         (&places::DECL, vec![]),
+        (&axpy4::DECL, vec![]),
         (&scale_kernel::DECL, vec![]),
         (&example::axpy::DECL, vec![]),
         (&example::fused_gelu::DECL, vec![]),
@@ -267,6 +289,10 @@ const TESTS: &[Test] = &[
     ("cpu_control_flow_device_fns_and_constexprs", cpu_control),
     ("cpu_structs_by_value_and_literals", cpu_affine),
     ("cpu_device_fns_read_a_2d_grid", cpu_places),
+    (
+        "cpu_load4_store4_with_a_tail_and_misaligned_views",
+        cpu_axpy4,
+    ),
     ("cpu_out_of_bounds_is_an_error", cpu_oob),
     ("cpu_launch_stack_and_checks", cpu_stack),
     ("cpu_one_dsl_impl_serves_cpu_and_cuda_keys", cpu_op),
@@ -420,6 +446,36 @@ fn run_places(device: Device) -> opbox::Result<Vec<u32>> {
     out.to_vec()
 }
 
+/// `axpy4` over 1003 elements (three in the tail), from element `skip` of its buffers: at 1 the
+/// views are 4 bytes past a 16-byte boundary, so the GPU takes the four-load path.
+fn run_axpy4(device: Device, skip: usize) -> opbox::Result<Vec<f32>> {
+    let n = 1003usize;
+    let xs: Vec<f32> = (0..n + skip).map(|i| i as f32 * 0.5 - 7.0).collect();
+    let ys: Vec<f32> = (0..n + skip).map(|i| (i % 13) as f32).collect();
+    let x = Tensor::from_vec(xs, &[n + skip])?
+        .to(device)?
+        .narrow(0, skip, n)?;
+    let y = Tensor::from_vec(ys, &[n + skip])?
+        .to(device)?
+        .narrow(0, skip, n)?;
+    let out = Tensor::zeros(&[n + skip], DType::F32, device)?.narrow(0, skip, n)?;
+    axpy4::launch(
+        LaunchConfig::for_elems(n / 4 + 1),
+        &x,
+        &y,
+        &out,
+        3.0,
+        n as u32,
+    )?;
+    out.to_vec()
+}
+
+fn axpy4_reference(skip: usize) -> Vec<f32> {
+    (skip..1003 + skip)
+        .map(|i| 3.0 * (i as f32 * 0.5 - 7.0) + (i % 13) as f32)
+        .collect()
+}
+
 fn run_affine(device: Device) -> opbox::Result<Vec<f32>> {
     let x = Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 8.0], &[4])?.to(device)?;
     let y = Tensor::zeros(&[4], DType::F32, device)?;
@@ -563,6 +619,27 @@ fn cpu_places() -> TestResult {
     ensure(opbox::dsl::thread_id_y() == 0, || {
         "thread_id_y() outside a launch".into()
     })?;
+    Ok(Outcome::Pass)
+}
+
+fn cpu_axpy4() -> TestResult {
+    for skip in [0, 1] {
+        let got = run_axpy4(Device::Cpu, skip).map_err(s)?;
+        ensure(got == axpy4_reference(skip), || {
+            format!("axpy4 from element {skip}: {got:?}")
+        })?;
+    }
+    // A vector that reaches past the end stops the launch, naming the first element outside.
+    let x = Tensor::zeros(&[6], DType::F32, Device::Cpu).map_err(s)?;
+    let out = Tensor::zeros(&[6], DType::F32, Device::Cpu).map_err(s)?;
+    match axpy4::launch(LaunchConfig::for_elems(2), &x, &x, &out, 1.0, 8) {
+        Err(Error::IndexOutOfBounds {
+            param, index, len, ..
+        }) => ensure(param == "x" && index == 7 && len == 6, || {
+            format!("out of bounds report: {param} {index} {len}")
+        })?,
+        other => return Err(format!("axpy4 past the end: {other:?}")),
+    }
     Ok(Outcome::Pass)
 }
 
@@ -802,6 +879,12 @@ fn gpu_matches_cpu() -> TestResult {
             run_control(cuda, 300).map_err(s)? == run_control(Device::Cpu, 300).map_err(s)?,
             || "control differs".into(),
         )?;
+        for skip in [0, 1] {
+            ensure(
+                run_axpy4(cuda, skip).map_err(s)? == axpy4_reference(skip),
+                || format!("axpy4 from element {skip} differs on CUDA"),
+            )?;
+        }
         ensure(
             run_places(cuda).map_err(s)? == run_places(Device::Cpu).map_err(s)?,
             || "places differs".into(),

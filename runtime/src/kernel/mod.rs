@@ -19,6 +19,7 @@ pub mod lowered;
 pub mod prepare;
 pub mod registry;
 pub mod stack;
+pub mod vec4;
 pub mod view;
 
 pub use arg::{

@@ -12,6 +12,8 @@
 use std::marker::PhantomData;
 use std::ops::{Index, IndexMut};
 
+use super::vec4::F32x4;
+
 /// A buffer as the CPU build of a DSL kernel sees it: base address, element count, and its
 /// launch-argument index for the out-of-bounds report. 16 bytes, so a block's views stay in
 /// registers.
@@ -121,6 +123,52 @@ macro_rules! dsl_index {
     )*};
 }
 dsl_index!(u32, i32, u64, i64, usize);
+
+/// Vector `i` (elements `4i..4i+3`) of an f32 view: its first element's offset, or the launch
+/// stops with the index of the first element past the end.
+#[inline(always)]
+fn checked_vec4<I: DslIndex>(raw: RawSlice, i: I) -> usize {
+    match i.offset() {
+        Ok(at) if u64::from(at) * 4 + 3 < u64::from(raw.len) => at as usize * 4,
+        Ok(at) => out_of_bounds(raw.arg, raw.len, i128::from(at) * 4 + 3),
+        Err(wide) => out_of_bounds(raw.arg, raw.len, wide.saturating_mul(4)),
+    }
+}
+
+macro_rules! vec4_views {
+    (load: $($name:ident),*; store: $($w:ident),*) => {
+        $(impl $name<[f32]> {
+            /// Elements `4i..4i+3` as one [`F32x4`] (a 16-byte load on the GPU where the
+            /// address is 16-aligned, four loads where it is not).
+            #[inline(always)]
+            pub fn load4<I: DslIndex>(&self, i: I) -> F32x4 {
+                let at = checked_vec4(self.raw, i);
+                // SAFETY: `at..at + 4` is inside the buffer (`checked_vec4`), which
+                // `__from_raw`'s caller keeps valid; the read is unaligned-safe.
+                let p = unsafe { (self.raw.addr as *const f32).add(at) };
+                // SAFETY: as above, four consecutive initialized f32.
+                unsafe { F32x4 { x: *p, y: *p.add(1), z: *p.add(2), w: *p.add(3) } }
+            }
+        })*
+        $(impl $w<[f32]> {
+            /// Writes `v` to elements `4i..4i+3`.
+            #[inline(always)]
+            pub fn store4<I: DslIndex>(&self, i: I, v: F32x4) {
+                let at = checked_vec4(self.raw, i);
+                // SAFETY: `at..at + 4` is inside the buffer, written only through views, each
+                // element by one thread as on the GPU.
+                unsafe {
+                    let p = (self.raw.addr as *mut f32).add(at);
+                    *p = v.x;
+                    *p.add(1) = v.y;
+                    *p.add(2) = v.z;
+                    *p.add(3) = v.w;
+                }
+            }
+        })*
+    };
+}
+vec4_views!(load: In, Out, InOut; store: Out, InOut);
 
 /// `i` as an offset into `raw`, or the launch stops (see [`OutOfBounds`]).
 #[inline(always)]

@@ -24,6 +24,8 @@ pub(crate) struct Cpp<'a> {
     pub out: String,
     indent: usize,
     loops: usize,
+    /// Aggregate temporaries written so far (`opbox_agg0`, ...).
+    aggs: usize,
     /// Slots as C++ macros (a kernel's code, in its source) rather than placeholders (a
     /// `#[device]` fn's, filled into the preamble).
     pub macros: bool,
@@ -47,6 +49,7 @@ impl<'a> Cpp<'a> {
             out: String::new(),
             indent: 1,
             loops: 0,
+            aggs: 0,
             macros: false,
         }
     }
@@ -143,6 +146,25 @@ impl<'a> Cpp<'a> {
             } => {
                 let t = self.ty(ty);
                 match init {
+                    // Field by field into a temporary, not through the expression's lambda:
+                    // NVRTC's front end takes measurably longer over a lambda (issue 12's
+                    // compile-time goal). The temporary keeps a shadowed `name` readable in the
+                    // fields.
+                    Some(Expr {
+                        kind: ExprKind::Struct(slot, fields),
+                        ..
+                    }) => {
+                        let st = self.named_slot(*slot);
+                        let tmp = format!("opbox_agg{}", self.aggs);
+                        self.aggs += 1;
+                        self.push(&format!("{st} {tmp}{{}};"));
+                        for (f, v) in fields {
+                            let v = self.expr(v);
+                            self.push(&format!("{tmp}.{f} = {v};"));
+                        }
+                        let c = if *mutable { "" } else { "const " };
+                        self.push(&format!("{c}{t} {name} = {tmp};"));
+                    }
                     Some(v) => {
                         let v = self.expr(v);
                         let c = if *mutable { "" } else { "const " };
@@ -214,15 +236,23 @@ impl<'a> Cpp<'a> {
                 let t = self.ty(ty);
                 let (a, b) = (self.expr(start), self.expr(end));
                 // The step is a u64 (Rust's usize), which step_next takes.
-                let s = match step {
-                    Some(s) => self.expr(s),
-                    None => "1ull".into(),
-                };
                 let (i, e) = (format!("opbox_i{n}"), format!("opbox_e{n}"));
                 self.push("{");
                 self.indent += 1;
                 self.push(&format!("{t} {i} = {a};"));
                 self.push(&format!("const {t} {e} = {b};"));
+                // Evaluated once, after the range, as Rust's `step_by` is; a zero step panics
+                // there (the CPU build's launch error), so it traps here rather than spin.
+                let s = match step {
+                    Some(s) => {
+                        let name = format!("opbox_s{n}");
+                        let v = self.expr(s);
+                        self.push(&format!("const unsigned long long {name} = {v};"));
+                        self.push(&format!("if ({name} == 0ull) __trap();"));
+                        name
+                    }
+                    None => "1ull".into(),
+                };
                 if *inclusive {
                     let more = format!("opbox_more{n}");
                     self.push(&format!("bool {more} = {i} <= {e};"));
@@ -287,6 +317,15 @@ impl<'a> Cpp<'a> {
                 format!("opbox_dsl::{}({})", m.cpp, all.join(", "))
             }
             ExprKind::Len(x) => format!("{}.len()", self.expr(x)),
+            ExprKind::Load4(x, i) => {
+                format!("opbox_dsl::load4({}, {})", self.expr(x), self.expr(i))
+            }
+            ExprKind::Store4(x, i, v) => format!(
+                "opbox_dsl::store4({}, {}, {})",
+                self.expr(x),
+                self.expr(i),
+                self.expr(v)
+            ),
             ExprKind::Select(c, a, b) => {
                 format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b))
             }

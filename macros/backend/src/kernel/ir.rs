@@ -236,6 +236,10 @@ pub(crate) enum ExprKind {
     Call(usize, Vec<Expr>),
     Method(&'static DslMethod, Box<Expr>, Vec<Expr>),
     Len(Box<Expr>),
+    /// `x.load4(i)`: an f32 slice's elements 4i..4i+3 as one `F32x4` (`float4`).
+    Load4(Box<Expr>, Box<Expr>),
+    /// `y.store4(i, v)`: the statement form; its value is `()`.
+    Store4(Box<Expr>, Box<Expr>, Box<Expr>),
     /// `if c { a } else { b }` as a value (both branches a single expression).
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
     /// `Color { r, g, b }`: the type's name slot and the fields in written order.

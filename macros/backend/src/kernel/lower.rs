@@ -9,7 +9,7 @@ use proc_macro2::Span;
 use quote::ToTokens;
 use syn::spanned::Spanned;
 
-use super::ir::{BinOp, Block, Expr, ExprKind, Infer, LitKind, Stmt, StmtKind, Ty, UnOp};
+use super::ir::{BinOp, Block, Elem, Expr, ExprKind, Infer, LitKind, Stmt, StmtKind, Ty, UnOp};
 use crate::errors::Errors;
 
 /// Where a body stands while it is lowered: scopes, literal inference, the callees and named
@@ -550,6 +550,15 @@ impl<'e> Lowering<'e> {
         let start = self.expr(start);
         let end = self.expr(end);
         let ty = self.infer.unify(&start.ty, &end.ty);
+        if let Some(syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(n),
+            ..
+        })) = step.map(strip_parens)
+        {
+            if n.base10_digits().bytes().all(|b| b == b'0') {
+                self.err(n.span(), "`step_by(0)` panics in Rust (a step must be at least 1), and would loop forever on the GPU: give a step of 1 or more");
+            }
+        }
         let step = step.map(|s| self.expr(s));
         if let Some(s) = &step {
             // `step_by` takes a usize, a u64 in C++.
@@ -1038,6 +1047,9 @@ impl<'e> Lowering<'e> {
                 ty: Ty::Prim(ElemType::U32),
             };
         }
+        if name == "load4" || name == "store4" {
+            return self.vec4(m, &name, recv);
+        }
         if matches!(
             name.as_str(),
             "unwrap" | "expect" | "unwrap_or" | "unwrap_unchecked"
@@ -1056,7 +1068,7 @@ impl<'e> Lowering<'e> {
                 }
                 _ => "",
             };
-            self.err(m.method.span(), format!("`.{name}()` is not a #[kernel] method{hint}: the numeric methods are {}, and slices have `len()`; for anything else write a #[device] fn or a #[builtin]", dsl_method_list()));
+            self.err(m.method.span(), format!("`.{name}()` is not a #[kernel] method{hint}: the numeric methods are {}, and slices have `len()` (f32 slices also `load4`/`store4`); for anything else write a #[device] fn or a #[builtin]", dsl_method_list()));
             return self.unknown();
         };
         if m.args.len() != method.args {
@@ -1082,6 +1094,52 @@ impl<'e> Lowering<'e> {
         Expr {
             kind: ExprKind::Method(method, Box::new(recv), args),
             ty,
+        }
+    }
+
+    /// `x.load4(i)` and `y.store4(i, v)` on an f32 slice (`store4` on a written one).
+    fn vec4(&mut self, m: &syn::ExprMethodCall, name: &str, recv: Expr) -> Expr {
+        let store = name == "store4";
+        let want = if store { 2 } else { 1 };
+        match &recv.ty {
+            Ty::Slice(Elem::Prim(ElemType::F32), writable) if *writable || !store => {}
+            Ty::Slice(Elem::Prim(ElemType::F32), _) => self.err(
+                m.method.span(),
+                "`store4` writes: only Out<[f32]> and InOut<[f32]> slices have it (this one is In)",
+            ),
+            Ty::Unknown => {}
+            _ => self.err(
+                m.method.span(),
+                format!("`.{name}()` moves four f32 as one float4: only f32 slices have it; for other element types index the elements (`x[i]`)"),
+            ),
+        }
+        if m.args.len() != want {
+            self.err(
+                m.span(),
+                format!(
+                    "`.{name}()` takes {want} argument(s): {}",
+                    if store {
+                        "the vector index and an F32x4"
+                    } else {
+                        "the vector index (elements 4i..4i+3)"
+                    }
+                ),
+            );
+            return self.unknown();
+        }
+        let mut args = m.args.iter().map(|a| self.expr(a));
+        let (Some(i), v) = (args.next(), args.next()) else {
+            return self.unknown();
+        };
+        match v {
+            Some(v) => Expr {
+                kind: ExprKind::Store4(Box::new(recv), Box::new(i), Box::new(v)),
+                ty: Ty::Unit,
+            },
+            None => Expr {
+                kind: ExprKind::Load4(Box::new(recv), Box::new(i)),
+                ty: Ty::Unknown,
+            },
         }
     }
 

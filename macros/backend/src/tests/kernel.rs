@@ -139,7 +139,9 @@ fn calls_and_named_types_are_slots_filled_at_run_time() {
         &[
             "const OPBOX_DSL_N0* c__p",
             "OPBOX_DSL_N1 p",
-            "OPBOX_DSL_N0 opbox_v{}; opbox_v.r = opbox_dsl::flit{1.0, 1.0f};",
+            "OPBOX_DSL_N0 opbox_agg0{};",
+            "opbox_agg0.r = opbox_dsl::flit{1.0, 1.0f};",
+            "const OPBOX_DSL_N0 q = opbox_agg0;",
             "OPBOX_DSL_C0(q, p.gain)",
         ],
     );

@@ -1,0 +1,111 @@
+//! NVRTC compile time of `#[kernel]` DSL kernels against the equivalent hand-written CUDA C++
+//! (issue 12's goal: the DSL ≤ 1.1×, with no heavy headers). Each compile is a fresh one (no
+//! disk cache), for sm_90; pairs alternate so that drift cannot pass for a difference. Needs
+//! NVRTC, not a GPU; prints "skipped: no NVRTC (why)" without it. One table, as the other GPU
+//! benches print.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use opbox::__private::cuda::KernelDecl;
+use opbox::cuda::{compile_cached, Target};
+use opbox::prelude::*;
+
+// For its median; this bench needs no GPU, so its skip check goes unused.
+#[allow(dead_code)]
+#[path = "common/gpu.rs"]
+mod gpu;
+
+#[extern_kernel(source = "../examples/kernels/axpby.cu", entry = "axpby")]
+fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64);
+
+#[extern_kernel(source = "../examples/kernels/axpby.cu", entry = "axpby4")]
+fn axpby4_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64);
+
+#[kernel]
+fn axpy_dsl(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
+    let i = global_id_x();
+    if i < n {
+        out[i] = a * x[i] + y[i];
+    }
+}
+
+#[kernel]
+fn axpy4_dsl(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
+    let i = global_id_x();
+    if i < n / 4 {
+        let p = x.load4(i);
+        let q = y.load4(i);
+        let r = F32x4 {
+            x: a * p.x + q.x,
+            y: a * p.y + q.y,
+            z: a * p.z + q.z,
+            w: a * p.w + q.w,
+        };
+        out.store4(i, r);
+    } else if i == n / 4 {
+        for j in 4 * i..n {
+            out[j] = a * x[j] + y[j];
+        }
+    }
+}
+
+fn seconds(decl: &KernelDecl, target: &Target) -> opbox::Result<f64> {
+    let t = Instant::now();
+    compile_cached(decl, &[], target.clone(), None)?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+fn bench() -> opbox::Result<()> {
+    if let Err(e) = opbox::cuda::nvrtc::version() {
+        println!("skipped: no NVRTC ({e})");
+        return Ok(());
+    }
+    let target = Target::parse("sm_90")?;
+    if std::env::var_os("OPBOX_PRINT_CPP").is_some() {
+        let unit = opbox::cuda::translation_unit(&axpy4_dsl::DECL, &[])?;
+        println!("{}", unit.source);
+    }
+    let rounds: usize = std::env::var("OPBOX_COMPILE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(9);
+    println!(
+        "dsl compile bench, NVRTC {:?}, sm_90, {rounds} rounds",
+        opbox::cuda::nvrtc::version()?
+    );
+    println!("| kernel | NVRTC compile (median) | goal | ratio |");
+    println!("|---|---|---|---|");
+    let pairs: [(&str, &KernelDecl, &KernelDecl); 2] = [
+        ("axpy, one f32 a thread", &axpy_dsl::DECL, &axpby_f32::DECL),
+        ("axpy, load4/store4", &axpy4_dsl::DECL, &axpby4_f32::DECL),
+    ];
+    for (name, dsl, hand) in pairs {
+        let (mut d, mut h) = (Vec::new(), Vec::new());
+        // One untimed round each: NVRTC's own start-up is not either kernel's.
+        seconds(dsl, &target)?;
+        seconds(hand, &target)?;
+        for _ in 0..rounds {
+            d.push(seconds(dsl, &target)?);
+            h.push(seconds(hand, &target)?);
+        }
+        let (d, h) = (gpu::median(d), gpu::median(h));
+        println!("| {name}: hand-written .cu | {:.1} ms | | 1.00 |", h * 1e3);
+        println!(
+            "| {name}: #[kernel] DSL | {:.1} ms | ≤ 1.1× the .cu | {:.3} |",
+            d * 1e3,
+            d / h
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match bench() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dsl compile bench failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
