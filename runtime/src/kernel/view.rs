@@ -144,10 +144,11 @@ macro_rules! vec4_views {
             pub fn load4<I: DslIndex>(&self, i: I) -> F32x4 {
                 let at = checked_vec4(self.raw, i);
                 // SAFETY: `at..at + 4` is inside the buffer (`checked_vec4`), which
-                // `__from_raw`'s caller keeps valid; the read is unaligned-safe.
-                let p = unsafe { (self.raw.addr as *const f32).add(at) };
-                // SAFETY: as above, four consecutive initialized f32.
-                unsafe { F32x4 { x: *p, y: *p.add(1), z: *p.add(2), w: *p.add(3) } }
+                // `__from_raw`'s caller keeps valid; one unaligned 16-byte read, as on the GPU.
+                let [x, y, z, w] = unsafe {
+                    (self.raw.addr as *const f32).add(at).cast::<[f32; 4]>().read_unaligned()
+                };
+                F32x4 { x, y, z, w }
             }
         })*
         $(impl $w<[f32]> {
@@ -156,13 +157,12 @@ macro_rules! vec4_views {
             pub fn store4<I: DslIndex>(&self, i: I, v: F32x4) {
                 let at = checked_vec4(self.raw, i);
                 // SAFETY: `at..at + 4` is inside the buffer, written only through views, each
-                // element by one thread as on the GPU.
+                // element by one thread as on the GPU; one unaligned 16-byte write.
                 unsafe {
-                    let p = (self.raw.addr as *mut f32).add(at);
-                    *p = v.x;
-                    *p.add(1) = v.y;
-                    *p.add(2) = v.z;
-                    *p.add(3) = v.w;
+                    (self.raw.addr as *mut f32)
+                        .add(at)
+                        .cast::<[f32; 4]>()
+                        .write_unaligned([v.x, v.y, v.z, v.w]);
                 }
             }
         })*

@@ -130,25 +130,31 @@ impl ThreadCtx {
     #[inline(always)]
     pub fn each_thread(&self, publish: bool, mut body: impl FnMut(&ThreadCtx)) {
         let _reset = publish.then_some(Published);
-        let mut run = |thread: [u32; 3]| {
-            let ctx = ThreadCtx { thread, ..*self };
-            if publish {
-                CURRENT.set(ctx);
-            }
-            body(&ctx);
-        };
+        // A macro, not a closure: LLVM kept a closure out of line, one call per thread.
+        macro_rules! run {
+            ($thread:expr) => {{
+                let ctx = ThreadCtx {
+                    thread: $thread,
+                    ..*self
+                };
+                if publish {
+                    CURRENT.set(ctx);
+                }
+                body(&ctx);
+            }};
+        }
         let [bx, by, bz] = self.block_dim;
         // 1-D blocks, the common case, get a loop of their own: one counter, nothing else live.
         if by == 1 && bz == 1 {
             for tx in 0..bx {
-                run([tx, 0, 0]);
+                run!([tx, 0, 0]);
             }
             return;
         }
         for tz in 0..bz {
             for ty in 0..by {
                 for tx in 0..bx {
-                    run([tx, ty, tz]);
+                    run!([tx, ty, tz]);
                 }
             }
         }
