@@ -50,9 +50,9 @@ fn axpy4_dsl(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
     }
 }
 
-fn seconds(decl: &KernelDecl, target: &Target) -> opbox::Result<f64> {
+fn seconds(decl: &KernelDecl, target: Target) -> opbox::Result<f64> {
     let t = Instant::now();
-    compile_cached(decl, &[], target.clone(), None)?;
+    compile_cached(decl, &[], target, None)?;
     Ok(t.elapsed().as_secs_f64())
 }
 
@@ -83,11 +83,11 @@ fn bench() -> opbox::Result<()> {
     for (name, dsl, hand) in pairs {
         let (mut d, mut h) = (Vec::new(), Vec::new());
         // One untimed round each: NVRTC's own start-up is not either kernel's.
-        seconds(dsl, &target)?;
-        seconds(hand, &target)?;
+        seconds(dsl, target)?;
+        seconds(hand, target)?;
         for _ in 0..rounds {
-            d.push(seconds(dsl, &target)?);
-            h.push(seconds(hand, &target)?);
+            d.push(seconds(dsl, target)?);
+            h.push(seconds(hand, target)?);
         }
         let (d, h) = (gpu::median(d), gpu::median(h));
         println!("| {name}: hand-written .cu | {:.1} ms | | 1.00 |", h * 1e3);

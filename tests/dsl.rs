@@ -18,7 +18,7 @@ use harness::{ensure, s, with_gpu, with_nvrtc, Outcome, Test, TestResult};
 use opbox::cuda::codegen::{ConstValue, KernelDecl};
 use opbox::native::{bf16, f16};
 use opbox::prelude::*;
-use opbox::KernelArg;
+use opbox::{builtin, BuildOptions, KernelArg};
 
 #[kernel]
 fn int_ops(a: In<[i32]>, b: In<[i32]>, out: Out<[i32]>, n: u32) {
@@ -225,6 +225,30 @@ fn axpy4(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
     }
 }
 
+/// The C++ behind `hlerp`: a native function over CUDA's own `__half`, as a real library's is.
+static HALF_CPP: std::sync::LazyLock<BuildOptions> = std::sync::LazyLock::new(|| {
+    BuildOptions {
+    preamble: "#include <cuda_fp16.h>\nnamespace opbox_t {\n__device__ inline __half hlerp(__half a, __half b, float t) {\n  float x = __half2float(a);\n  return __float2half(x + t * (__half2float(b) - x));\n}\n}\n".into(),
+    ..BuildOptions::default()
+}
+});
+
+/// `a + t (b - a)` in f32, rounded to f16 once.
+#[builtin(native = "opbox_t::hlerp")]
+fn hlerp(a: f16, b: f16, t: f32) -> f16 {
+    let x = a.to_f32();
+    f16::from_f32(x + t * (b.to_f32() - x))
+}
+
+/// A builtin over CUDA's `__half` called with the DSL's f16 values.
+#[kernel(build = HALF_CPP, options = ["--fmad=false"])]
+fn hmix(a: In<[f16]>, b: In<[f16]>, out: Out<[f16]>, t: f32, n: u32) {
+    let i = global_id_x();
+    if i < n {
+        out[i] = hlerp(a[i], b[i], t);
+    }
+}
+
 #[kernel]
 fn oob(x: In<[f32]>, y: Out<[f32]>, n: u32) {
     let i = global_id_x();
@@ -272,6 +296,7 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&oob::DECL, vec![]),
         (&places::DECL, vec![]),
         (&axpy4::DECL, vec![]),
+        (&hmix::DECL, vec![]),
         (&scale_kernel::DECL, vec![]),
         (&example::axpy::DECL, vec![]),
         (&example::fused_gelu::DECL, vec![]),
@@ -293,6 +318,7 @@ const TESTS: &[Test] = &[
         "cpu_load4_store4_with_a_tail_and_misaligned_views",
         cpu_axpy4,
     ),
+    ("cpu_half_builtin_over_cuda_half", cpu_hmix),
     ("cpu_out_of_bounds_is_an_error", cpu_oob),
     ("cpu_launch_stack_and_checks", cpu_stack),
     ("cpu_one_dsl_impl_serves_cpu_and_cuda_keys", cpu_op),
@@ -476,6 +502,20 @@ fn axpy4_reference(skip: usize) -> Vec<f32> {
         .collect()
 }
 
+fn run_hmix(device: Device) -> opbox::Result<Vec<f16>> {
+    let a: Vec<f16> = (0..64)
+        .map(|i| f16::from_f32(i as f32 * 0.75 - 20.0))
+        .collect();
+    let b: Vec<f16> = (0..64)
+        .map(|i| f16::from_f32(100.0 - i as f32 * 1.5))
+        .collect();
+    let a = Tensor::from_vec(a, &[64])?.to(device)?;
+    let b = Tensor::from_vec(b, &[64])?.to(device)?;
+    let out = Tensor::zeros(&[64], DType::F16, device)?;
+    hmix::launch(LaunchConfig::for_elems(64), &a, &b, &out, 0.3, 64)?;
+    out.to_vec()
+}
+
 fn run_affine(device: Device) -> opbox::Result<Vec<f32>> {
     let x = Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 8.0], &[4])?.to(device)?;
     let y = Tensor::zeros(&[4], DType::F32, device)?;
@@ -639,6 +679,18 @@ fn cpu_axpy4() -> TestResult {
             format!("out of bounds report: {param} {index} {len}")
         })?,
         other => return Err(format!("axpy4 past the end: {other:?}")),
+    }
+    Ok(Outcome::Pass)
+}
+
+fn cpu_hmix() -> TestResult {
+    let got = run_hmix(Device::Cpu).map_err(s)?;
+    for (i, g) in got.iter().enumerate() {
+        let (a, b) = (i as f32 * 0.75 - 20.0, 100.0 - i as f32 * 1.5);
+        let want = hlerp(f16::from_f32(a), f16::from_f32(b), 0.3);
+        ensure(g.to_bits() == want.to_bits(), || {
+            format!("hmix[{i}] = {g}, want {want}")
+        })?;
     }
     Ok(Outcome::Pass)
 }
@@ -885,6 +937,13 @@ fn gpu_matches_cpu() -> TestResult {
                 || format!("axpy4 from element {skip} differs on CUDA"),
             )?;
         }
+        let (hc, hg) = (
+            run_hmix(Device::Cpu).map_err(s)?,
+            run_hmix(cuda).map_err(s)?,
+        );
+        ensure(same16(&hc, &hg), || {
+            format!("hmix differs: {hc:?} vs {hg:?}")
+        })?;
         ensure(
             run_places(cuda).map_err(s)? == run_places(Device::Cpu).map_err(s)?,
             || "places differs".into(),

@@ -6,7 +6,7 @@
 //! type and the native target, or the registry refuses the second; an identical one is accepted
 //! once more (idempotent). Different inputs under one name are overloads.
 
-use crate::native::{split_native_name, FieldType, NativeFn, NativeNameError};
+use crate::native::{split_native_name, FieldType, NativeFn, NativeNameError, NativeScalar};
 
 #[derive(Clone, Copy, Debug)]
 pub struct BuiltinParam {
@@ -86,6 +86,9 @@ impl BuiltinDecl {
             .params
             .iter()
             .map(|p| {
+                if let Some(h) = dsl_half(&p.ty) {
+                    return format!("{} {}", h.dsl, p.name);
+                }
                 let c = p.ty.c_type();
                 match c.find('[') {
                     Some(i) => format!("const {} (&{}){}", &c[..i], p.name, &c[i..]),
@@ -93,12 +96,24 @@ impl BuiltinDecl {
                 }
             })
             .collect();
-        let args: Vec<&str> = self.params.iter().map(|p| p.name).collect();
+        let args: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| match dsl_half(&p.ty) {
+                Some(h) => format!("{}({}.bits)", h.from_bits, p.name),
+                None => p.name.to_string(),
+            })
+            .collect();
         let call = format!("{}({})", self.native_name, args.join(", "));
-        let body = if self.ret.is_none() {
-            format!("{call};")
-        } else {
-            format!("return {call};")
+        let ret_half = self.ret.as_ref().and_then(dsl_half);
+        let ret = match ret_half {
+            Some(h) => h.dsl.to_string(),
+            None => ret,
+        };
+        let body = match (&self.ret, ret_half) {
+            (None, _) => format!("{call};"),
+            (Some(_), Some(h)) => format!("return {}{{{}({call})}};", h.dsl, h.to_bits),
+            (Some(_), None) => format!("return {call};"),
         };
         format!(
             "__device__ inline {ret} opbox_builtin_{}({}) {{ {body} }}\n",
@@ -134,6 +149,32 @@ pub enum Overload {
     Same,
     /// The same inputs with another result type or native target.
     Conflict,
+}
+
+/// A half type as DSL code holds it (`opbox_dsl::f16`, bits only, so the prelude needs no
+/// header) against the CUDA type the native function takes: the wrapper converts by bits, with
+/// the intrinsics of the header that function's own declaration needs anyway.
+#[derive(Clone, Copy)]
+struct DslHalf {
+    dsl: &'static str,
+    from_bits: &'static str,
+    to_bits: &'static str,
+}
+
+fn dsl_half(t: &FieldType) -> Option<DslHalf> {
+    match t {
+        FieldType::Scalar(NativeScalar::F16) => Some(DslHalf {
+            dsl: "opbox_dsl::f16",
+            from_bits: "__ushort_as_half",
+            to_bits: "__half_as_ushort",
+        }),
+        FieldType::Scalar(NativeScalar::BF16) => Some(DslHalf {
+            dsl: "opbox_dsl::bf16",
+            from_bits: "__ushort_as_bfloat16",
+            to_bits: "__bfloat16_as_ushort",
+        }),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! The macro writes each kernel and `#[device]` fn as C++ with placeholders for what only the
 //! compiled program knows: the C++ name of each native type it names (from the type's
 //! `NativeField` impl) and, for each fn it calls, whether that is a `#[builtin]` or a `#[device]`
-//! fn (from the callee's `__opbox_dsl_fn_<name>` const). [`dsl_build_options`] fills them in and
+//! fn (from the callee's `mark_<name>_with_device_or_builtin` const). [`dsl_build_options`] fills them in and
 //! assembles the preamble: the semantics helpers, the group's own preamble, every callee's
 //! definition (callees before callers), then the kernel.
 

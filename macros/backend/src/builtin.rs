@@ -149,7 +149,7 @@ fn emit(
     let p = quote!(::opbox::__private::native);
     let name = unraw(&sig.ident);
     let decl_ident = format_ident!("__opbox_builtin_{}", name);
-    let dsl_ident = format_ident!("__opbox_dsl_fn_{}", name);
+    let dsl_ident = crate::naming::dsl_fn_const(&name, sig.ident.span());
     let dsl_cpp = format!("opbox_builtin_{name}");
     // One local trait per parameter (and the return), so that rustc's message for a type that
     // cannot cross names the parameter; each forwards to NativeField.

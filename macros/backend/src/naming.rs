@@ -2,6 +2,7 @@
 //! these, so each convention lives in one place.
 
 use proc_macro2::{Ident, Span};
+use quote::format_ident;
 
 /// Arg-check traits exist for at least this many parameter positions, so an extra kernel
 /// parameter gets a message of its own instead of a missing-trait error.
@@ -72,6 +73,13 @@ pub fn op_module(marker: &str, span: Span) -> Ident {
 pub fn unraw(ident: &Ident) -> String {
     let s = ident.to_string();
     s.strip_prefix("r#").map(str::to_string).unwrap_or(s)
+}
+
+/// The hidden const a `#[device]` fn or `#[builtin]` `name` defines, and a kernel's call to
+/// `name` reads (its C++ and callees). Named as an instruction: calling a plain fn from a
+/// kernel fails to find this const, and rustc's "cannot find value" message then says what to do.
+pub fn dsl_fn_const(name: &str, span: Span) -> Ident {
+    format_ident!("mark_{}_with_device_or_builtin", name, span = span)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `#[device] fn helper(x: f32) -> f32 { .. }`: a helper that `#[kernel]`s (and other helpers)
 //! call. The fn stays, built with the DSL's operators, for the CPU build; its C++ becomes a
 //! `__device__ inline` function `opbox_dev_<name>` in every kernel that reaches it, through the
-//! hidden const `__opbox_dsl_fn_<name>` (a `#[builtin]` has one too, so a kernel's call reaches
+//! hidden const `mark_<name>_with_device_or_builtin` (`naming::dsl_fn_const`) (a `#[builtin]` has one too, so a kernel's call reaches
 //! either kind without knowing which it is).
 
 use proc_macro2::TokenStream;
@@ -104,7 +104,7 @@ pub(super) fn expand(
     // The const is read from the kernels' generated modules, one level down: its own paths are
     // written as from a child, so they resolve from here through a child module of its own.
     let holder = format_ident!("__opbox_dsl_holder_{}", name);
-    let konst = format_ident!("__opbox_dsl_fn_{}", name);
+    let konst = crate::naming::dsl_fn_const(&name.to_string(), sig.ident.span());
     let vis = &func.vis;
     let attrs = &func.attrs;
     let ident = &sig.ident;

@@ -8,7 +8,7 @@
 
 use opbox_codegen::cuda::{ParamKind, LEN_SUFFIX};
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::quote;
 use syn::spanned::Spanned;
 
 use super::attr;
@@ -268,11 +268,8 @@ pub(super) fn slot_tokens(
     let callees = callees.iter().map(|p| {
         let mut c = paths::from_child(p);
         if let Some(last) = c.segments.last_mut() {
-            last.ident = format_ident!(
-                "__opbox_dsl_fn_{}",
-                crate::naming::unraw(&last.ident),
-                span = last.ident.span()
-            );
+            last.ident =
+                crate::naming::dsl_fn_const(&crate::naming::unraw(&last.ident), last.ident.span());
         }
         quote!(#c)
     });

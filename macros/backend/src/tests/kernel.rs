@@ -105,7 +105,9 @@ fn lines_loops_and_shadowing() {
             "template <unsigned int K>",
             "__global__ void k(unsigned int* out__p, unsigned int n, unsigned int out__len)",
             "const unsigned int acc_1 = opbox_dsl::add(acc, 1u);",
-            "opbox_i0 = opbox_dsl::step_next(opbox_i0, opbox_e0, ((unsigned long long)2ull));",
+            "const unsigned long long opbox_s0 = ((unsigned long long)2ull);",
+            "if (opbox_s0 == 0ull) __trap();",
+            "opbox_i0 = opbox_dsl::step_next(opbox_i0, opbox_e0, opbox_s0);",
             "opbox_dsl::step_incl(opbox_i1, opbox_e1, 1ull, opbox_more1);",
         ],
     );
@@ -148,7 +150,7 @@ fn calls_and_named_types_are_slots_filled_at_run_time() {
     assert_has_all(
         &out,
         &[
-            "callees: &[super::helpers::__opbox_dsl_fn_shade]",
+            "callees: &[super::helpers::mark_shade_with_device_or_builtin]",
             "<super::Color as ::opbox::__private::native::NativeField>::FIELD_TYPE",
         ],
     );
@@ -199,7 +201,7 @@ fn device_fns_recurse_only_by_error() {
         &[
             "__device__ inline float opbox_dev_f(float v, float lo)",
             "return opbox_dsl::sqrt_(v);",
-            "const __opbox_dsl_fn_f: &'static ::opbox::__private::dsl::DslFn",
+            "const mark_f_with_device_or_builtin: &'static ::opbox::__private::dsl::DslFn",
         ],
     );
 }
