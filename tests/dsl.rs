@@ -176,6 +176,12 @@ struct Affine {
     shift: f32,
 }
 
+/// A #[device] fn over a #[derive(KernelArg)] struct: its C++ goes after the struct's twin.
+#[device]
+fn apply(p: Affine, v: f32) -> f32 {
+    v * p.scale
+}
+
 #[kernel]
 fn affine(x: In<[f32]>, y: Out<[f32]>, p: Affine, n: u32) {
     let i = global_id_x();
@@ -184,7 +190,7 @@ fn affine(x: In<[f32]>, y: Out<[f32]>, p: Affine, n: u32) {
             shift: p.shift,
             scale: 2.0,
         };
-        y[i] = x[i] * p.scale + p.shift * q.scale;
+        y[i] = apply(p, x[i]) + p.shift * q.scale;
     }
 }
 

@@ -141,6 +141,8 @@ pub fn dsl_build_options(user: Option<&BuildOptions>, kernel: &DslCode) -> Build
             preamble.push('\n');
         }
     }
+    // The fns may take #[derive(KernelArg)] structs, whose twins come after the user's preamble.
+    preamble.push_str(super::emit::KERNEL_ARGS_SLOT);
     for f in fns {
         preamble.push_str(&f.definition());
         preamble.push('\n');

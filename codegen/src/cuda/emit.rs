@@ -55,6 +55,10 @@ pub fn emit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<TranslationU
     emit_module(&[ModuleMember { decl, constexprs }], &[])
 }
 
+/// A line of a kernel's preamble (`BuildOptions::preamble`) after which the rest goes after the
+/// C++ twins of the `#[derive(KernelArg)]` structs, because it names them.
+pub const KERNEL_ARGS_SLOT: &str = "// opbox: the #[derive(KernelArg)] twins go here\n";
+
 /// [`emit`], also defining the C++ twins of `shared_structs`: the `#[derive(KernelArg)]`
 /// structs that other kernels of the same source file take. The whole file is compiled for each
 /// of its kernels, so every kernel's unit needs every twin the file names, not only its own.
@@ -113,9 +117,16 @@ pub fn emit_module(
         bf16: uses(ElemType::BF16),
         fp8: uses(ElemType::F8E4M3) || uses(ElemType::F8E5M2),
     }));
-    if !decl.preamble.is_empty() {
+    // Code that names `#[derive(KernelArg)]` structs (a DSL kernel's #[device] fns) follows the
+    // slot line, and goes after their twins, which follow the user's own preamble (a twin's
+    // fields may be the user's native types).
+    let (preamble, after_twins) = match decl.preamble.split_once(KERNEL_ARGS_SLOT) {
+        Some((before, after)) => (before, after),
+        None => (&*decl.preamble, ""),
+    };
+    if !preamble.is_empty() {
         src.push_str("#line 1 \"<opbox-preamble>\"\n");
-        push_text(&mut src, &decl.preamble);
+        push_text(&mut src, preamble);
     }
     if decl.constexpr_style == ConstexprStyle::Defines && !literals[0].is_empty() {
         let _ = writeln!(
@@ -144,6 +155,10 @@ pub fn emit_module(
         for schema in &generated {
             push_struct_definition(&mut src, schema);
         }
+    }
+    if !after_twins.is_empty() {
+        src.push_str("#line 1 \"<opbox-preamble>\"\n");
+        push_text(&mut src, after_twins);
     }
     if decl.abi == EntryAbi::ConstantParams {
         src.push_str("#line 1 \"<opbox-constant-params>\"\n");

@@ -1,4 +1,5 @@
 // preamble (after the opbox_dsl helpers of opbox_codegen::cuda::dsl_prelude):
+// opbox: the #[derive(KernelArg)] twins go here
 // source:
 // #[kernel] axpy, generated from examples/dsl.rs
 __global__ void axpy(const float* x__p, float* y__p, float a, unsigned int n, unsigned int x__len, unsigned int y__len) {

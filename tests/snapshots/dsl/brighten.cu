@@ -1,4 +1,5 @@
 // preamble (after the opbox_dsl helpers of opbox_codegen::cuda::dsl_prelude):
+// opbox: the #[derive(KernelArg)] twins go here
 // #[device] expose, generated from examples/dsl.rs
 __device__ inline float opbox_dev_expose(float v, float gain) {
 #line 51 "examples/dsl.rs"
