@@ -255,6 +255,33 @@ fn hmix(a: In<[f16]>, b: In<[f16]>, out: Out<[f16]>, t: f32, n: u32) {
     }
 }
 
+/// Every atomic, from many threads at once: a histogram, min/max/sum of i64, exact float sums,
+/// and a compare-exchange and an exchange that some thread wins.
+#[kernel]
+fn atomics(
+    x: In<[i32]>,
+    bins: InOut<[u32]>,
+    wide: InOut<[i64]>,
+    sum: InOut<[f32]>,
+    sum64: InOut<[f64]>,
+    won: InOut<[u32]>,
+    n: u32,
+) {
+    let i = global_id_x();
+    if i < n {
+        let v = x[i];
+        bins.atomic_add(v as u32 % 8, 1);
+        wide.atomic_min(0, v as i64);
+        wide.atomic_max(1, v as i64);
+        wide.atomic_add(2, v as i64 * 1_000_000_000);
+        sum.atomic_add(0, 0.5);
+        sum64.atomic_add(0, v as f64);
+        won.atomic_cas(0, u32::MAX, i);
+        let before = won.atomic_exch(1, i);
+        won.atomic_max(2, before);
+    }
+}
+
 #[kernel]
 fn oob(x: In<[f32]>, y: Out<[f32]>, n: u32) {
     let i = global_id_x();
@@ -303,6 +330,7 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&places::DECL, vec![]),
         (&axpy4::DECL, vec![]),
         (&hmix::DECL, vec![]),
+        (&atomics::DECL, vec![]),
         (&scale_kernel::DECL, vec![]),
         (&example::axpy::DECL, vec![]),
         (&example::fused_gelu::DECL, vec![]),
@@ -325,6 +353,7 @@ const TESTS: &[Test] = &[
         cpu_axpy4,
     ),
     ("cpu_half_builtin_over_cuda_half", cpu_hmix),
+    ("cpu_atomics_are_real_atomics_across_blocks", cpu_atomics),
     ("cpu_out_of_bounds_is_an_error", cpu_oob),
     ("cpu_launch_stack_and_checks", cpu_stack),
     ("cpu_one_dsl_impl_serves_cpu_and_cuda_keys", cpu_op),
@@ -522,6 +551,67 @@ fn run_hmix(device: Device) -> opbox::Result<Vec<f16>> {
     out.to_vec()
 }
 
+/// (bins, [min, max, sum * 1e9], f32 sum, f64 sum, [cas winner, last exchange, max replaced])
+type AtomicsOut = (Vec<u32>, Vec<i64>, f32, f64, Vec<u32>);
+
+const ATOMIC_N: usize = 5000;
+
+fn atomic_input(i: usize) -> i32 {
+    (i as i32 * 7919) % 2003 - 1000
+}
+
+fn run_atomics(device: Device) -> opbox::Result<AtomicsOut> {
+    let xs: Vec<i32> = (0..ATOMIC_N).map(atomic_input).collect();
+    let x = Tensor::from_vec(xs, &[ATOMIC_N])?.to(device)?;
+    let bins = Tensor::zeros(&[8], DType::U32, device)?;
+    let wide = Tensor::from_vec(vec![i64::MAX, i64::MIN, 0], &[3])?.to(device)?;
+    let sum = Tensor::zeros(&[1], DType::F32, device)?;
+    let sum64 = Tensor::zeros(&[1], DType::F64, device)?;
+    let won = Tensor::from_vec(vec![u32::MAX, 0, 0], &[3])?.to(device)?;
+    let cfg = LaunchConfig::for_elems(ATOMIC_N);
+    atomics::launch(cfg, &x, &bins, &wide, &sum, &sum64, &won, ATOMIC_N as u32)?;
+    Ok((
+        bins.to_vec()?,
+        wide.to_vec()?,
+        sum.to_vec::<f32>()?[0],
+        sum64.to_vec::<f64>()?[0],
+        won.to_vec()?,
+    ))
+}
+
+/// What every correct run gives, whichever thread wins each race.
+fn check_atomics(got: &AtomicsOut) -> Result<(), String> {
+    let xs: Vec<i32> = (0..ATOMIC_N).map(atomic_input).collect();
+    let mut bins = vec![0u32; 8];
+    for v in &xs {
+        bins[(*v as u32 % 8) as usize] += 1;
+    }
+    let wide = vec![
+        i64::from(*xs.iter().min().unwrap_or(&0)),
+        i64::from(*xs.iter().max().unwrap_or(&0)),
+        xs.iter().map(|v| i64::from(*v) * 1_000_000_000).sum(),
+    ];
+    let sum64: f64 = xs.iter().map(|v| f64::from(*v)).sum();
+    let n = ATOMIC_N as u32;
+    ensure(got.0 == bins, || {
+        format!("histogram {:?}, want {bins:?}", got.0)
+    })?;
+    ensure(got.1 == wide, || {
+        format!("i64 min/max/sum {:?}, want {wide:?}", got.1)
+    })?;
+    ensure(got.2 == 0.5 * ATOMIC_N as f32, || {
+        format!("f32 sum {}", got.2)
+    })?;
+    ensure(got.3 == sum64, || {
+        format!("f64 sum {}, want {sum64}", got.3)
+    })?;
+    // One thread's compare-exchange wins, one thread writes last, and every exchange returns
+    // some thread's index or the initial 0.
+    ensure(got.4[0] < n && got.4[1] < n && got.4[2] < n, || {
+        format!("compare-exchange / exchange: {:?}", got.4)
+    })
+}
+
 fn run_affine(device: Device) -> opbox::Result<Vec<f32>> {
     let x = Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 8.0], &[4])?.to(device)?;
     let y = Tensor::zeros(&[4], DType::F32, device)?;
@@ -698,6 +788,11 @@ fn cpu_hmix() -> TestResult {
             format!("hmix[{i}] = {g}, want {want}")
         })?;
     }
+    Ok(Outcome::Pass)
+}
+
+fn cpu_atomics() -> TestResult {
+    check_atomics(&run_atomics(Device::Cpu).map_err(s)?)?;
     Ok(Outcome::Pass)
 }
 

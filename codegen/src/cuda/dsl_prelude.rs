@@ -16,6 +16,8 @@
 //!
 //! It needs no header: the half types are opbox's own 16-bit storage, converted with PTX `cvt`.
 
+use crate::types::ElemType;
+
 /// The helpers, placed before any DSL code in a translation unit.
 pub const DSL_PRELUDE: &str = r#"// opbox #[kernel] DSL helpers: Rust semantics for C++ operators.
 namespace opbox_dsl {
@@ -207,6 +209,30 @@ template <class I, class V> __device__ inline void store4(const Slice<float>& s,
   p[0] = v.x; p[1] = v.y; p[2] = v.z; p[3] = v.w;
 }
 
+// Atomics on a slice element, as CUDA defines them (relaxed, device scope), each returning the
+// old value. 64-bit signed add, exchange and compare-exchange go through CUDA's unsigned long
+// long forms: two's complement gives the same bits.
+template <class T, class I> __device__ inline T* atomic_at(const Slice<T>& s, I i) {
+#ifdef OPBOX_DSL_BOUNDS
+  if (!in_bounds(i, s.n)) __trap();
+#endif
+  return s.ptr + i;
+}
+template <class T> struct atomic_word { typedef T type; };
+template <> struct atomic_word<long long> { typedef unsigned long long type; };
+#define OPBOX_DSL_ATOMIC(name, cuda) \
+  template <class T, class I> __device__ inline T name(const Slice<T>& s, I i, T v) { \
+    typedef typename atomic_word<T>::type W; \
+    return (T)cuda(reinterpret_cast<W*>(atomic_at(s, i)), (W)v); }
+OPBOX_DSL_ATOMIC(atomic_add, atomicAdd) OPBOX_DSL_ATOMIC(atomic_exch, atomicExch)
+#undef OPBOX_DSL_ATOMIC
+template <class T, class I> __device__ inline T atomic_min(const Slice<T>& s, I i, T v) { return atomicMin(atomic_at(s, i), v); }
+template <class T, class I> __device__ inline T atomic_max(const Slice<T>& s, I i, T v) { return atomicMax(atomic_at(s, i), v); }
+template <class T, class I> __device__ inline T atomic_cas(const Slice<T>& s, I i, T compare, T v) {
+  typedef typename atomic_word<T>::type W;
+  return (T)atomicCAS(reinterpret_cast<W*>(atomic_at(s, i)), (W)compare, (W)v);
+}
+
 // Range loops, as Rust's iterators step: `a..b` (exclusive) and `.step_by(s)`; the next index
 // is computed without overflowing past the end.
 template <class T> __device__ inline T step_next(T i, T end, unsigned long long s) {
@@ -252,6 +278,70 @@ pub const THREAD_INDEX_FNS: [&str; 15] = [
     "global_id_y",
     "global_id_z",
 ];
+
+/// An atomic method of a written slice (`y.atomic_add(i, v)`): its Rust name (also the C++
+/// helper's in `opbox_dsl`), the values it takes after the index, and the element types CUDA
+/// defines it for. The one list the macro's check, its messages and the CPU build's traits follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DslAtomic {
+    pub rust: &'static str,
+    pub values: usize,
+    pub types: &'static [ElemType],
+}
+
+const ATOMIC_INTS: &[ElemType] = &[ElemType::I32, ElemType::U32, ElemType::I64, ElemType::U64];
+
+pub const DSL_ATOMICS: &[DslAtomic] = &[
+    DslAtomic {
+        rust: "atomic_add",
+        values: 1,
+        types: &[
+            ElemType::I32,
+            ElemType::U32,
+            ElemType::I64,
+            ElemType::U64,
+            ElemType::F32,
+            ElemType::F64,
+        ],
+    },
+    DslAtomic {
+        rust: "atomic_min",
+        values: 1,
+        types: ATOMIC_INTS,
+    },
+    DslAtomic {
+        rust: "atomic_max",
+        values: 1,
+        types: ATOMIC_INTS,
+    },
+    DslAtomic {
+        rust: "atomic_exch",
+        values: 1,
+        types: &[
+            ElemType::I32,
+            ElemType::U32,
+            ElemType::I64,
+            ElemType::U64,
+            ElemType::F32,
+        ],
+    },
+    DslAtomic {
+        rust: "atomic_cas",
+        values: 2,
+        types: ATOMIC_INTS,
+    },
+];
+
+/// The atomic methods' names, for messages: `atomic_add, atomic_min, ...`.
+pub fn dsl_atomic_list() -> String {
+    let names: Vec<&str> = DSL_ATOMICS.iter().map(|a| a.rust).collect();
+    names.join(", ")
+}
+
+/// The atomic method named `name`, if there is one.
+pub fn dsl_atomic(name: &str) -> Option<&'static DslAtomic> {
+    DSL_ATOMICS.iter().find(|a| a.rust == name)
+}
 
 /// How a numeric method of the DSL maps to C++: `(Rust method, C++ helper in opbox_dsl, argument
 /// count besides the receiver, which types take it)`.

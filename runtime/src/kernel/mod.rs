@@ -12,6 +12,7 @@
 //! - [`registry`]: every `#[extern_kernel]` linked in.
 
 pub mod arg;
+pub mod atomics;
 pub mod config;
 pub mod handle;
 pub mod launch;

@@ -12,6 +12,7 @@
 use std::marker::PhantomData;
 use std::ops::{Index, IndexMut};
 
+use super::atomics::{AtomicAdd, AtomicExch, AtomicInt};
 use super::vec4::F32x4;
 
 /// A buffer as the CPU build of a DSL kernel sees it: base address, element count, and its
@@ -169,6 +170,59 @@ macro_rules! vec4_views {
     };
 }
 vec4_views!(load: In, Out, InOut; store: Out, InOut);
+
+macro_rules! atomic_views {
+    ($($name:ident),*) => {$(
+        impl<E: AtomicAdd> $name<[E]> {
+            /// `atomicAdd`: adds `v` to element `i` atomically; returns the old value.
+            #[inline(always)]
+            pub fn atomic_add<I: DslIndex>(&self, i: I, v: E) -> E {
+                // SAFETY: `checked` keeps the element inside the buffer, which `__from_raw`'s
+                // caller keeps valid and aligned; concurrent accesses to it are the kernel's
+                // atomics (a plain access racing with them races on the GPU too).
+                unsafe { E::add(self.element(i), v) }
+            }
+        }
+        impl<E: AtomicExch> $name<[E]> {
+            /// `atomicExch`: writes `v` to element `i`; returns the old value.
+            #[inline(always)]
+            pub fn atomic_exch<I: DslIndex>(&self, i: I, v: E) -> E {
+                // SAFETY: as for `atomic_add`.
+                unsafe { E::exch(self.element(i), v) }
+            }
+        }
+        impl<E: AtomicInt> $name<[E]> {
+            /// `atomicMin`: element `i` becomes the smaller of it and `v`; returns the old value.
+            #[inline(always)]
+            pub fn atomic_min<I: DslIndex>(&self, i: I, v: E) -> E {
+                // SAFETY: as for `atomic_add`.
+                unsafe { E::min(self.element(i), v) }
+            }
+            /// `atomicMax`: element `i` becomes the larger of it and `v`; returns the old value.
+            #[inline(always)]
+            pub fn atomic_max<I: DslIndex>(&self, i: I, v: E) -> E {
+                // SAFETY: as for `atomic_add`.
+                unsafe { E::max(self.element(i), v) }
+            }
+            /// `atomicCAS`: writes `v` if element `i` is `compare`; returns the old value.
+            #[inline(always)]
+            pub fn atomic_cas<I: DslIndex>(&self, i: I, compare: E, v: E) -> E {
+                // SAFETY: as for `atomic_add`.
+                unsafe { E::cas(self.element(i), compare, v) }
+            }
+        }
+        impl<E> $name<[E]> {
+            /// Element `i`'s address, or the launch stops (see [`OutOfBounds`]).
+            #[inline(always)]
+            fn element<I: DslIndex>(&self, i: I) -> *mut E {
+                let at = checked(self.raw, i);
+                // SAFETY: `at` is inside the buffer.
+                unsafe { (self.raw.addr as *mut E).add(at) }
+            }
+        }
+    )*};
+}
+atomic_views!(Out, InOut);
 
 /// `i` as an offset into `raw`, or the launch stops (see [`OutOfBounds`]).
 #[inline(always)]

@@ -320,6 +320,11 @@ impl<'a> Cpp<'a> {
             ExprKind::Load4(x, i) => {
                 format!("opbox_dsl::load4({}, {})", self.expr(x), self.expr(i))
             }
+            ExprKind::Atomic(f, x, i, vs) => {
+                let mut all = vec![self.expr(x), self.expr(i)];
+                all.extend(vs.iter().map(|v| self.expr(v)));
+                format!("opbox_dsl::{f}({})", all.join(", "))
+            }
             ExprKind::Store4(x, i, v) => format!(
                 "opbox_dsl::store4({}, {}, {})",
                 self.expr(x),

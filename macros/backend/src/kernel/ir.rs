@@ -240,6 +240,9 @@ pub(crate) enum ExprKind {
     Load4(Box<Expr>, Box<Expr>),
     /// `y.store4(i, v)`: the statement form; its value is `()`.
     Store4(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `y.atomic_add(i, v)` and the others: the helper (`DslAtomic::rust`), the slice, the
+    /// index and the values; its value is the element's old value.
+    Atomic(&'static str, Box<Expr>, Box<Expr>, Vec<Expr>),
     /// `if c { a } else { b }` as a value (both branches a single expression).
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
     /// `Color { r, g, b }`: the type's name slot and the fields in written order.

@@ -3,7 +3,9 @@
 //! are collected, so one expansion reports all of them.
 
 use opbox_codegen::cpp_ident::is_keyword;
-use opbox_codegen::cuda::dsl_prelude::{dsl_method, dsl_method_list, THREAD_INDEX_FNS};
+use opbox_codegen::cuda::dsl_prelude::{
+    dsl_atomic, dsl_atomic_list, dsl_method, dsl_method_list, DslAtomic, THREAD_INDEX_FNS,
+};
 use opbox_codegen::cuda::ElemType;
 use proc_macro2::Span;
 use quote::ToTokens;
@@ -1050,6 +1052,9 @@ impl<'e> Lowering<'e> {
         if name == "load4" || name == "store4" {
             return self.vec4(m, &name, recv);
         }
+        if let Some(atomic) = dsl_atomic(&name) {
+            return self.atomic(m, atomic, recv);
+        }
         if matches!(
             name.as_str(),
             "unwrap" | "expect" | "unwrap_or" | "unwrap_unchecked"
@@ -1068,7 +1073,7 @@ impl<'e> Lowering<'e> {
                 }
                 _ => "",
             };
-            self.err(m.method.span(), format!("`.{name}()` is not a #[kernel] method{hint}: the numeric methods are {}, and slices have `len()` (f32 slices also `load4`/`store4`); for anything else write a #[device] fn or a #[builtin]", dsl_method_list()));
+            self.err(m.method.span(), format!("`.{name}()` is not a #[kernel] method{hint}: the numeric methods are {}, and slices have `len()` (f32 slices also `load4`/`store4`, written slices the atomics {}); for anything else write a #[device] fn or a #[builtin]", dsl_method_list(), dsl_atomic_list()));
             return self.unknown();
         };
         if m.args.len() != method.args {
@@ -1140,6 +1145,71 @@ impl<'e> Lowering<'e> {
                 kind: ExprKind::Load4(Box::new(recv), Box::new(i)),
                 ty: Ty::Unknown,
             },
+        }
+    }
+
+    /// `y.atomic_add(i, v)`, `y.atomic_cas(i, compare, v)`, ...: on a written slice of a type
+    /// CUDA defines the atomic for.
+    fn atomic(&mut self, m: &syn::ExprMethodCall, atomic: &'static DslAtomic, recv: Expr) -> Expr {
+        let name = atomic.rust;
+        let types = || {
+            let names: Vec<&str> = atomic.types.iter().map(|t| t.rust_name()).collect();
+            names.join(", ")
+        };
+        let elem = match &recv.ty {
+            Ty::Slice(Elem::Prim(t), true) if atomic.types.contains(t) => Ty::Prim(*t),
+            Ty::Slice(_, false) => {
+                self.err(m.method.span(), format!("`{name}` writes: atomics are on Out<[T]> and InOut<[T]> slices, and this one is In (declare it InOut if the kernel also reads it)"));
+                Ty::Unknown
+            }
+            Ty::Slice(Elem::Prim(t), true) => {
+                self.err(
+                    m.method.span(),
+                    format!(
+                        "CUDA has no `{name}` for {}: it takes {}",
+                        t.rust_name(),
+                        types()
+                    ),
+                );
+                Ty::Unknown
+            }
+            Ty::Slice(Elem::Named(_), true) => {
+                self.err(
+                    m.method.span(),
+                    format!("`{name}` is on slices of {}, not of native types", types()),
+                );
+                Ty::Unknown
+            }
+            _ => {
+                if !matches!(recv.ty, Ty::Unknown) {
+                    self.err(m.method.span(), format!("`.{name}()` is a slice's: call it on an Out<[T]> or InOut<[T]> parameter"));
+                }
+                Ty::Unknown
+            }
+        };
+        if m.args.len() != 1 + atomic.values {
+            let what = if atomic.values == 2 {
+                "the index, the value to compare with and the new value"
+            } else {
+                "the index and a value"
+            };
+            self.err(m.span(), format!("`.{name}()` takes {what}"));
+            return self.unknown();
+        }
+        let mut args = m.args.iter();
+        let Some(index) = args.next().map(|a| self.expr(a)) else {
+            return self.unknown();
+        };
+        let values: Vec<Expr> = args
+            .map(|a| {
+                let v = self.expr(a);
+                self.infer.unify(&v.ty, &elem);
+                v
+            })
+            .collect();
+        Expr {
+            kind: ExprKind::Atomic(name, Box::new(recv), Box::new(index), values),
+            ty: elem,
         }
     }
 
