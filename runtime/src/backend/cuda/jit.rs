@@ -2,6 +2,7 @@
 //! disk cache. Loading onto a device is `loader`'s job.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -165,8 +166,22 @@ fn with_fallback(
     constexprs: &[ConstValue],
     compile: impl Fn(&Built<'_>) -> Result<Compiled>,
 ) -> Result<Compiled> {
-    let module = apply_build(decl, constexprs, Grouping::Module)?;
-    match compile(&module) {
+    fallback_from(
+        &apply_build(decl, constexprs, Grouping::Module)?,
+        decl,
+        constexprs,
+        compile,
+    )
+}
+
+/// [`with_fallback`] over a module already built.
+fn fallback_from(
+    module: &Built<'_>,
+    decl: &KernelDecl,
+    constexprs: &[ConstValue],
+    compile: impl Fn(&Built<'_>) -> Result<Compiled>,
+) -> Result<Compiled> {
+    match compile(module) {
         Err(Error::Compile { .. }) if module.members.len() > 1 => {
             compile(&apply_build(decl, constexprs, Grouping::Alone)?)
         }
@@ -205,6 +220,7 @@ pub fn compile_specializations(
             requested: 0,
             include_options: like.include_options.clone(),
             key: like.key,
+            alias: OnceCell::new(),
         }
     }
     let group = with(
@@ -390,11 +406,21 @@ pub fn compile_for_device(
     cc: (u32, u32),
     cache: Option<&DiskCache>,
 ) -> Result<Compiled> {
+    compile_device_module(&device_module(decl, constexprs, cc)?, cache)
+}
+
+/// [`compile_for_device`] for a module the caller already looked up by its alias (the loader):
+/// the build options are resolved and the alias hashed once for both.
+pub(crate) fn compile_device_module(
+    module: &DeviceModule<'_>,
+    cache: Option<&DiskCache>,
+) -> Result<Compiled> {
+    let (decl, constexprs, cc) = (module.decl, module.constexprs, module.cc);
     let Some(cache) = cache else {
         let target = Target::for_device(cc, &nvrtc::supported_archs()?);
         return compile_cached(decl, constexprs, target, None);
     };
-    with_fallback(decl, constexprs, |built| {
+    fallback_from(&module.built, decl, constexprs, |built| {
         // The alias needs no unit: it is emitted only for a compile.
         let key = device_alias(built, cc);
         let unreadable = match cache.load(&key) {
@@ -415,26 +441,61 @@ pub fn compile_for_device(
     })
 }
 
-/// The device alias key of `decl`'s module on a device of compute capability `cc` (see
-/// [`compile_for_device`]): what the loader keys its loaded modules by too.
-/// Returns the key, `decl`'s index among the members and the number of members.
-pub(crate) fn module_alias(
-    decl: &KernelDecl,
-    constexprs: &[ConstValue],
+/// `decl`'s module for a device of compute capability `cc`, its build options applied, with its
+/// device alias key (see [`compile_for_device`]): what the loader keys its loaded modules by,
+/// and, on a miss, what it compiles.
+pub(crate) struct DeviceModule<'d> {
+    decl: &'d KernelDecl,
+    constexprs: &'d [ConstValue],
     cc: (u32, u32),
-) -> Result<(CacheKey, usize, usize)> {
-    let built = apply_build(decl, constexprs, Grouping::Module)?;
-    Ok((
-        device_alias(&built, cc),
-        built.requested,
-        built.members.len(),
-    ))
+    built: Built<'d>,
+}
+
+impl DeviceModule<'_> {
+    /// The module's device alias.
+    pub(crate) fn alias(&self) -> CacheKey {
+        device_alias(&self.built, self.cc)
+    }
+
+    /// `decl`'s index among the members.
+    pub(crate) fn member(&self) -> usize {
+        self.built.requested
+    }
+
+    pub(crate) fn members(&self) -> usize {
+        self.built.members.len()
+    }
+}
+
+pub(crate) fn device_module<'d>(
+    decl: &'d KernelDecl,
+    constexprs: &'d [ConstValue],
+    cc: (u32, u32),
+) -> Result<DeviceModule<'d>> {
+    Ok(DeviceModule {
+        decl,
+        constexprs,
+        cc,
+        built: apply_build(decl, constexprs, Grouping::Module)?,
+    })
 }
 
 /// The device alias key (see [`compile_for_device`]): computed without NVRTC and without
 /// emitting the unit, which in a fresh process costs more than the rest of a first launch's
-/// lookup together.
+/// lookup together. Computed once per built module (the loader's lookup and its compile on a
+/// miss share it).
 fn device_alias(built: &Built<'_>, cc: (u32, u32)) -> CacheKey {
+    if let Some((memo_cc, key)) = built.alias.get() {
+        if *memo_cc == cc {
+            return *key;
+        }
+    }
+    let key = compute_device_alias(built, cc);
+    let _ = built.alias.set((cc, key));
+    key
+}
+
+fn compute_device_alias(built: &Built<'_>, cc: (u32, u32)) -> CacheKey {
     let decl = built.decl();
     let arch = cc.0 * 10 + cc.1;
     let shared = crate::kernel::registry::shared_structs(decl);
@@ -467,6 +528,8 @@ struct Built<'d> {
     requested: usize,
     include_options: Vec<String>,
     key: Option<[u8; 32]>,
+    /// The device alias once computed, with the compute capability it is for.
+    alias: OnceCell<((u32, u32), CacheKey)>,
 }
 
 impl Built<'_> {
@@ -531,6 +594,7 @@ fn apply_build<'d>(
             requested,
             include_options: Vec::new(),
             key: None,
+            alias: OnceCell::new(),
         });
     };
     let resolved = (build.get)().resolve().map_err(|e| {
@@ -558,6 +622,7 @@ fn apply_build<'d>(
             .map(|d| format!("--include-path={}", d.display()))
             .collect(),
         key: Some(resolved.key_component()),
+        alias: OnceCell::new(),
     })
 }
 

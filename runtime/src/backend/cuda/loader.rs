@@ -15,7 +15,7 @@ use opbox_codegen::cuda::{CacheKey, ConstValue, KernelDecl};
 
 use super::artifact::{Artifact, ImageKind};
 use super::context::{device, CudaDevice, MAX_DEVICES};
-use super::jit::{compile_for_device, default_cache, module_alias, MEMORY_ENTRIES};
+use super::jit::{compile_device_module, default_cache, device_module, MEMORY_ENTRIES};
 use crate::error::{Error, Result};
 use crate::kernel::{KernelHandle, SpecTable};
 use std::sync::atomic::Ordering;
@@ -135,13 +135,13 @@ fn loaded_modules() -> &'static LoadedModules {
 /// Loads `decl` for `dev`: from its module when another kernel of the module loaded it on this
 /// device, else compiled (through the disk cache) and loaded.
 fn load(decl: &KernelDecl, values: &[ConstValue], dev: &CudaDevice) -> Result<LoadedKernel> {
-    let (alias, member, members) = module_alias(decl, values, dev.compute_capability)?;
+    let wanted = device_module(decl, values, dev.compute_capability)?;
+    let (alias, member, members) = (wanted.alias(), wanted.member(), wanted.members());
     let shared = lock(loaded_modules()).get(&(alias, dev.ordinal)).cloned();
     let (module, names, kind, member) = match shared {
         Some((module, names)) => (module, names, ImageKind::Cubin, member),
         None => {
-            let compiled =
-                compile_for_device(decl, values, dev.compute_capability, default_cache())?;
+            let compiled = compile_device_module(&wanted, default_cache())?;
             let member = compiled.member;
             let Artifact {
                 kind,
