@@ -9,46 +9,17 @@ use std::time::Instant;
 
 use opbox::__private::cuda::KernelDecl;
 use opbox::cuda::{compile_cached, Target};
-use opbox::prelude::*;
+
+#[path = "common/axpy.rs"]
+mod axpy;
+#[path = "../examples/dsl.rs"]
+#[allow(dead_code)]
+mod example;
 
 // For its median; this bench needs no GPU, so its skip check goes unused.
 #[allow(dead_code)]
 #[path = "common/gpu.rs"]
 mod gpu;
-
-#[extern_kernel(source = "../examples/kernels/axpby.cu", entry = "axpby")]
-fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64);
-
-#[extern_kernel(source = "../examples/kernels/axpby.cu", entry = "axpby4")]
-fn axpby4_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64);
-
-#[kernel]
-fn axpy_dsl(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
-    let i = global_id_x();
-    if i < n {
-        out[i] = a * x[i] + y[i];
-    }
-}
-
-#[kernel]
-fn axpy4_dsl(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
-    let i = global_id_x();
-    if i < n / 4 {
-        let p = x.load4(i);
-        let q = y.load4(i);
-        let r = F32x4 {
-            x: a * p.x + q.x,
-            y: a * p.y + q.y,
-            z: a * p.z + q.z,
-            w: a * p.w + q.w,
-        };
-        out.store4(i, r);
-    } else if i == n / 4 {
-        for j in 4 * i..n {
-            out[j] = a * x[j] + y[j];
-        }
-    }
-}
 
 fn seconds(decl: &KernelDecl, target: Target) -> opbox::Result<f64> {
     let t = Instant::now();
@@ -63,7 +34,7 @@ fn bench() -> opbox::Result<()> {
     }
     let target = Target::parse("sm_90")?;
     if std::env::var_os("OPBOX_PRINT_CPP").is_some() {
-        let unit = opbox::cuda::translation_unit(&axpy4_dsl::DECL, &[])?;
+        let unit = opbox::cuda::translation_unit(&example::axpy4::DECL, &[])?;
         println!("{}", unit.source);
     }
     let rounds: usize = std::env::var("OPBOX_COMPILE_ROUNDS")
@@ -77,8 +48,16 @@ fn bench() -> opbox::Result<()> {
     println!("| kernel | NVRTC compile (median) | goal | ratio |");
     println!("|---|---|---|---|");
     let pairs: [(&str, &KernelDecl, &KernelDecl); 2] = [
-        ("axpy, one f32 a thread", &axpy_dsl::DECL, &axpby_f32::DECL),
-        ("axpy, load4/store4", &axpy4_dsl::DECL, &axpby4_f32::DECL),
+        (
+            "axpy, one f32 a thread",
+            &axpy::axpy_dsl::DECL,
+            &axpy::axpby_f32::DECL,
+        ),
+        (
+            "axpy, load4/store4",
+            &example::axpy4::DECL,
+            &axpy::axpby4_f32::DECL,
+        ),
     ];
     for (name, dsl, hand) in pairs {
         let (mut d, mut h) = (Vec::new(), Vec::new());

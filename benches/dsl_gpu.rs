@@ -17,49 +17,20 @@ use std::time::Instant;
 use opbox::cuda::synchronize;
 use opbox::prelude::*;
 
+#[path = "common/axpy.rs"]
+mod axpy;
+#[path = "../examples/dsl.rs"]
+#[allow(dead_code)]
+mod example;
+
 #[path = "common/gpu.rs"]
 mod gpu;
 
 #[extern_kernel(source = "../examples/kernels/empty.cu")]
 fn empty(x: In<[f32]>);
 
-#[extern_kernel(source = "../examples/kernels/axpby.cu", entry = "axpby")]
-fn axpby_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64);
-
-#[extern_kernel(source = "../examples/kernels/axpby.cu", entry = "axpby4")]
-fn axpby4_f32(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, b: f32, n: i64);
-
 #[kernel]
 fn empty_dsl(x: In<[f32]>) {}
-
-/// Four elements a thread: one 16-byte load from each input and one store.
-#[kernel]
-fn axpy4_dsl(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
-    let i = global_id_x();
-    if i < n / 4 {
-        let p = x.load4(i);
-        let q = y.load4(i);
-        let r = F32x4 {
-            x: a * p.x + q.x,
-            y: a * p.y + q.y,
-            z: a * p.z + q.z,
-            w: a * p.w + q.w,
-        };
-        out.store4(i, r);
-    } else if i == n / 4 {
-        for j in 4 * i..n {
-            out[j] = a * x[j] + y[j];
-        }
-    }
-}
-
-#[kernel]
-fn axpy_dsl(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
-    let i = global_id_x();
-    if i < n {
-        out[i] = a * x[i] + y[i];
-    }
-}
 
 const N: usize = 256 << 20;
 
@@ -108,16 +79,16 @@ fn bench() -> opbox::Result<()> {
         Ok::<f64, opbox::Error>(t)
     };
     let dsl = checked("DSL axpy", &mut || {
-        axpy_dsl::launch(cfg.clone(), &x, &y, &out, 2.0, N as u32)
+        axpy::axpy_dsl::launch(cfg.clone(), &x, &y, &out, 2.0, N as u32)
     })?;
     let dsl4 = checked("DSL axpy load4", &mut || {
-        axpy4_dsl::launch(cfg4.clone(), &x, &y, &out, 2.0, N as u32)
+        example::axpy4::launch(cfg4.clone(), &x, &y, &out, 2.0, N as u32)
     })?;
     let hand = checked("axpby.cu", &mut || {
-        axpby_f32::launch(cfg.clone(), &x, &y, &out, 2.0, 1.0, N as i64)
+        axpy::axpby_f32::launch(cfg.clone(), &x, &y, &out, 2.0, 1.0, N as i64)
     })?;
     let hand4 = checked("axpby4 (axpby.cu)", &mut || {
-        axpby4_f32::launch(cfg4.clone(), &x, &y, &out, 2.0, 1.0, N as i64)
+        axpy::axpby4_f32::launch(cfg4.clone(), &x, &y, &out, 2.0, 1.0, N as i64)
     })?;
     let torch = torch_add_rate();
     let one = Tensor::zeros(&[1], DType::F32, dev)?;

@@ -2,6 +2,8 @@
 //! cores) and on CUDA (the same body emitted as C++ and compiled by NVRTC).
 //!
 //! - `axpy`: `y = a*x + y`;
+//! - `axpy4`: the same four elements a thread through `load4`/`store4` (16-byte accesses, what
+//!   bandwidth-bound kernels need on a GPU), with its `n % 4` tail;
 //! - `fused_gelu`: `y = gelu(a*x + b)` through a `#[builtin]` whose C++ comes from the kernel's
 //!   build options and whose Rust body is the CPU build;
 //! - `brighten`: a 2-D kernel over a strided image (rows `stride` elements apart), with a
@@ -20,6 +22,29 @@ pub fn axpy(x: In<[f32]>, y: InOut<[f32]>, a: f32, n: u32) {
     let i = global_id_x();
     if i < n {
         y[i] = a * x[i] + y[i];
+    }
+}
+
+/// axpy four elements a thread: `load4`/`store4` move each four as one 16-byte float4, which
+/// is what reaches the GPU's memory rate (benches/dsl_gpu.rs); the `n % 4` tail goes element by
+/// element. Launch `n / 4 + 1` threads.
+#[kernel]
+pub fn axpy4(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
+    let i = global_id_x();
+    if i < n / 4 {
+        let p = x.load4(i);
+        let q = y.load4(i);
+        let r = F32x4 {
+            x: a * p.x + q.x,
+            y: a * p.y + q.y,
+            z: a * p.z + q.z,
+            w: a * p.w + q.w,
+        };
+        out.store4(i, r);
+    } else if i == n / 4 {
+        for j in 4 * i..n {
+            out[j] = a * x[j] + y[j];
+        }
     }
 }
 
@@ -84,22 +109,31 @@ fn image_cfg() -> LaunchConfig {
         .block(16, 8, 1)
 }
 
-/// The three kernels on `device`; returns their outputs.
-pub fn run(device: Device) -> opbox::Result<[Vec<f32>; 3]> {
+/// The four kernels on `device`; returns their outputs.
+pub fn run(device: Device) -> opbox::Result<[Vec<f32>; 4]> {
     let (xv, yv) = inputs();
     let x = Tensor::from_vec(xv, &[N])?.to(device)?;
     let y = Tensor::from_vec(yv, &[N])?.to(device)?;
+    let y4 = Tensor::zeros(&[N], DType::F32, device)?;
+    axpy4::launch(
+        LaunchConfig::for_elems(N / 4 + 1),
+        &x,
+        &y,
+        &y4,
+        2.0,
+        N as u32,
+    )?;
     axpy::launch(LaunchConfig::for_elems(N), &x, &y, 2.0, N as u32)?;
     let g = Tensor::zeros(&[N], DType::F32, device)?;
     fused_gelu::launch(LaunchConfig::for_elems(N), &x, &g, 0.5, -0.25, N as u32)?;
     let img = Tensor::from_vec(image(), &[(STRIDE * H) as usize])?.to(device)?;
     let out = Tensor::zeros(&[(STRIDE * H) as usize], DType::F32, device)?;
     brighten::launch(image_cfg(), &img, &out, W, H, STRIDE, 1.7)?;
-    Ok([y.to_vec()?, g.to_vec()?, out.to_vec()?])
+    Ok([y.to_vec()?, g.to_vec()?, out.to_vec()?, y4.to_vec()?])
 }
 
 /// The CPU results against plain Rust loops over the same formulas.
-pub fn check_cpu(got: &[Vec<f32>; 3]) -> Result<(), String> {
+pub fn check_cpu(got: &[Vec<f32>; 4]) -> Result<(), String> {
     let (x, y) = inputs();
     let axpy: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 2.0 * x + y).collect();
     let fused: Vec<f32> = x.iter().map(|x| gelu(0.5 * x - 0.25)).collect();
@@ -115,6 +149,7 @@ pub fn check_cpu(got: &[Vec<f32>; 3]) -> Result<(), String> {
         ("axpy", &axpy, &got[0]),
         ("fused_gelu", &fused, &got[1]),
         ("brighten", &bright, &got[2]),
+        ("axpy4", &axpy, &got[3]),
     ] {
         if want != got {
             return Err(format!(
@@ -129,11 +164,16 @@ pub fn check_cpu(got: &[Vec<f32>; 3]) -> Result<(), String> {
 /// no multiply-add to contract as the CPU does not); gelu within 16 ulps: CUDA's `tanhf` and
 /// Rust's `tanh` are each within 2 ulps of exact, NVRTC contracts the cubic into fmas, and for
 /// negative inputs `1 + tanh(u)` cancels, which multiplies those ulps (7 seen on the H200).
-pub fn check_cuda(cpu: &[Vec<f32>; 3], cuda: &[Vec<f32>; 3]) -> Result<(), String> {
+pub fn check_cuda(cpu: &[Vec<f32>; 4], cuda: &[Vec<f32>; 4]) -> Result<(), String> {
     let ulps = |a: f32, b: f32| (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs();
-    for (k, (name, tolerance)) in [("axpy", 1), ("fused_gelu", 16), ("brighten", 0)]
-        .into_iter()
-        .enumerate()
+    for (k, (name, tolerance)) in [
+        ("axpy", 1),
+        ("fused_gelu", 16),
+        ("brighten", 0),
+        ("axpy4", 1),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let worst = cpu[k]
             .iter()
@@ -141,7 +181,7 @@ pub fn check_cuda(cpu: &[Vec<f32>; 3], cuda: &[Vec<f32>; 3]) -> Result<(), Strin
             .map(|(a, b)| ulps(*a, *b))
             .max()
             .unwrap_or(0);
-        // axpy's `a*x + y` may be fused into one fma by NVRTC (--fmad=true is its default): 1 ulp.
+        // axpy's (and axpy4's) `a*x + y` may be fused into one fma by NVRTC (--fmad=true is its default): 1 ulp.
         if worst > tolerance {
             return Err(format!(
                 "{name}: CUDA differs from the CPU by {worst} ulps (allowed {tolerance})"
@@ -165,7 +205,7 @@ fn main() -> std::process::ExitCode {
 fn real_main() -> Result<(), String> {
     let cpu = run(Device::Cpu).map_err(|e| e.to_string())?;
     check_cpu(&cpu)?;
-    println!("CPU: axpy, fused_gelu and brighten match plain Rust loops");
+    println!("CPU: axpy, fused_gelu, brighten and axpy4 match plain Rust loops");
     match opbox::cuda::device_count() {
         Ok(n) if n > 0 => {
             let cuda = run(Device::Cuda(0)).map_err(|e| e.to_string())?;
@@ -178,7 +218,12 @@ fn real_main() -> Result<(), String> {
         }
         Ok(_) | Err(_) => {
             // No GPU: still prove the C++ compiles, when NVRTC is there.
-            for decl in [&axpy::DECL, &fused_gelu::DECL, &brighten::DECL] {
+            for decl in [
+                &axpy::DECL,
+                &fused_gelu::DECL,
+                &brighten::DECL,
+                &axpy4::DECL,
+            ] {
                 match opbox::cuda::compile_for_arch(decl, &[], "sm_90") {
                     Ok(_) => println!(
                         "NVRTC: {} compiles for sm_90 (no GPU: not launched)",

@@ -210,27 +210,6 @@ fn places(out: Out<[u32]>, w: u32, h: u32) {
     }
 }
 
-/// axpy four elements at a time, the tail (n % 4 elements) one at a time.
-#[kernel]
-fn axpy4(x: In<[f32]>, y: In<[f32]>, out: Out<[f32]>, a: f32, n: u32) {
-    let i = global_id_x();
-    if i < n / 4 {
-        let p = x.load4(i);
-        let q = y.load4(i);
-        let r = F32x4 {
-            x: a * p.x + q.x,
-            y: a * p.y + q.y,
-            z: a * p.z + q.z,
-            w: a * p.w + q.w,
-        };
-        out.store4(i, r);
-    } else if i == n / 4 {
-        for j in 4 * i..n {
-            out[j] = a * x[j] + y[j];
-        }
-    }
-}
-
 /// The C++ behind `hlerp`: a native function over CUDA's own `__half`, as a real library's is.
 static HALF_CPP: std::sync::LazyLock<BuildOptions> = std::sync::LazyLock::new(|| {
     BuildOptions {
@@ -328,7 +307,7 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&affine::DECL, vec![]),
         (&oob::DECL, vec![]),
         (&places::DECL, vec![]),
-        (&axpy4::DECL, vec![]),
+        (&example::axpy4::DECL, vec![]),
         (&hmix::DECL, vec![]),
         (&atomics::DECL, vec![]),
         (&scale_kernel::DECL, vec![]),
@@ -520,7 +499,7 @@ fn run_axpy4(device: Device, skip: usize) -> opbox::Result<Vec<f32>> {
         .to(device)?
         .narrow(0, skip, n)?;
     let out = Tensor::zeros(&[n + skip], DType::F32, device)?.narrow(0, skip, n)?;
-    axpy4::launch(
+    example::axpy4::launch(
         LaunchConfig::for_elems(n / 4 + 1),
         &x,
         &y,
@@ -768,7 +747,7 @@ fn cpu_axpy4() -> TestResult {
     // A vector that reaches past the end stops the launch, naming the first element outside.
     let x = Tensor::zeros(&[6], DType::F32, Device::Cpu).map_err(s)?;
     let out = Tensor::zeros(&[6], DType::F32, Device::Cpu).map_err(s)?;
-    match axpy4::launch(LaunchConfig::for_elems(2), &x, &x, &out, 1.0, 8) {
+    match example::axpy4::launch(LaunchConfig::for_elems(2), &x, &x, &out, 1.0, 8) {
         Err(Error::IndexOutOfBounds {
             param, index, len, ..
         }) => ensure(param == "x" && index == 7 && len == 6, || {
@@ -959,6 +938,7 @@ fn snapshot() -> TestResult {
         &example::axpy::DECL,
         &example::fused_gelu::DECL,
         &example::brighten::DECL,
+        &example::axpy4::DECL,
     ] {
         let build = decl.build.ok_or("a DSL kernel has build options")?;
         let preamble = &(build.get)().preamble;
