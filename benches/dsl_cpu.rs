@@ -2,8 +2,9 @@
 //! size) against a hand-written Rust loop on one thread, and the DSL kernel on 1, 2, 4, ...
 //! worker threads up to the cores (`OPBOX_CPU_THREADS` caps the grid's workers), in both of
 //! its forms: one element a thread, and four (`load4`/`store4`, the form that reaches the
-//! GPU's memory rate, whose four lanes the CPU build's optimizer packs into one SIMD op). The
-//! goal: DSL on one thread ≥ 0.8× the loop, scaling with cores.
+//! GPU's memory rate, whose four lanes the CPU build's optimizer packs into one SIMD op); and
+//! with a barrier (its blocks' threads as coroutines). The goal: DSL on one thread ≥ 0.8× the
+//! loop, scaling with cores.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use opbox::prelude::*;
@@ -13,6 +14,18 @@ use opbox::prelude::*;
 #[path = "../examples/dsl.rs"]
 #[allow(dead_code)]
 mod example;
+
+/// `axpy` with a barrier between the reads and the write: the CPU build runs its blocks'
+/// threads as coroutines, which this prices against the plain loop (issue 13: "not 100× slower").
+#[kernel]
+fn axpy_barrier(x: In<[f32]>, y: InOut<[f32]>, a: f32, n: u32) {
+    let i = global_id_x();
+    let v = if i < n { a * x[i] + y[i] } else { 0.0 };
+    sync_threads();
+    if i < n {
+        y[i] = v;
+    }
+}
 
 fn elems() -> usize {
     std::env::var("OPBOX_BENCH_ELEMS")
@@ -58,6 +71,16 @@ fn bench(c: &mut Criterion) {
                 b.iter(|| {
                     let cfg = LaunchConfig::for_elems(n / 4 + 1);
                     example::axpy4::launch(cfg, &x, &y, &out, 2.0, n as u32).expect("launch")
+                })
+            },
+        );
+        g.bench_with_input(
+            BenchmarkId::new("DSL kernel with a barrier, threads", threads),
+            &threads,
+            |b, _| {
+                b.iter(|| {
+                    axpy_barrier::launch(LaunchConfig::for_elems(n), &x, &y, 2.0, n as u32)
+                        .expect("launch")
                 })
             },
         );

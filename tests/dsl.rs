@@ -261,6 +261,46 @@ fn atomics(
     }
 }
 
+/// Each block's sum through shared memory: every thread loads one element, then rounds of
+/// barriers halve the threads that add; thread 0 writes the block's sum.
+#[kernel]
+fn block_sums(x: In<[u32]>, partial: Out<[u32]>, n: u32, #[constexpr] BLOCK: u32) {
+    let tile = shared::<u32, BLOCK>();
+    let t = thread_id_x();
+    let i = global_id_x();
+    let v = if i < n { x[i] } else { 0 };
+    tile[t] = v;
+    sync_threads();
+    let mut stride = BLOCK / 2;
+    while stride > 0 {
+        if t < stride {
+            tile[t] += tile[t + stride];
+        }
+        sync_threads();
+        stride /= 2;
+    }
+    if t == 0 {
+        partial[block_id_x()] = tile[0];
+    }
+}
+
+/// Whether this is an odd thread: the macro cannot see into it, so the barrier after the
+/// early return below is only found when the kernel runs.
+#[device]
+fn odd_thread() -> bool {
+    thread_id_x() % 2 == 1
+}
+
+/// Undefined on CUDA (never launched there): odd threads leave before the barrier.
+#[kernel]
+fn diverges(out: Out<[u32]>) {
+    if odd_thread() {
+        return;
+    }
+    sync_threads();
+    out[thread_id_x()] = 1;
+}
+
 #[kernel]
 fn oob(x: In<[f32]>, y: Out<[f32]>, n: u32) {
     let i = global_id_x();
@@ -310,6 +350,8 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&example::axpy4::DECL, vec![]),
         (&hmix::DECL, vec![]),
         (&atomics::DECL, vec![]),
+        (&block_sums::DECL, vec![ConstValue::U32(128)]),
+        (&diverges::DECL, vec![]),
         (&scale_kernel::DECL, vec![]),
         (&example::axpy::DECL, vec![]),
         (&example::fused_gelu::DECL, vec![]),
@@ -333,6 +375,7 @@ const TESTS: &[Test] = &[
     ),
     ("cpu_half_builtin_over_cuda_half", cpu_hmix),
     ("cpu_atomics_are_real_atomics_across_blocks", cpu_atomics),
+    ("cpu_barriers_and_shared_memory", cpu_barriers),
     ("cpu_out_of_bounds_is_an_error", cpu_oob),
     ("cpu_launch_stack_and_checks", cpu_stack),
     ("cpu_one_dsl_impl_serves_cpu_and_cuda_keys", cpu_op),
@@ -591,6 +634,32 @@ fn check_atomics(got: &AtomicsOut) -> Result<(), String> {
     })
 }
 
+/// `block_sums` over 1000 elements in blocks of 128 (the last block partly outside).
+fn run_block_sums(device: Device) -> opbox::Result<Vec<u32>> {
+    let n = 1000usize;
+    let xs: Vec<u32> = (0..n as u32).map(|i| i * 3 + 1).collect();
+    let x = Tensor::from_vec(xs, &[n])?.to(device)?;
+    let blocks = n.div_ceil(128);
+    let partial = Tensor::zeros(&[blocks], DType::U32, device)?;
+    let cfg = LaunchConfig {
+        grid: (blocks as u32, 1, 1),
+        block: (128, 1, 1),
+        shared_mem_bytes: 0,
+        stream: None,
+    };
+    block_sums::launch(cfg, &x, &partial, n as u32, 128)?;
+    partial.to_vec()
+}
+
+fn block_sums_reference() -> Vec<u32> {
+    (0..1000u32)
+        .map(|i| i * 3 + 1)
+        .collect::<Vec<_>>()
+        .chunks(128)
+        .map(|c| c.iter().sum())
+        .collect()
+}
+
 fn run_affine(device: Device) -> opbox::Result<Vec<f32>> {
     let x = Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 8.0], &[4])?.to(device)?;
     let y = Tensor::zeros(&[4], DType::F32, device)?;
@@ -772,6 +841,23 @@ fn cpu_hmix() -> TestResult {
 
 fn cpu_atomics() -> TestResult {
     check_atomics(&run_atomics(Device::Cpu).map_err(s)?)?;
+    Ok(Outcome::Pass)
+}
+
+fn cpu_barriers() -> TestResult {
+    let got = run_block_sums(Device::Cpu).map_err(s)?;
+    let want = block_sums_reference();
+    ensure(got == want, || format!("block sums {got:?}, want {want:?}"))?;
+    // Threads that leave before a barrier the others wait at end the launch with an error.
+    let out = Tensor::zeros(&[64], DType::U32, Device::Cpu).map_err(s)?;
+    match diverges::launch(LaunchConfig::for_elems(64), &out) {
+        Err(Error::KernelPanic { message, .. }) => ensure(
+            message.contains("do not reach the same barrier")
+                && message.contains("thread 1 returned"),
+            || format!("divergence message: {message}"),
+        )?,
+        other => return Err(format!("a divergent barrier: {other:?}")),
+    }
     Ok(Outcome::Pass)
 }
 

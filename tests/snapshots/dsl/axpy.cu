@@ -5,11 +5,11 @@
 __global__ void axpy(const float* x__p, float* y__p, float a, unsigned int n, unsigned int x__len, unsigned int y__len) {
   const opbox_dsl::Slice<const float> x{reinterpret_cast<const float*>(x__p), x__len};
   const opbox_dsl::Slice<float> y{reinterpret_cast<float*>(y__p), y__len};
-#line 20 "examples/dsl.rs"
-  const unsigned int i = opbox_dsl::global_id_x();
-#line 21 "examples/dsl.rs"
-  if (opbox_dsl::lt(i, n)) {
 #line 22 "examples/dsl.rs"
+  const unsigned int i = opbox_dsl::global_id_x();
+#line 23 "examples/dsl.rs"
+  if (opbox_dsl::lt(i, n)) {
+#line 24 "examples/dsl.rs"
     y[i] = opbox_dsl::add(opbox_dsl::mul(a, x[i]), y[i]);
   }
 }

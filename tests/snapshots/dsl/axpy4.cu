@@ -7,34 +7,34 @@ __global__ void axpy4(const float* x__p, const float* y__p, float* out__p, float
   const opbox_dsl::Slice<const float> x{reinterpret_cast<const float*>(x__p), x__len};
   const opbox_dsl::Slice<const float> y{reinterpret_cast<const float*>(y__p), y__len};
   const opbox_dsl::Slice<float> out{reinterpret_cast<float*>(out__p), out__len};
-#line 31 "examples/dsl.rs"
-  const unsigned int i = opbox_dsl::global_id_x();
-#line 32 "examples/dsl.rs"
-  if (opbox_dsl::lt(i, opbox_dsl::div(n, 4u))) {
 #line 33 "examples/dsl.rs"
-    const auto p = opbox_dsl::load4(x, i);
+  const unsigned int i = opbox_dsl::global_id_x();
 #line 34 "examples/dsl.rs"
-    const auto q = opbox_dsl::load4(y, i);
+  if (opbox_dsl::lt(i, opbox_dsl::div(n, 4u))) {
 #line 35 "examples/dsl.rs"
+    const auto p = opbox_dsl::load4(x, i);
+#line 36 "examples/dsl.rs"
+    const auto q = opbox_dsl::load4(y, i);
+#line 37 "examples/dsl.rs"
     OPBOX_DSL_N0 opbox_agg0{};
     opbox_agg0.x = opbox_dsl::add(opbox_dsl::mul(a, p.x), q.x);
     opbox_agg0.y = opbox_dsl::add(opbox_dsl::mul(a, p.y), q.y);
     opbox_agg0.z = opbox_dsl::add(opbox_dsl::mul(a, p.z), q.z);
     opbox_agg0.w = opbox_dsl::add(opbox_dsl::mul(a, p.w), q.w);
     const OPBOX_DSL_N0 r = opbox_agg0;
-#line 41 "examples/dsl.rs"
+#line 43 "examples/dsl.rs"
     opbox_dsl::store4(out, i, r);
   } else {
-#line 42 "examples/dsl.rs"
+#line 44 "examples/dsl.rs"
     if (opbox_dsl::eq(i, opbox_dsl::div(n, 4u))) {
-#line 43 "examples/dsl.rs"
+#line 45 "examples/dsl.rs"
       {
         unsigned int opbox_i0 = opbox_dsl::mul(4u, i);
         const unsigned int opbox_e0 = n;
         while (opbox_i0 < opbox_e0) {
           unsigned int j = opbox_i0;
           opbox_i0 = opbox_dsl::step_next(opbox_i0, opbox_e0, 1ull);
-#line 44 "examples/dsl.rs"
+#line 46 "examples/dsl.rs"
           out[j] = opbox_dsl::add(opbox_dsl::mul(a, x[j]), y[j]);
         }
       }

@@ -2,7 +2,7 @@
 // opbox: the #[derive(KernelArg)] twins go here
 // #[device] expose, generated from examples/dsl.rs
 __device__ inline float opbox_dev_expose(float v, float gain) {
-#line 74 "examples/dsl.rs"
+#line 76 "examples/dsl.rs"
   return opbox_dsl::clamp(opbox_dsl::mul(v, gain), 0.0f, 1.0f);
 }
 
@@ -12,15 +12,15 @@ __device__ inline float opbox_dev_expose(float v, float gain) {
 __global__ void brighten(const float* img__p, float* out__p, unsigned int width, unsigned int height, unsigned int stride, float gain, unsigned int img__len, unsigned int out__len) {
   const opbox_dsl::Slice<const float> img{reinterpret_cast<const float*>(img__p), img__len};
   const opbox_dsl::Slice<float> out{reinterpret_cast<float*>(out__p), out__len};
-#line 79 "examples/dsl.rs"
-  const unsigned int x = opbox_dsl::global_id_x();
-#line 80 "examples/dsl.rs"
-  const unsigned int y = opbox_dsl::global_id_y();
 #line 81 "examples/dsl.rs"
-  if ((opbox_dsl::lt(x, width) && opbox_dsl::lt(y, height))) {
+  const unsigned int x = opbox_dsl::global_id_x();
 #line 82 "examples/dsl.rs"
-    const unsigned int at = opbox_dsl::add(opbox_dsl::mul(y, stride), x);
+  const unsigned int y = opbox_dsl::global_id_y();
 #line 83 "examples/dsl.rs"
+  if ((opbox_dsl::lt(x, width) && opbox_dsl::lt(y, height))) {
+#line 84 "examples/dsl.rs"
+    const unsigned int at = opbox_dsl::add(opbox_dsl::mul(y, stride), x);
+#line 85 "examples/dsl.rs"
     out[at] = OPBOX_DSL_C0(img[at], gain);
   }
 }

@@ -13,11 +13,11 @@ __device__ inline float opbox_builtin_gelu(float x) { return opbox_ex::gelu(x); 
 __global__ void fused_gelu(const float* x__p, float* y__p, float a, float b, unsigned int n, unsigned int x__len, unsigned int y__len) {
   const opbox_dsl::Slice<const float> x{reinterpret_cast<const float*>(x__p), x__len};
   const opbox_dsl::Slice<float> y{reinterpret_cast<float*>(y__p), y__len};
-#line 65 "examples/dsl.rs"
-  const unsigned int i = opbox_dsl::global_id_x();
-#line 66 "examples/dsl.rs"
-  if (opbox_dsl::lt(i, n)) {
 #line 67 "examples/dsl.rs"
+  const unsigned int i = opbox_dsl::global_id_x();
+#line 68 "examples/dsl.rs"
+  if (opbox_dsl::lt(i, n)) {
+#line 69 "examples/dsl.rs"
     y[i] = OPBOX_DSL_C0(opbox_dsl::add(opbox_dsl::mul(a, x[i]), b));
   }
 }

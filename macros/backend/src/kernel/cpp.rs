@@ -193,6 +193,13 @@ impl<'a> Cpp<'a> {
                 let e = self.expr(e);
                 self.push(&format!("{e};"));
             }
+            StmtKind::Shared { name, elem, len } => {
+                let t = prim_name(*elem);
+                self.push(&format!("__shared__ {t} {name}__s[{len}];"));
+                self.push(&format!(
+                    "const opbox_dsl::Slice<{t}> {name}{{{name}__s, (unsigned int)({len})}};"
+                ));
+            }
             StmtKind::Assign { place, op, value } => {
                 let p = self.expr(place);
                 let v = self.expr(value);
@@ -317,6 +324,7 @@ impl<'a> Cpp<'a> {
                 format!("opbox_dsl::{}({})", m.cpp, all.join(", "))
             }
             ExprKind::Len(x) => format!("{}.len()", self.expr(x)),
+            ExprKind::Barrier => "__syncthreads()".into(),
             ExprKind::Load4(x, i) => {
                 format!("opbox_dsl::load4({}, {})", self.expr(x), self.expr(i))
             }

@@ -16,6 +16,9 @@ struct Rewrite {
     /// In a kernel's body, whose thread indices are its `__opbox_ctx` parameter (a `#[device]`
     /// fn reads them through a thread-local).
     kernel: bool,
+    /// Barriers and shared arrays so far: each call site's number.
+    barriers: u32,
+    shared: usize,
 }
 
 fn ops() -> TokenStream {
@@ -43,6 +46,20 @@ fn op_fn(op: &syn::BinOp) -> Option<&'static str> {
 }
 
 impl VisitMut for Rewrite {
+    /// `let tile = shared::<T, N>();` binds a view that the body writes through: `mut` on the
+    /// CPU, as a `__shared__` array is writable in C++.
+    fn visit_local_mut(&mut self, local: &mut syn::Local) {
+        let is_shared = local.init.as_ref().is_some_and(|init| {
+            matches!(&*init.expr, syn::Expr::Call(c) if matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.len() == 1 && p.path.segments[0].ident == "shared"))
+        });
+        if is_shared {
+            if let syn::Pat::Ident(p) = &mut local.pat {
+                p.mutability = Some(Default::default());
+            }
+        }
+        visit_mut::visit_local_mut(self, local);
+    }
+
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
         visit_mut::visit_expr_mut(self, e);
         let ops = ops();
@@ -51,7 +68,9 @@ impl VisitMut for Rewrite {
                 let f = syn::Ident::new(f, b.op.span());
                 let (l, r) = (&b.left, &b.right);
                 if compound(&b.op).is_some() {
-                    quote_spanned!(b.op.span()=> #ops::#f(&mut #l, #r))
+                    // The value first, as Rust evaluates `a op= b` for scalars (and C++17 too),
+                    // so that `t[i] += t[j]` does not hold `t` borrowed while reading it.
+                    quote_spanned!(b.op.span()=> { let __opbox_v = #r; #ops::#f(&mut #l, __opbox_v) })
                 } else {
                     quote_spanned!(b.op.span()=> #ops::#f(#l, #r))
                 }
@@ -65,6 +84,21 @@ impl VisitMut for Rewrite {
                 Some(quote_spanned!(c.span()=> #ops::cast::<#t, _>(#x)))
             }
             syn::Expr::Call(c) if self.kernel && c.args.is_empty() => match &*c.func {
+                syn::Expr::Path(p) if p.path.is_ident("sync_threads") => {
+                    let site = self.barriers;
+                    self.barriers += 1;
+                    Some(quote_spanned!(c.span()=> __opbox_ctx.sync_threads(#site)))
+                }
+                // `shared::<T, N>()`: N may be a #[constexpr] param, a value on the CPU.
+                syn::Expr::Path(p)
+                    if p.path.segments.len() == 1 && p.path.segments[0].ident == "shared" =>
+                {
+                    shared_args(&p.path.segments[0].arguments).map(|(t, n)| {
+                        let site = self.shared;
+                        self.shared += 1;
+                        quote_spanned!(c.span()=> __opbox_ctx.shared::<#t>(#site, (#n) as usize))
+                    })
+                }
                 syn::Expr::Path(p) => p
                     .path
                     .get_ident()
@@ -90,6 +124,24 @@ impl VisitMut for Rewrite {
     }
 }
 
+/// `<T, N>` of `shared::<T, N>()`: the element type and the length as an expression.
+fn shared_args(args: &syn::PathArguments) -> Option<(syn::Type, TokenStream)> {
+    let syn::PathArguments::AngleBracketed(a) = args else {
+        return None;
+    };
+    let mut it = a.args.iter();
+    let (Some(syn::GenericArgument::Type(t)), Some(n), None) = (it.next(), it.next(), it.next())
+    else {
+        return None;
+    };
+    let n = match n {
+        syn::GenericArgument::Const(e) => quote!(#e),
+        syn::GenericArgument::Type(t) => quote!(#t),
+        _ => return None,
+    };
+    Some((t.clone(), n))
+}
+
 fn is_literal(e: &syn::Expr) -> bool {
     match e {
         syn::Expr::Lit(_) => true,
@@ -101,13 +153,23 @@ fn is_literal(e: &syn::Expr) -> bool {
 /// A `#[device]` fn's body with the DSL's operators.
 pub(crate) fn rewrite(block: &syn::Block) -> syn::Block {
     let mut b = block.clone();
-    Rewrite { kernel: false }.visit_block_mut(&mut b);
+    Rewrite {
+        kernel: false,
+        barriers: 0,
+        shared: 0,
+    }
+    .visit_block_mut(&mut b);
     b
 }
 
 /// A kernel's body with the DSL's operators, reading its thread indices from `__opbox_ctx`.
 pub(crate) fn rewrite_kernel(block: &syn::Block) -> syn::Block {
     let mut b = block.clone();
-    Rewrite { kernel: true }.visit_block_mut(&mut b);
+    Rewrite {
+        kernel: true,
+        barriers: 0,
+        shared: 0,
+    }
+    .visit_block_mut(&mut b);
     b
 }

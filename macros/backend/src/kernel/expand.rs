@@ -143,6 +143,12 @@ pub(super) fn kernel(
     let file = normalize(&files.declaring_file().shown);
     let name = sig.ident.to_string();
     let mut low = Lowering::new(&mut errors, name.clone());
+    low.in_kernel = true;
+    low.constexprs = params
+        .iter()
+        .filter(|p| p.class.is_constexpr())
+        .map(|p| p.name.to_string())
+        .collect();
     let mut tys = Vec::new();
     for p in &params {
         let ty = param_ty(&p.class, &mut low);
@@ -152,6 +158,7 @@ pub(super) fn kernel(
     let body = low.body(&func.block);
     let named: Vec<syn::Path> = low.named.clone();
     let callees: Vec<syn::Path> = low.callees.clone();
+    let barriers = low.barriers;
     let infer = std::mem::take(&mut low.infer);
     drop(low);
     if let Err(e) = errors.finish() {
@@ -169,7 +176,7 @@ pub(super) fn kernel(
         &params,
         &tys,
         &text,
-        (&named, &callees),
+        (&named, &callees, barriers),
         &file,
     ))
 }
@@ -286,7 +293,7 @@ fn emit(
     params: &[KernelParam],
     tys: &[(String, Ty)],
     text: &str,
-    (named, callees): (&[syn::Path], &[syn::Path]),
+    (named, callees, barriers): (&[syn::Path], &[syn::Path], bool),
     file: &str,
 ) -> TokenStream {
     let ident = &func.sig.ident;
@@ -326,6 +333,12 @@ fn emit(
     let (callee_list, named_list) = slot_tokens(named, callees);
     // Only `#[device]` fns read the thread-local context; a kernel without one skips the write.
     let publish = !callees.is_empty();
+    // A body with barriers runs its block's threads as coroutines; the others, as a loop.
+    let each_thread = if barriers {
+        quote!(each_thread_coop)
+    } else {
+        quote!(each_thread)
+    };
     let build = quote! {
         ::core::option::Option::Some(::opbox::__private::cuda::BuildRef {
             path: ::core::concat!(::core::module_path!(), "::BUILD"),
@@ -395,7 +408,7 @@ fn emit(
             #(#reads)*
             #d::grid::run_grid(prepared, |__opbox_block: &#d::grid::ThreadCtx| {
                 #(#views)*
-                __opbox_block.each_thread(#publish, move |__opbox_ctx| __opbox_body(__opbox_ctx, #(#call_args),*));
+                __opbox_block.#each_thread(#publish, move |__opbox_ctx| __opbox_body(__opbox_ctx, #(#call_args),*));
             })
         }
 

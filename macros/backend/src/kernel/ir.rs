@@ -243,6 +243,8 @@ pub(crate) enum ExprKind {
     /// `y.atomic_add(i, v)` and the others: the helper (`DslAtomic::rust`), the slice, the
     /// index and the values; its value is the element's old value.
     Atomic(&'static str, Box<Expr>, Box<Expr>, Vec<Expr>),
+    /// `sync_threads()`: `__syncthreads()`.
+    Barrier,
     /// `if c { a } else { b }` as a value (both branches a single expression).
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
     /// `Color { r, g, b }`: the type's name slot and the fields in written order.
@@ -280,6 +282,13 @@ pub(crate) enum StmtKind {
         els: Block,
     },
     Expr(Expr),
+    /// `let tile = shared::<T, N>();`: a block-shared array of `len` (a C++ constant: a literal
+    /// or a `#[constexpr]` param) elements, seen as a written slice.
+    Shared {
+        name: String,
+        elem: ElemType,
+        len: String,
+    },
     Assign {
         place: Expr,
         op: Option<BinOp>,

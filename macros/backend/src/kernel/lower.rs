@@ -11,6 +11,7 @@ use proc_macro2::Span;
 use quote::ToTokens;
 use syn::spanned::Spanned;
 
+use super::divergence::Divergence;
 use super::ir::{BinOp, Block, Elem, Expr, ExprKind, Infer, LitKind, Stmt, StmtKind, Ty, UnOp};
 use crate::errors::Errors;
 
@@ -29,6 +30,13 @@ pub(crate) struct Lowering<'e> {
     self_name: String,
     /// The return type of a `#[device]` fn (`Unit` for a kernel).
     pub ret: Ty,
+    /// Lowering a kernel's body (barriers and shared memory are the kernel's own).
+    pub in_kernel: bool,
+    /// The kernel's `#[constexpr]` params by Rust name: constants a shared array's size may be.
+    pub constexprs: Vec<String>,
+    /// Whether the body calls `sync_threads()`.
+    pub barriers: bool,
+    divergence: Divergence,
 }
 
 /// What the value at the end of a block does.
@@ -61,6 +69,10 @@ impl<'e> Lowering<'e> {
             named: Vec::new(),
             self_name,
             ret: Ty::Unit,
+            in_kernel: false,
+            constexprs: Vec::new(),
+            barriers: false,
+            divergence: Divergence::default(),
         }
     }
 
@@ -345,6 +357,7 @@ impl<'e> Lowering<'e> {
                 let ty = declared.unwrap_or(Ty::Unknown);
                 let cond = self.cond(&ei.cond);
                 let name = self.declare(ident, ty.clone());
+                let entered = self.divergence.enter(line, &[&cond]);
                 let then = self.block(&ei.then_branch, Tail::Assign(name.clone()));
                 let els = match &ei.else_branch {
                     Some((_, e)) => self.else_block(e, Tail::Assign(name.clone())),
@@ -353,6 +366,7 @@ impl<'e> Lowering<'e> {
                         Block::default()
                     }
                 };
+                self.divergence.leave(entered);
                 let ty = match (&ty, tail_ty(&then, &name), tail_ty(&els, &name)) {
                     (Ty::Unknown, Some(a), Some(b)) => self.infer.unify(&a, &b),
                     (Ty::Unknown, Some(a), None) | (Ty::Unknown, None, Some(a)) => a,
@@ -374,6 +388,9 @@ impl<'e> Lowering<'e> {
                 });
             }
         }
+        if let Some(shared) = shared_call(&init.expr) {
+            return self.shared(ident, shared, line);
+        }
         let value = self.expr(&init.expr);
         let ty = match declared {
             Some(d) => self.infer.unify(&d, &value.ty),
@@ -383,6 +400,7 @@ impl<'e> Lowering<'e> {
             self.err(local.span(), "a slice parameter cannot be bound to another name in a #[kernel]: index the parameter itself");
         }
         let name = self.declare(ident, ty.clone());
+        self.divergence.assigned(&name, &value);
         Some(Stmt {
             line,
             kind: StmtKind::Let {
@@ -390,6 +408,81 @@ impl<'e> Lowering<'e> {
                 mutable,
                 ty,
                 init: Some(value),
+            },
+        })
+    }
+
+    /// `let tile = shared::<T, N>();` (see [`StmtKind::Shared`]).
+    fn shared(&mut self, ident: &syn::Ident, call: &syn::ExprCall, line: usize) -> Option<Stmt> {
+        if !self.in_kernel {
+            self.err(call.span(), "`shared::<T, N>()` is a kernel's: declare the array in the #[kernel] body and pass it to #[device] fns by element");
+            self.declare(ident, Ty::Unknown);
+            return None;
+        }
+        if !call.args.is_empty() {
+            self.err(call.args.span(), "`shared::<T, N>()` takes no arguments: the element type and length are its generic arguments");
+        }
+        let generics = match &call.func.as_ref() {
+            syn::Expr::Path(p) => p.path.segments.last().map(|s| s.arguments.clone()),
+            _ => None,
+        };
+        let args: Vec<syn::GenericArgument> = match generics {
+            Some(syn::PathArguments::AngleBracketed(a)) => a.args.into_iter().collect(),
+            _ => Vec::new(),
+        };
+        let [syn::GenericArgument::Type(elem_ty), len] = args.as_slice() else {
+            self.err(call.span(), "write a shared array as `shared::<T, N>()`: an element type and a length (`shared::<f32, 256>()`)");
+            // Declared all the same, so that its uses report nothing more.
+            self.declare(ident, Ty::Unknown);
+            return None;
+        };
+        let elem = match self.ty(elem_ty) {
+            Ty::Prim(t) => t,
+            _ => {
+                self.err(
+                    elem_ty.span(),
+                    "a shared array holds one of the DSL's scalar types (f32, i32, u32, ...)",
+                );
+                self.declare(ident, Ty::Unknown);
+                return None;
+            }
+        };
+        let len_cpp = match len {
+            syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(n),
+                ..
+            })) => n
+                .base10_digits()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n > 0)
+                .map(|n| format!("{n}u")),
+            syn::GenericArgument::Type(syn::Type::Path(p)) => p
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .filter(|n| self.constexprs.contains(n)),
+            syn::GenericArgument::Const(syn::Expr::Block(b)) => match b.block.stmts.as_slice() {
+                [syn::Stmt::Expr(syn::Expr::Path(p), None)] => p
+                    .path
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .filter(|n| self.constexprs.contains(n)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let name = self.declare(ident, Ty::Slice(Elem::Prim(elem), true));
+        let Some(len_cpp) = len_cpp else {
+            self.err(len.span(), "a shared array's length is fixed when the kernel is compiled: a positive integer literal (`shared::<f32, 256>()`) or a #[constexpr] parameter (`shared::<f32, BLOCK>()`)");
+            return None;
+        };
+        Some(Stmt {
+            line,
+            kind: StmtKind::Shared {
+                name,
+                elem,
+                len: len_cpp,
             },
         })
     }
@@ -427,17 +520,21 @@ impl<'e> Lowering<'e> {
         let kind = match e {
             syn::Expr::If(ei) => {
                 let cond = self.cond(&ei.cond);
+                let entered = self.divergence.enter(line, &[&cond]);
                 let then = self.block(&ei.then_branch, tail.clone());
                 let els = ei
                     .else_branch
                     .as_ref()
                     .map(|(_, e)| self.else_block(e, tail.clone()));
+                self.divergence.leave(entered);
                 StmtKind::If { cond, then, els }
             }
             syn::Expr::While(w) => {
                 self.no_label(w.label.as_ref());
                 let cond = self.cond(&w.cond);
+                let entered = self.divergence.enter(line, &[&cond]);
                 let body = self.block(&w.body, Tail::Unit);
+                self.divergence.leave(entered);
                 StmtKind::While { cond, body }
             }
             syn::Expr::Loop(l) => {
@@ -455,6 +552,9 @@ impl<'e> Lowering<'e> {
                 let place = self.place(&a.left);
                 let value = self.expr(&a.right);
                 self.infer.unify(&place.ty, &value.ty);
+                if let ExprKind::Local(name) = &place.kind {
+                    self.divergence.assigned(name, &value);
+                }
                 StmtKind::Assign {
                     place,
                     op: None,
@@ -465,6 +565,9 @@ impl<'e> Lowering<'e> {
                 let op = compound(&b.op)?;
                 let place = self.place(&b.left);
                 let value = self.expr(&b.right);
+                if let ExprKind::Local(name) = &place.kind {
+                    self.divergence.assigned(name, &value);
+                }
                 if !op.is_shift() {
                     self.infer.unify(&place.ty, &value.ty);
                 }
@@ -490,6 +593,7 @@ impl<'e> Lowering<'e> {
                 StmtKind::Continue
             }
             syn::Expr::Return(r) => {
+                self.divergence.returned(line);
                 let v = r.expr.as_ref().map(|v| self.expr(v));
                 match (&v, &self.ret) {
                     (Some(v), ret) if *ret != Ty::Unit => {
@@ -568,7 +672,14 @@ impl<'e> Lowering<'e> {
         }
         self.scopes.push(Vec::new());
         let var = self.declare(ident, ty.clone());
+        let mut bounds = vec![&start, &end];
+        bounds.extend(step.as_ref());
+        let entered = self.divergence.enter(line, &bounds);
+        if entered {
+            self.divergence.assigned(&var, &start);
+        }
         let body = self.block(&f.body, Tail::Unit);
+        self.divergence.leave(entered);
         self.scopes.pop();
         Some(Stmt {
             line,
@@ -974,6 +1085,13 @@ impl<'e> Lowering<'e> {
             .last()
             .map(|s| s.ident.to_string())
             .unwrap_or_default();
+        if path.segments.len() == 1 && last == "sync_threads" {
+            return self.barrier(c);
+        }
+        if path.segments.len() == 1 && last == "shared" {
+            self.err(c.span(), "bind a shared array to a name where it is made: `let tile = shared::<f32, 256>();`");
+            return self.unknown();
+        }
         if path.segments.len() == 1 {
             if let Some(f) = THREAD_INDEX_FNS.iter().find(|f| **f == last) {
                 if !c.args.is_empty() {
@@ -1099,6 +1217,23 @@ impl<'e> Lowering<'e> {
         Expr {
             kind: ExprKind::Method(method, Box::new(recv), args),
             ty,
+        }
+    }
+
+    /// `sync_threads()`: the kernel's own, reached by every thread of the block.
+    fn barrier(&mut self, c: &syn::ExprCall) -> Expr {
+        if !c.args.is_empty() {
+            self.err(c.args.span(), "`sync_threads()` takes no arguments");
+        }
+        if !self.in_kernel {
+            self.err(c.span(), "`sync_threads()` is a kernel's: call it in the #[kernel] body, where the macro can see that every thread reaches it, not in a #[device] fn");
+        } else if let Some(problem) = self.divergence.barrier_problem() {
+            self.err(c.span(), problem);
+        }
+        self.barriers = true;
+        Expr {
+            kind: ExprKind::Barrier,
+            ty: Ty::Unit,
         }
     }
 
@@ -1241,6 +1376,23 @@ impl<'e> Lowering<'e> {
             kind: ExprKind::Struct(slot, fields),
             ty: Ty::Named(s.path.to_token_stream().to_string()),
         }
+    }
+}
+
+/// `shared::<..>()`, the one form a shared array is made in.
+fn shared_call(e: &syn::Expr) -> Option<&syn::ExprCall> {
+    match strip_parens(e) {
+        syn::Expr::Call(c) => match &*c.func {
+            syn::Expr::Path(p)
+                if p.qself.is_none()
+                    && p.path.segments.len() == 1
+                    && p.path.segments[0].ident == "shared" =>
+            {
+                Some(c)
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -11,6 +11,7 @@ mod attr;
 mod cpp;
 mod cpu;
 mod device;
+mod divergence;
 mod expand;
 mod ir;
 mod lower;

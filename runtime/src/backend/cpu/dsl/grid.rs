@@ -13,8 +13,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use super::coop::{Coop, DivergentBarrier};
+use super::shared::{BlockMemory, SharedTooLarge, SHARED_ARG};
 use crate::error::{Error, Result};
-use crate::kernel::view::OutOfBounds;
+use crate::kernel::view::{InOut, OutOfBounds};
 use crate::kernel::{LaunchConfig, PreparedLaunch};
 
 /// Where the running thread of the grid is: thread and block indices, block and grid dims. A
@@ -27,8 +29,12 @@ use crate::kernel::{LaunchConfig, PreparedLaunch};
 pub struct ThreadCtx {
     thread: [u32; 3],
     block: [u32; 3],
-    block_dim: [u32; 3],
+    pub(super) block_dim: [u32; 3],
     grid_dim: [u32; 3],
+    /// The block's shared memory (`shared::<T, N>()`), alive for the block's run.
+    memory: *const BlockMemory,
+    /// The thread's coroutine when the kernel has barriers ([`Coop`]); null otherwise.
+    coop: *const Coop,
 }
 
 impl ThreadCtx {
@@ -38,7 +44,45 @@ impl ThreadCtx {
         block: [0; 3],
         block_dim: [0; 3],
         grid_dim: [0; 3],
+        memory: std::ptr::null(),
+        coop: std::ptr::null(),
     };
+
+    /// This block's context for thread `thread`, running as the coroutine `coop`.
+    pub(super) fn for_thread(&self, thread: [u32; 3], coop: &Coop) -> ThreadCtx {
+        ThreadCtx {
+            thread,
+            coop,
+            ..*self
+        }
+    }
+
+    pub(super) fn coop(&self) -> Option<&Coop> {
+        // SAFETY: non-null only inside `each_thread_coop`, whose coroutine owns the `Coop` for
+        // as long as this context is used.
+        unsafe { self.coop.as_ref() }
+    }
+
+    /// Makes this the context `#[device]` fns read.
+    pub(super) fn publish(&self) {
+        CURRENT.set(*self);
+    }
+
+    pub(super) fn block_ids(&self) -> [u32; 3] {
+        self.block
+    }
+
+    /// Shared array `site` of the block: `len` elements of `T`, zeroed when the block's first
+    /// thread reaches it. The macro writes each `shared::<T, N>()` of a body as one of these.
+    #[inline]
+    pub fn shared<T: Copy>(&self, site: usize, len: usize) -> InOut<[T]> {
+        // SAFETY: `memory` is the running block's (`run_grid` sets it for the block's run).
+        let memory = unsafe { &*self.memory };
+        let raw = memory.region(site, len, std::mem::size_of::<T>());
+        // SAFETY: the region holds `len` zero-initialized `T`s (every DSL element type is valid
+        // as zero bytes), 16-aligned, for the block's run; only views of the block touch it.
+        unsafe { InOut::__from_raw(raw) }
+    }
 }
 
 thread_local! {
@@ -103,7 +147,7 @@ index_fns! {
 }
 
 /// Resets the thread-local context when a block that published it ends, unwinding included.
-struct Published;
+pub(super) struct Published;
 
 impl Drop for Published {
     fn drop(&mut self) {
@@ -185,11 +229,14 @@ pub fn run_grid<F: Fn(&ThreadCtx) + Sync>(prepared: &PreparedLaunch<'_>, run: F)
             ((b / u64::from(gx)) % u64::from(gy)) as u32,
             (b / (u64::from(gx) * u64::from(gy))) as u32,
         ];
+        let memory = BlockMemory::default();
         run(&ThreadCtx {
             thread: [0; 3],
             block,
             block_dim: [bx, by, bz],
             grid_dim: [gx, gy, gz],
+            memory: &memory,
+            coop: std::ptr::null(),
         });
     };
     let worker = || loop {
@@ -228,28 +275,54 @@ pub fn run_grid<F: Fn(&ThreadCtx) + Sync>(prepared: &PreparedLaunch<'_>, run: F)
 fn unwind_error(prepared: &PreparedLaunch<'_>, payload: Box<dyn std::any::Any + Send>) -> Error {
     let decl = prepared.decl();
     let kernel = decl.rust_name.as_ref();
-    match payload.downcast::<OutOfBounds>() {
-        Ok(oob) => Error::IndexOutOfBounds {
-            kernel: kernel.to_string(),
-            param: decl
-                .params
-                .iter()
-                .filter(|p| p.kind.in_launch_abi())
-                .nth(oob.arg as usize)
-                .map_or_else(|| "a buffer".to_string(), |p| p.name.to_string()),
-            index: oob.index,
-            len: oob.len,
-        },
-        Err(other) => {
-            let message = other
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| other.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic without a message".into());
-            Error::KernelPanic {
-                op: format!("kernel {kernel} (CPU build)"),
-                message,
-            }
+    let payload = match payload.downcast::<OutOfBounds>() {
+        Ok(oob) => {
+            let param = match oob.arg.checked_sub(SHARED_ARG) {
+                Some(site) => format!("shared array #{site}"),
+                None => decl
+                    .params
+                    .iter()
+                    .filter(|p| p.kind.in_launch_abi())
+                    .nth(oob.arg as usize)
+                    .map_or_else(|| "a buffer".to_string(), |p| p.name.to_string()),
+            };
+            return Error::IndexOutOfBounds {
+                kernel: kernel.to_string(),
+                param,
+                index: oob.index,
+                len: oob.len,
+            };
         }
+        Err(other) => other,
+    };
+    let payload = match payload.downcast::<DivergentBarrier>() {
+        Ok(d) => {
+            return Error::KernelPanic {
+                op: format!("kernel {kernel} (CPU build)"),
+                message: format!("the threads of block {:?} do not reach the same barrier: {}; every thread of a block must reach each sync_threads() (CUDA leaves this undefined)", d.block, d.message),
+            };
+        }
+        Err(other) => other,
+    };
+    let payload = match payload.downcast::<SharedTooLarge>() {
+        Ok(t) => {
+            return Error::KernelPanic {
+                op: format!("kernel {kernel} (CPU build)"),
+                message: format!(
+                    "shared array #{} would take {} bytes, more than a block can have",
+                    t.site, t.bytes
+                ),
+            };
+        }
+        Err(other) => other,
+    };
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into());
+    Error::KernelPanic {
+        op: format!("kernel {kernel} (CPU build)"),
+        message,
     }
 }

@@ -7,11 +7,15 @@
 //!
 //! - [`ops`]: the operators with the DSL's Rust semantics, shared with the C++ helpers;
 //! - [`grid`]: blocks across cores, threads in order, the thread-index functions;
+//! - [`coop`]: a block's threads as coroutines, for kernels with barriers;
+//! - [`shared`]: a block's shared memory;
 //! - [`args`]: buffers locked for the launch, scalars, structs and constexprs read back.
 
 pub mod args;
+pub mod coop;
 pub mod grid;
 pub mod ops;
+pub mod shared;
 
 use crate::error::{Error, Result};
 use crate::kernel::PreparedLaunch;
