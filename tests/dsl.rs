@@ -301,6 +301,24 @@ fn diverges(out: Out<[u32]>) {
     out[thread_id_x()] = 1;
 }
 
+/// Warp operations from every lane: a shuffle down, butterfly sum and max, a broadcast, votes
+/// and a 64-bit xor shuffle.
+#[kernel]
+fn warps(x: In<[f32]>, ints: In<[i64]>, out: Out<[f32]>, votes: Out<[u32]>, wide: Out<[i64]>) {
+    let i = global_id_x();
+    let v = x[i];
+    out[i * 4] = shfl_down(v, 3);
+    out[i * 4 + 1] = warp_reduce_sum(v);
+    out[i * 4 + 2] = warp_reduce_max(v);
+    out[i * 4 + 3] = shfl_idx(v, 5);
+    votes[i * 3] = ballot(lane_id() % 2 == 1);
+    let big: u32 = if any(v > 100.0) { 1 } else { 0 };
+    let sane: u32 = if all(v > -1000.0) { 1 } else { 0 };
+    votes[i * 3 + 1] = big;
+    votes[i * 3 + 2] = sane;
+    wide[i] = shfl_xor(ints[i], 1);
+}
+
 #[kernel]
 fn oob(x: In<[f32]>, y: Out<[f32]>, n: u32) {
     let i = global_id_x();
@@ -351,6 +369,7 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&hmix::DECL, vec![]),
         (&atomics::DECL, vec![]),
         (&block_sums::DECL, vec![ConstValue::U32(128)]),
+        (&warps::DECL, vec![]),
         (&diverges::DECL, vec![]),
         (&scale_kernel::DECL, vec![]),
         (&example::axpy::DECL, vec![]),
@@ -376,6 +395,7 @@ const TESTS: &[Test] = &[
     ("cpu_half_builtin_over_cuda_half", cpu_hmix),
     ("cpu_atomics_are_real_atomics_across_blocks", cpu_atomics),
     ("cpu_barriers_and_shared_memory", cpu_barriers),
+    ("cpu_warp_operations_follow_cuda", cpu_warps),
     ("cpu_out_of_bounds_is_an_error", cpu_oob),
     ("cpu_launch_stack_and_checks", cpu_stack),
     ("cpu_one_dsl_impl_serves_cpu_and_cuda_keys", cpu_op),
@@ -660,6 +680,67 @@ fn block_sums_reference() -> Vec<u32> {
         .collect()
 }
 
+/// (shuffles and reductions, votes, 64-bit shuffles) of `warps` over 2 blocks of 64 threads.
+type WarpsOut = (Vec<f32>, Vec<u32>, Vec<i64>);
+
+fn warp_inputs() -> (Vec<f32>, Vec<i64>) {
+    let mut x: Vec<f32> = (0..128)
+        .map(|i| (i * 37 % 101) as f32 * 1.25 - 50.0)
+        .collect();
+    x[40] = 500.0;
+    let ints = (0..128i64).map(|i| i * 1_000_000_007 - 3).collect();
+    (x, ints)
+}
+
+fn run_warps(device: Device) -> opbox::Result<WarpsOut> {
+    let (x, ints) = warp_inputs();
+    let x = Tensor::from_vec(x, &[128])?.to(device)?;
+    let ints = Tensor::from_vec(ints, &[128])?.to(device)?;
+    let out = Tensor::zeros(&[128 * 4], DType::F32, device)?;
+    let votes = Tensor::zeros(&[128 * 3], DType::U32, device)?;
+    let wide = Tensor::zeros(&[128], DType::I64, device)?;
+    let cfg = LaunchConfig {
+        grid: (2, 1, 1),
+        block: (64, 1, 1),
+        shared_mem_bytes: 0,
+        stream: None,
+    };
+    warps::launch(cfg, &x, &ints, &out, &votes, &wide)?;
+    Ok((out.to_vec()?, votes.to_vec()?, wide.to_vec()?))
+}
+
+/// CUDA's warp semantics in plain Rust, the butterfly in CUDA's order.
+fn warps_reference() -> WarpsOut {
+    let (x, ints) = warp_inputs();
+    let (mut out, mut votes, mut wide) = (Vec::new(), Vec::new(), Vec::new());
+    for warp in x.chunks(32).zip(ints.chunks(32)) {
+        let (xs, is) = warp;
+        let butterfly = |f: fn(f32, f32) -> f32| {
+            let mut v = xs.to_vec();
+            for o in [16, 8, 4, 2, 1] {
+                v = (0..32).map(|l| f(v[l], v[l ^ o])).collect();
+            }
+            v
+        };
+        let (sum, max) = (butterfly(|a, b| a + b), butterfly(f32::max));
+        for l in 0..32 {
+            out.extend([
+                xs[if l + 3 < 32 { l + 3 } else { l }],
+                sum[l],
+                max[l],
+                xs[5],
+            ]);
+            votes.extend([
+                0xaaaa_aaaa,
+                u32::from(xs.iter().any(|v| *v > 100.0)),
+                u32::from(xs.iter().all(|v| *v > -1000.0)),
+            ]);
+            wide.push(is[l ^ 1]);
+        }
+    }
+    (out, votes, wide)
+}
+
 fn run_affine(device: Device) -> opbox::Result<Vec<f32>> {
     let x = Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 8.0], &[4])?.to(device)?;
     let y = Tensor::zeros(&[4], DType::F32, device)?;
@@ -858,6 +939,20 @@ fn cpu_barriers() -> TestResult {
         )?,
         other => return Err(format!("a divergent barrier: {other:?}")),
     }
+    Ok(Outcome::Pass)
+}
+
+fn cpu_warps() -> TestResult {
+    let (got, want) = (run_warps(Device::Cpu).map_err(s)?, warps_reference());
+    ensure(
+        got.0
+            .iter()
+            .zip(&want.0)
+            .all(|(a, b)| a.to_bits() == b.to_bits()),
+        || format!("shuffles and reductions: {:?}", got.0),
+    )?;
+    ensure(got.1 == want.1, || format!("votes: {:?}", got.1))?;
+    ensure(got.2 == want.2, || format!("64-bit shuffles: {:?}", got.2))?;
     Ok(Outcome::Pass)
 }
 

@@ -233,6 +233,27 @@ template <class T, class I> __device__ inline T atomic_cas(const Slice<T>& s, I 
   return (T)atomicCAS(reinterpret_cast<W*>(atomic_at(s, i)), (W)compare, (W)v);
 }
 
+// Warp operations over the full mask (every lane of the warp takes part), the CPU build's
+// emulation (`opbox::dsl` warp fns) computes the same; the reductions are a butterfly of
+// shfl_xor with the DSL's own add and max, so every lane gets the same bits on both sides.
+template <class T> __device__ inline T shfl_down(T v, unsigned int d) { return __shfl_down_sync(0xffffffffu, v, d); }
+template <class T> __device__ inline T shfl_xor(T v, unsigned int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+template <class T> __device__ inline T shfl_idx(T v, unsigned int l) { return __shfl_sync(0xffffffffu, v, l); }
+__device__ inline unsigned int ballot(bool p) { return __ballot_sync(0xffffffffu, p); }
+__device__ inline bool any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
+__device__ inline bool all(bool p) { return __all_sync(0xffffffffu, p) != 0; }
+__device__ inline unsigned int lane_id() {
+  return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u;
+}
+template <class T> __device__ inline T warp_reduce_sum(T v) {
+  for (unsigned int o = 16; o > 0; o >>= 1) v = add(v, shfl_xor(v, o));
+  return v;
+}
+template <class T> __device__ inline T warp_reduce_max(T v) {
+  for (unsigned int o = 16; o > 0; o >>= 1) v = max(v, shfl_xor(v, o));
+  return v;
+}
+
 // Range loops, as Rust's iterators step: `a..b` (exclusive) and `.step_by(s)`; the next index
 // is computed without overflowing past the end.
 template <class T> __device__ inline T step_next(T i, T end, unsigned long long s) {
@@ -341,6 +362,60 @@ pub fn dsl_atomic_list() -> String {
 /// The atomic method named `name`, if there is one.
 pub fn dsl_atomic(name: &str) -> Option<&'static DslAtomic> {
     DSL_ATOMICS.iter().find(|a| a.rust == name)
+}
+
+/// What a warp fn returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarpReturns {
+    /// The first argument's type.
+    Value,
+    U32,
+    Bool,
+}
+
+/// A warp fn of the DSL (`shfl_down(v, 1)`): its name (also its C++ helper's in `opbox_dsl` and
+/// the CPU build's method), its argument count and what it returns. The one list the macro's
+/// lowering, its CPU rewrite and the C++ helpers follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DslWarpFn {
+    pub rust: &'static str,
+    pub args: usize,
+    pub returns: WarpReturns,
+}
+
+const fn w(rust: &'static str, args: usize, returns: WarpReturns) -> DslWarpFn {
+    DslWarpFn {
+        rust,
+        args,
+        returns,
+    }
+}
+
+pub const DSL_WARP_FNS: &[DslWarpFn] = &[
+    w("shfl_down", 2, WarpReturns::Value),
+    w("shfl_xor", 2, WarpReturns::Value),
+    w("shfl_idx", 2, WarpReturns::Value),
+    w("ballot", 1, WarpReturns::U32),
+    w("any", 1, WarpReturns::Bool),
+    w("all", 1, WarpReturns::Bool),
+    w("warp_reduce_sum", 1, WarpReturns::Value),
+    w("warp_reduce_max", 1, WarpReturns::Value),
+    w("lane_id", 0, WarpReturns::U32),
+];
+
+/// The element types a warp shuffle or reduction moves (CUDA's `__shfl_*_sync` overloads).
+pub const WARP_VALUE_TYPES: &[ElemType] = &[
+    ElemType::I32,
+    ElemType::U32,
+    ElemType::I64,
+    ElemType::U64,
+    ElemType::F32,
+    ElemType::F64,
+];
+
+/// The warp fn named `name`, if there is one.
+pub fn dsl_warp_fn(name: &str) -> Option<&'static DslWarpFn> {
+    DSL_WARP_FNS.iter().find(|f| f.rust == name)
 }
 
 /// How a numeric method of the DSL maps to C++: `(Rust method, C++ helper in opbox_dsl, argument

@@ -325,6 +325,10 @@ impl<'a> Cpp<'a> {
             }
             ExprKind::Len(x) => format!("{}.len()", self.expr(x)),
             ExprKind::Barrier => "__syncthreads()".into(),
+            ExprKind::Warp(f, args) => {
+                let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+                format!("opbox_dsl::{f}({})", args.join(", "))
+            }
             ExprKind::Load4(x, i) => {
                 format!("opbox_dsl::load4({}, {})", self.expr(x), self.expr(i))
             }

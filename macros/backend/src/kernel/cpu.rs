@@ -4,7 +4,7 @@
 //! rest (comparisons, `& | ^ !`, indexing, calls, control flow) is left exactly as written, so
 //! rustc type-checks the user's own code.
 
-use opbox_codegen::cuda::dsl_prelude::{dsl_method, MethodOn, THREAD_INDEX_FNS};
+use opbox_codegen::cuda::dsl_prelude::{dsl_method, dsl_warp_fn, MethodOn, THREAD_INDEX_FNS};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -82,6 +82,19 @@ impl VisitMut for Rewrite {
             syn::Expr::Cast(c) => {
                 let (x, t) = (&c.expr, &c.ty);
                 Some(quote_spanned!(c.span()=> #ops::cast::<#t, _>(#x)))
+            }
+            // Warp fns become the thread context's methods, which exchange with the warp.
+            syn::Expr::Call(c)
+                if self.kernel
+                    && matches!(&*c.func, syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| dsl_warp_fn(&i.to_string()).is_some())) =>
+            {
+                match &*c.func {
+                    syn::Expr::Path(p) => p.path.get_ident().map(|i| {
+                        let args = c.args.iter();
+                        quote_spanned!(c.span()=> __opbox_ctx.#i(#(#args),*))
+                    }),
+                    _ => None,
+                }
             }
             syn::Expr::Call(c) if self.kernel && c.args.is_empty() => match &*c.func {
                 syn::Expr::Path(p) if p.path.is_ident("sync_threads") => {

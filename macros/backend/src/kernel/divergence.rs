@@ -25,7 +25,7 @@ impl Divergence {
             ExprKind::ThreadIndex(f) => f.starts_with("thread_id") || f.starts_with("global_id"),
             ExprKind::Local(name) => self.varying.iter().any(|v| v == name),
             ExprKind::Index(base, i) => self.varies(base) || self.varies(i),
-            ExprKind::Atomic(..) | ExprKind::Load4(..) => true,
+            ExprKind::Atomic(..) | ExprKind::Load4(..) | ExprKind::Warp(..) => true,
             ExprKind::Lit(..) | ExprKind::Bool(_) | ExprKind::Raw(_) | ExprKind::Barrier => false,
             ExprKind::Unary(_, x) | ExprKind::Cast(x, _) | ExprKind::Field(x, _) => self.varies(x),
             ExprKind::Len(x) => self.varies(x),

@@ -245,6 +245,8 @@ pub(crate) enum ExprKind {
     Atomic(&'static str, Box<Expr>, Box<Expr>, Vec<Expr>),
     /// `sync_threads()`: `__syncthreads()`.
     Barrier,
+    /// A warp fn (`DslWarpFn::rust`, also its C++ helper's name) and its arguments.
+    Warp(&'static str, Vec<Expr>),
     /// `if c { a } else { b }` as a value (both branches a single expression).
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
     /// `Color { r, g, b }`: the type's name slot and the fields in written order.

@@ -4,7 +4,8 @@
 
 use opbox_codegen::cpp_ident::is_keyword;
 use opbox_codegen::cuda::dsl_prelude::{
-    dsl_atomic, dsl_atomic_list, dsl_method, dsl_method_list, DslAtomic, THREAD_INDEX_FNS,
+    dsl_atomic, dsl_atomic_list, dsl_method, dsl_method_list, dsl_warp_fn, DslAtomic, DslWarpFn,
+    WarpReturns, THREAD_INDEX_FNS, WARP_VALUE_TYPES,
 };
 use opbox_codegen::cuda::ElemType;
 use proc_macro2::Span;
@@ -1088,6 +1089,11 @@ impl<'e> Lowering<'e> {
         if path.segments.len() == 1 && last == "sync_threads" {
             return self.barrier(c);
         }
+        if path.segments.len() == 1 {
+            if let Some(f) = dsl_warp_fn(&last) {
+                return self.warp(c, f);
+            }
+        }
         if path.segments.len() == 1 && last == "shared" {
             self.err(c.span(), "bind a shared array to a name where it is made: `let tile = shared::<f32, 256>();`");
             return self.unknown();
@@ -1216,6 +1222,56 @@ impl<'e> Lowering<'e> {
         };
         Expr {
             kind: ExprKind::Method(method, Box::new(recv), args),
+            ty,
+        }
+    }
+
+    /// A warp fn (`shfl_down(v, 1)`, `ballot(p)`, `warp_reduce_sum(v)`, ...): the kernel's
+    /// own, as barriers are (the CPU build runs its block's threads as coroutines).
+    fn warp(&mut self, c: &syn::ExprCall, f: &'static DslWarpFn) -> Expr {
+        let name = f.rust;
+        if !self.in_kernel {
+            self.err(c.span(), format!("`{name}()` is a kernel's: call it in the #[kernel] body, not in a #[device] fn"));
+        }
+        if c.args.len() != f.args {
+            self.err(c.span(), format!("`{name}()` takes {} argument(s)", f.args));
+            return self.unknown();
+        }
+        let args: Vec<Expr> = c.args.iter().map(|a| self.expr(a)).collect();
+        let ty = match f.returns {
+            WarpReturns::U32 => {
+                for a in &args {
+                    self.infer.unify(&a.ty, &Ty::Prim(ElemType::Bool));
+                }
+                Ty::Prim(ElemType::U32)
+            }
+            WarpReturns::Bool => {
+                for a in &args {
+                    self.infer.unify(&a.ty, &Ty::Prim(ElemType::Bool));
+                }
+                Ty::Prim(ElemType::Bool)
+            }
+            WarpReturns::Value => {
+                if let Some(lane) = args.get(1) {
+                    self.infer.unify(&lane.ty, &Ty::Prim(ElemType::U32));
+                }
+                let v = args
+                    .first()
+                    .map_or(Ty::Unknown, |a| self.infer.shallow(&a.ty));
+                match v {
+                    Ty::Prim(t) if !WARP_VALUE_TYPES.contains(&t) => {
+                        let names: Vec<&str> =
+                            WARP_VALUE_TYPES.iter().map(|t| t.rust_name()).collect();
+                        self.err(c.args.span(), format!("`{name}()` moves {}, not {}: CUDA's warp shuffles have no {} form; cast to one of those and back", names.join(", "), t.rust_name(), t.rust_name()));
+                        Ty::Unknown
+                    }
+                    other => other,
+                }
+            }
+        };
+        self.barriers = true;
+        Expr {
+            kind: ExprKind::Warp(name, args),
             ty,
         }
     }

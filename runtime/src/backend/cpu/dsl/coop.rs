@@ -13,6 +13,8 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::grid::{Published, ThreadCtx};
+use super::ops::{Arith, Num};
+use super::warp::{WarpExchange, WarpOp, WarpValue, WARP_SIZE};
 
 /// What a thread's context points at while it runs as a coroutine.
 pub(crate) struct Coop {
@@ -20,6 +22,20 @@ pub(crate) struct Coop {
     /// Whether the kernel's `#[device]` fns read the thread-local context, which another
     /// thread's turn overwrites: written again after each barrier.
     publish: bool,
+    /// The block's warps' exchanges, by warp.
+    warps: *const RefCell<Vec<WarpExchange>>,
+}
+
+/// What a suspended thread yields: a barrier's number, or this for a warp operation.
+const AT_WARP_OP: u32 = u32::MAX;
+
+/// Where a thread of a cooperative block is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    Runnable,
+    Barrier(u32),
+    WarpOp,
+    Done,
 }
 
 /// Why a block stopped: its threads disagreed at a barrier.
@@ -76,6 +92,11 @@ impl ThreadCtx {
         let count = bx as usize * by as usize * bz as usize;
         let _reset = publish.then_some(Published);
         let body = &body;
+        let warps = RefCell::new(vec![
+            WarpExchange::default();
+            count.div_ceil(WARP_SIZE as usize)
+        ]);
+        let warps_ptr: *const RefCell<Vec<WarpExchange>> = &warps;
         let mut threads: Vec<Thread> = Vec::with_capacity(count);
         for t in 0..count as u32 {
             let thread = [t % bx, (t / bx) % by, t / (bx * by)];
@@ -84,6 +105,7 @@ impl ThreadCtx {
                 let coop = Coop {
                     yielder: yielder as *const _,
                     publish,
+                    warps: warps_ptr,
                 };
                 let ctx = base.for_thread(thread, &coop);
                 if publish {
@@ -94,45 +116,28 @@ impl ThreadCtx {
             let run: ThreadRun<'_> = Box::new(run);
             // SAFETY: corosensei asks for 'static because a coroutine may outlive its maker;
             // these do not: every one is finished or dropped (which unwinds its stack) before
-            // this function returns or unwinds, while `body` and `self` are still borrowed.
+            // this function returns or unwinds, while `body`, `warps` and `self` are borrowed.
             let run: ThreadRun<'static> = unsafe { std::mem::transmute(run) };
             threads.push(Coroutine::with_stack(take_stack(), run));
         }
-        let mut done = vec![false; count];
-        let mut finished = 0usize;
+        let mut state = vec![State::Runnable; count];
         loop {
-            // (barrier, first thread there) of this round.
-            let mut waiting: Option<(u32, usize)> = None;
-            let mut at_barrier = 0usize;
             for (i, thread) in threads.iter_mut().enumerate() {
-                if done[i] {
+                if state[i] != State::Runnable {
                     continue;
                 }
-                match thread.resume(()) {
-                    CoroutineResult::Yield(site) => {
-                        at_barrier += 1;
-                        match waiting {
-                            None => waiting = Some((site, i)),
-                            Some((other, first)) if other != site => {
-                                drop(threads);
-                                self.diverged(format!("thread {} waits at sync_threads() #{other} and thread {i} at #{site}", first));
-                            }
-                            Some(_) => {}
-                        }
-                    }
-                    CoroutineResult::Return(()) => {
-                        done[i] = true;
-                        finished += 1;
-                    }
-                }
+                state[i] = match thread.resume(()) {
+                    CoroutineResult::Yield(AT_WARP_OP) => State::WarpOp,
+                    CoroutineResult::Yield(site) => State::Barrier(site),
+                    CoroutineResult::Return(()) => State::Done,
+                };
             }
-            let Some((site, first)) = waiting else {
-                break;
-            };
-            if finished > 0 {
-                let gone = done.iter().position(|d| *d).unwrap_or(0);
+            if let Some(problem) = self.release(&mut state, &warps) {
                 drop(threads);
-                self.diverged(format!("thread {first} waits at sync_threads() #{site}, but thread {gone} returned without reaching it ({at_barrier} of {count} threads wait)"));
+                self.diverged(problem);
+            }
+            if state.iter().all(|s| *s == State::Done) {
+                break;
             }
         }
         STACKS.with(|s| {
@@ -141,6 +146,145 @@ impl ThreadCtx {
                 pool.push(thread.into_stack());
             }
         });
+    }
+
+    /// Lets the threads that can go on go on: a warp whose live lanes all wait at a warp
+    /// operation gets its results; else a barrier that every thread waits at opens. Returns
+    /// why the block cannot go on, if it cannot.
+    fn release(&self, state: &mut [State], warps: &RefCell<Vec<WarpExchange>>) -> Option<String> {
+        let mut progressed = false;
+        for (w, exchange) in warps.borrow_mut().iter_mut().enumerate() {
+            let lanes = w * WARP_SIZE as usize..((w + 1) * WARP_SIZE as usize).min(state.len());
+            let waiting = state[lanes.clone()]
+                .iter()
+                .filter(|s| **s == State::WarpOp)
+                .count();
+            let live = state[lanes.clone()]
+                .iter()
+                .filter(|s| **s != State::Done)
+                .count();
+            if waiting == 0 || waiting != live {
+                continue;
+            }
+            if let Err(e) = exchange.complete() {
+                return Some(format!("in warp {w}, {e}"));
+            }
+            for s in &mut state[lanes] {
+                if *s == State::WarpOp {
+                    *s = State::Runnable;
+                }
+            }
+            progressed = true;
+        }
+        if progressed {
+            return None;
+        }
+        let first = state.iter().position(|s| *s != State::Done)?;
+        match state[first] {
+            State::Barrier(site) => {
+                if let Some(other) = state.iter().position(|s| *s != State::Barrier(site)) {
+                    let what = match state[other] {
+                        State::Done => "returned without reaching it".to_string(),
+                        State::Barrier(o) => format!("waits at sync_threads() #{o}"),
+                        _ => "waits at a warp operation".to_string(),
+                    };
+                    let waiting = state.iter().filter(|s| **s == State::Barrier(site)).count();
+                    return Some(format!("thread {first} waits at sync_threads() #{site}, but thread {other} {what} ({waiting} of {} threads wait)", state.len()));
+                }
+                for s in state.iter_mut() {
+                    *s = State::Runnable;
+                }
+                None
+            }
+            State::WarpOp | State::Runnable | State::Done => {
+                let stuck = state
+                    .iter()
+                    .position(|s| *s == State::WarpOp)
+                    .unwrap_or(first);
+                Some(format!("thread {stuck} waits at a warp operation that lanes of its warp do not reach (they wait at a barrier)"))
+            }
+        }
+    }
+
+    /// Deposits this lane's part of a warp operation, waits for its warp, and returns its
+    /// result. Outside a cooperative block (never in generated code) the lane is alone.
+    fn exchange(&self, op: WarpOp, bits: u64) -> u64 {
+        let Some(coop) = self.coop() else {
+            return bits;
+        };
+        let linear = self.linear_thread() as usize;
+        let (warp, lane) = (linear / WARP_SIZE as usize, linear % WARP_SIZE as usize);
+        // SAFETY: the exchanges live for the block's run (`each_thread_coop`), as this
+        // coroutine does; borrows of them never span a suspension.
+        let warps = unsafe { &*coop.warps };
+        warps.borrow_mut()[warp].deposit(lane, op, bits);
+        // SAFETY: as in `sync_threads`.
+        unsafe { &*coop.yielder }.suspend(AT_WARP_OP);
+        if coop.publish {
+            self.publish();
+        }
+        let result = warps.borrow()[warp].result(lane);
+        result
+    }
+
+    /// `__shfl_down_sync(full, v, delta)`.
+    #[inline]
+    pub fn shfl_down<T: WarpValue>(&self, v: T, delta: u32) -> T {
+        T::from_bits64(self.exchange(WarpOp::Down(delta), v.to_bits64()))
+    }
+
+    /// `__shfl_xor_sync(full, v, mask)`.
+    #[inline]
+    pub fn shfl_xor<T: WarpValue>(&self, v: T, mask: u32) -> T {
+        T::from_bits64(self.exchange(WarpOp::Xor(mask), v.to_bits64()))
+    }
+
+    /// `__shfl_sync(full, v, lane)`.
+    #[inline]
+    pub fn shfl_idx<T: WarpValue>(&self, v: T, lane: u32) -> T {
+        T::from_bits64(self.exchange(WarpOp::Idx(lane), v.to_bits64()))
+    }
+
+    /// `__ballot_sync(full, p)`: bit `l` is lane `l`'s predicate.
+    #[inline]
+    pub fn ballot(&self, p: bool) -> u32 {
+        self.exchange(WarpOp::Ballot, u64::from(p)) as u32
+    }
+
+    /// `__any_sync(full, p)`.
+    #[inline]
+    pub fn any(&self, p: bool) -> bool {
+        self.exchange(WarpOp::Any, u64::from(p)) != 0
+    }
+
+    /// `__all_sync(full, p)`.
+    #[inline]
+    pub fn all(&self, p: bool) -> bool {
+        self.exchange(WarpOp::All, u64::from(p)) != 0
+    }
+
+    /// This thread's lane in its warp.
+    #[inline]
+    pub fn lane_id(&self) -> u32 {
+        self.linear_thread() % WARP_SIZE
+    }
+
+    /// The warp's sum, in every lane: five rounds of `shfl_xor` with the DSL's `+`.
+    pub fn warp_reduce_sum<T: WarpValue + Arith>(&self, v: T) -> T {
+        let mut v = v;
+        for o in [16, 8, 4, 2, 1] {
+            v = v.add(self.shfl_xor(v, o));
+        }
+        v
+    }
+
+    /// The warp's maximum (the DSL's `max`), in every lane.
+    pub fn warp_reduce_max<T: WarpValue + Num>(&self, v: T) -> T {
+        let mut v = v;
+        for o in [16, 8, 4, 2, 1] {
+            v = v.max(self.shfl_xor(v, o));
+        }
+        v
     }
 
     fn diverged(&self, what: String) -> ! {

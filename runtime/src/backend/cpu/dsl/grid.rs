@@ -72,6 +72,13 @@ impl ThreadCtx {
         self.block
     }
 
+    /// The thread's index in its block, `x` fastest (what CUDA numbers lanes by).
+    pub(super) fn linear_thread(&self) -> u32 {
+        let [x, y, z] = self.thread;
+        let [bx, by, _] = self.block_dim;
+        x + bx * (y + by * z)
+    }
+
     /// Shared array `site` of the block: `len` elements of `T`, zeroed when the block's first
     /// thread reaches it. The macro writes each `shared::<T, N>()` of a body as one of these.
     #[inline]

@@ -9,6 +9,7 @@
 //! - [`grid`]: blocks across cores, threads in order, the thread-index functions;
 //! - [`coop`]: a block's threads as coroutines, for kernels with barriers;
 //! - [`shared`]: a block's shared memory;
+//! - [`warp`]: warp shuffles and votes, emulated over a warp's 32 lanes;
 //! - [`args`]: buffers locked for the launch, scalars, structs and constexprs read back.
 
 pub mod args;
@@ -16,6 +17,7 @@ pub mod coop;
 pub mod grid;
 pub mod ops;
 pub mod shared;
+pub mod warp;
 
 use crate::error::{Error, Result};
 use crate::kernel::PreparedLaunch;
