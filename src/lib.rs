@@ -107,12 +107,27 @@ pub mod native {
 /// pack ([`kernel::PreparedLaunch`]), runtime-typed launches from a stack, and the registry.
 pub mod kernel {
     pub use opbox_runtime::kernel::{
-        kernel_arg_adapters, launch, launch_stack, lower_any, lower_stack, lower_value, prepare,
-        register_kernel_arg_adapter, registered_kernels, select_kernels, struct_bytes, submit,
-        Access, ConstexprArg, ConstexprEnum, DerivedKernelArg, ExternKernelRegistration, In, InOut,
-        KernelArgAdapter, KernelArgStruct, KernelHandle, LaunchArg, LaunchConfig, NativeBytes, Out,
-        OwnedArg, ParamBuffer, PreparedLaunch, SpecTable, StackArgs, Stream, StructBytes,
-        MAX_LAUNCH_ARGS, MAX_PARAM_BYTES,
+        kernel_arg_adapters, launch, launch_group, launch_stack, lower_any, lower_stack,
+        lower_value, prepare, register_kernel_arg_adapter, registered_kernels, select_kernels,
+        struct_bytes, submit, Access, ConstexprArg, ConstexprEnum, DerivedKernelArg,
+        ExternKernelRegistration, In, InOut, KernelArgAdapter, KernelArgStruct, KernelGroup,
+        KernelHandle, LaunchArg, LaunchConfig, NativeBytes, Out, OwnedArg, ParamBuffer,
+        PreparedLaunch, SpecTable, StackArgs, Stream, StructBytes, MAX_LAUNCH_ARGS,
+        MAX_PARAM_BYTES,
+    };
+}
+
+/// Kernel graphs: launches recorded without running ([`graph::record`], [`graph::record_op`];
+/// each kernel's `launch_in(r, cfg, ..)`), their dependencies derived from what each reads and
+/// writes ([`graph::Graph::edges`], [`graph::Graph::to_dot`]), run now on a stream pool
+/// ([`graph::Graph::launch`]) or instantiated as a CUDA graph and replayed with re-bound
+/// tensors (`Graph::instantiate`, `GraphExec::replay`).
+pub mod graph {
+    #[cfg(feature = "cuda")]
+    pub use opbox_runtime::graph::GraphExec;
+    pub use opbox_runtime::graph::{
+        record, record_named, record_op, recording, Bindings, Edge, Graph, Hazards, NodeId,
+        Recorder, Region,
     };
 }
 
@@ -254,10 +269,11 @@ pub mod __private {
             BuildRef, ConstValue, ConstexprStyle, ElemType, EntryAbi, EnumParam, IncludeEdge,
             KernelDecl, NativeParam, Param, ParamKind, ScalarType, SourceFile,
         };
+        pub use opbox_runtime::graph::{NodeId, Recorder};
         pub use opbox_runtime::kernel::{
-            launch, ConstexprArg, ConstexprEnum, DerivedKernelArg, ExternKernelRegistration,
-            KernelArg, KernelArgStruct, KernelHandle, LaunchArg, LaunchConfig, NativeBytes,
-            OwnedArg,
+            launch, launch_group, ConstexprArg, ConstexprEnum, DerivedKernelArg,
+            ExternKernelRegistration, KernelArg, KernelArgStruct, KernelGroup, KernelHandle,
+            LaunchArg, LaunchConfig, NativeBytes, OwnedArg,
         };
     }
 }

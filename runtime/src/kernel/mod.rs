@@ -8,11 +8,13 @@
 //!   records.
 //! - [`launch`](mod@launch): prepare, then submit to the tensors' backend.
 //! - [`stack`]: runtime-typed launches from a `StableValue` stack.
+//! - [`group`]: kernels dispatched as one unit ([`KernelGroup`]).
 //! - [`handle`]: the per-declaration [`KernelHandle`] where backends cache what they loaded.
 //! - [`registry`]: every `#[extern_kernel]` linked in.
 
 pub mod arg;
 pub mod config;
+pub mod group;
 pub mod handle;
 pub mod launch;
 pub mod lowered;
@@ -27,6 +29,7 @@ pub use arg::{
     NativeBytes, OwnedArg,
 };
 pub use config::{LaunchConfig, Stream};
+pub use group::{launch_group, KernelGroup};
 pub use handle::{KernelHandle, SpecTable};
 pub use launch::{launch, submit};
 pub use prepare::{prepare, Access, ParamBuffer, PreparedLaunch, MAX_LAUNCH_ARGS, MAX_PARAM_BYTES};

@@ -19,6 +19,19 @@ use crate::tensor::Device;
 static LAST_LAUNCHED: [AtomicPtr<KernelDecl>; MAX_DEVICES] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];
 
+/// The name of the last kernel graph replayed per device, when no kernel was launched there
+/// after it (a launch clears the kernel slot's null): what [`synchronize`] names then.
+static LAST_GRAPH: [AtomicPtr<String>; MAX_DEVICES] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];
+
+/// Notes that graph `name` is the last work launched on `cuda:ordinal`.
+pub(crate) fn note_graph(ordinal: usize, name: &'static String) {
+    if let (Some(kernel), Some(graph)) = (LAST_LAUNCHED.get(ordinal), LAST_GRAPH.get(ordinal)) {
+        graph.store((name as *const String).cast_mut(), Ordering::Relaxed);
+        kernel.store(std::ptr::null_mut(), Ordering::Relaxed);
+    }
+}
+
 /// Loads (first time only) and launches `prepared` on its CUDA device.
 pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
     let handle = prepared.handle();
@@ -166,7 +179,25 @@ pub fn synchronize(ordinal: usize) -> Result<()> {
         // `&'static KernelHandle`), which lives for the whole process.
         let kernel = match unsafe { last.as_ref() } {
             Some(d) => d.rust_name.to_string(),
-            None => format!("device cuda:{ordinal}"),
+            None => {
+                let graph = LAST_GRAPH
+                    .get(ordinal)
+                    .map(|p| p.load(Ordering::Relaxed))
+                    .unwrap_or(std::ptr::null_mut());
+                // SAFETY: LAST_GRAPH only ever holds null or an interned, leaked `&'static
+                // String` (graph/exec.rs), alive for the whole process.
+                match unsafe { graph.as_ref() } {
+                    Some(name) => {
+                        return Error::Graph {
+                            graph: name.clone(),
+                            message: format!(
+                                "a kernel on cuda:{ordinal} failed during a replay (reported at synchronization; this graph was the last work launched there): {e}"
+                            ),
+                        }
+                    }
+                    None => format!("device cuda:{ordinal}"),
+                }
+            }
         };
         Error::Cuda {
             kernel,
