@@ -33,7 +33,7 @@
 //! body cannot name the library's marker module through `super::`).
 
 pub use opbox_macros::{builtin, ConstexprEnum, KernelArg, NativeType};
-pub use opbox_macros::{device, kernel};
+pub use opbox_macros::{device, kernel, kernel_group};
 pub use opbox_macros::{extern_kernel, stable_fragment, stable_impl, stable_library};
 
 // Each public item is re-exported once, by name: the runtime's own module tree (its typemap,
@@ -226,9 +226,9 @@ pub mod prelude {
     };
     pub use crate::kernel::{In, InOut, LaunchConfig, Out};
     pub use crate::{
-        device, extern_kernel, kernel, op, stable_fragment, stable_impl, stable_library, DType,
-        Device, DispatchKey, Error, Generator, Layout, Library, MemoryFormat, OpHandle, OpTag,
-        Result, Scalar, StableValue, Stack, Stream, Tensor,
+        device, extern_kernel, kernel, kernel_group, op, stable_fragment, stable_impl,
+        stable_library, DType, Device, DispatchKey, Error, Generator, Layout, Library,
+        MemoryFormat, OpHandle, OpTag, Result, Scalar, StableValue, Stack, Stream, Tensor,
     };
 }
 

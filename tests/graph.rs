@@ -40,6 +40,43 @@ fn add(a: In<[f32]>, b: In<[f32]>, out: Out<[f32]>, n: u32) {
     }
 }
 
+/// x = x * s, then x = x + s: one node of a graph.
+#[kernel_group]
+mod step {
+    use super::*;
+
+    #[kernel]
+    fn times(x: InOut<[f32]>, s: f32, n: u32) {
+        let i = global_id_x();
+        if i < n {
+            x[i] *= s;
+        }
+    }
+
+    #[kernel]
+    fn plus(x: InOut<[f32]>, s: f32, n: u32) {
+        let i = global_id_x();
+        if i < n {
+            x[i] += s;
+        }
+    }
+}
+
+/// out = a * x, then out += x.
+#[kernel_group]
+mod axpx {
+    use super::*;
+
+    #[extern_kernel(source = "kernels/graph_group.cu")]
+    fn grp_scale(x: In<[f32]>, out: InOut<[f32]>, a: f32, n: i64);
+
+    #[extern_kernel(source = "kernels/graph_group.cu")]
+    fn grp_addx(x: In<[f32]>, out: InOut<[f32]>, a: f32, n: i64);
+}
+
+#[extern_kernel(source = "kernels/fault.cu")]
+fn write_out_of_bounds(out: Out<[f32]>);
+
 #[stable_library(graph_ops)]
 fn graph_ops(m: &mut Library) {
     m.def("axpb(Tensor x, float a, float b) -> Tensor");
@@ -63,14 +100,22 @@ const TESTS: &[Test] = &[
     ("record_op_captures_every_launch", record_op_cpu),
     ("launch_on_another_device_is_refused", wrong_device),
     ("dot_draws_nodes_and_hazards", dot),
+    ("a_group_is_one_node", group_cpu),
     ("nvrtc_compiles_every_recorded_kernel", nvrtc),
     ("cuda_graph_replays_with_new_tensors", gpu_replay),
     ("cuda_graph_refuses_mismatched_bindings", gpu_mismatch),
     ("cuda_eager_diamond_equals_serial", gpu_diamond),
     ("cuda_record_op_replays", gpu_record_op),
+    ("cuda_extern_group_replays_as_one_node", gpu_group),
+    ("cuda_fault_in_replay_names_the_graph", gpu_fault),
 ];
 
+const CHILD_FAULT: &str = "--child-fault";
+
 fn main() -> ExitCode {
+    if std::env::args().any(|a| a == CHILD_FAULT) {
+        return child_fault();
+    }
     harness::run(TESTS)
 }
 
@@ -289,7 +334,20 @@ fn dot() -> TestResult {
 
 fn nvrtc() -> TestResult {
     with_nvrtc(|| {
-        compile_sm90(&[&scale::DECL, &bump::DECL, &add::DECL])?;
+        let mut decls = vec![
+            &scale::DECL,
+            &bump::DECL,
+            &add::DECL,
+            &write_out_of_bounds::DECL,
+        ];
+        // The groups' members, through the groups.
+        for h in step::GROUP.members.iter().chain(axpx::GROUP.members) {
+            decls.push(h.decl());
+        }
+        ensure(decls.len() == 8, || {
+            "the groups have two members each".into()
+        })?;
+        compile_sm90(&decls)?;
         Ok(Outcome::Pass)
     })
 }
@@ -389,5 +447,97 @@ fn gpu_record_op() -> TestResult {
         let got = out.to_vec::<f32>().map_err(s)?;
         ensure(got == [7.0, 1.0, -2.0], || format!("{got:?}"))?;
         Ok(Outcome::Pass)
+    })
+}
+
+fn group_cpu() -> TestResult {
+    let x = vec_on(vec![1.0, 2.0, 3.0], Device::Cpu).map_err(s)?;
+    let y = vec_on(vec![0.0; 3], Device::Cpu).map_err(s)?;
+    let mut node = None;
+    let g = graph::record(Device::Cpu, |r| {
+        node = Some(step::launch_in(r, cfg(3), &x, 2.0, 3)?);
+        add::launch_in(r, cfg(3), &x, &x, &y, 3)?;
+        Ok(())
+    })
+    .map_err(s)?;
+    let node = node.ok_or("no node")?;
+    ensure(g.len() == 2 && g.label(node) == Some("step"), || {
+        format!("{g:?}")
+    })?;
+    ensure(g.kernels(node) == ["times", "plus"], || {
+        format!("{:?}", g.kernels(node))
+    })?;
+    ensure(edges(&g) == [(0, 1, "RAW".to_string())], || {
+        format!("{:?}", edges(&g))
+    })?;
+    ensure(g.to_dot().contains("#0 step\\n[times, plus]"), || {
+        g.to_dot()
+    })?;
+    g.launch().map_err(s)?;
+    ensure(y.to_vec::<f32>().map_err(s)? == [8.0, 12.0, 16.0], || {
+        "group in a graph".into()
+    })?;
+    // Launched directly, the group runs its members in order too.
+    step::launch(cfg(3), &x, 1.0, 3).map_err(s)?;
+    ensure(x.to_vec::<f32>().map_err(s)? == [5.0, 7.0, 9.0], || {
+        "group launch".into()
+    })?;
+    Ok(Outcome::Pass)
+}
+
+fn gpu_group() -> TestResult {
+    with_gpu(|| {
+        let cuda = Device::Cuda(0);
+        let x = vec_on(vec![1.0, 2.0, 3.0], cuda).map_err(s)?;
+        let out = vec_on(vec![0.0; 3], cuda).map_err(s)?;
+        axpx::launch(cfg(3), &x, &out, 3.0, 3).map_err(s)?;
+        ensure(out.to_vec::<f32>().map_err(s)? == [4.0, 8.0, 12.0], || {
+            "direct".into()
+        })?;
+        let mut node = None;
+        let g = graph::record(cuda, |r| {
+            node = Some(axpx::launch_in(r, cfg(3), &x, &out, 2.0, 3)?);
+            Ok(())
+        })
+        .map_err(s)?;
+        let node = node.ok_or("no node")?;
+        let mut exec = g.instantiate().map_err(s)?;
+        let x2 = vec_on(vec![-1.0, 0.5, 10.0], cuda).map_err(s)?;
+        exec.replay(&Bindings::new().tensor(&x, &x2).scalar(node, "a", 4.0f32))
+            .map_err(s)?;
+        let got = out.to_vec::<f32>().map_err(s)?;
+        ensure(got == [-5.0, 2.5, 50.0], || format!("{got:?}"))?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn gpu_fault() -> TestResult {
+    with_gpu(|| harness::run_child(CHILD_FAULT))
+}
+
+/// A graph whose kernel writes out of bounds: the fault, reported at synchronization, names
+/// the graph (the context is lost afterwards, hence a child process).
+fn child_fault() -> ExitCode {
+    harness::child_verdict(|| {
+        let out = Tensor::zeros(&[1], DType::F32, Device::Cuda(0)).map_err(s)?;
+        let g = graph::record_named("faulty", Device::Cuda(0), |r| {
+            write_out_of_bounds::launch_in(r, LaunchConfig::single(), &out)?;
+            Ok(())
+        })
+        .map_err(s)?;
+        let mut exec = g.instantiate().map_err(s)?;
+        exec.replay(&Bindings::new()).map_err(s)?;
+        let own = exec.synchronize();
+        let global = opbox::cuda::synchronize(0);
+        match (own, global) {
+            (Err(a @ Error::Graph { .. }), Err(b @ Error::Graph { .. }))
+                if a.to_string().contains("'faulty'") && b.to_string().contains("'faulty'") =>
+            {
+                Ok(format!("{a} / {b}"))
+            }
+            (a, b) => Err(format!(
+                "expected both to name graph 'faulty', got {a:?} and {b:?}"
+            )),
+        }
     })
 }

@@ -146,7 +146,7 @@ mod tests {
         let g = derive(&[
             vec![(R, mem(0, 8))],
             vec![(W, mem(4, 12))],
-            vec![(W, mem(0, 4))],
+            vec![(W, mem(2, 6))],
         ]);
         assert_eq!(
             pairs(&g),

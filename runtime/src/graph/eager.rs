@@ -16,6 +16,7 @@ use crate::tensor::Device;
 
 /// Where each node runs and which events join the lanes.
 #[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) struct Plan {
     /// Each node's lane (0: the thread's current stream).
     pub(crate) lane: Vec<usize>,
@@ -26,6 +27,7 @@ pub(crate) struct Plan {
     pub(crate) lanes: usize,
 }
 
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn plan(nodes: usize, edges: &[Edge], max_lanes: usize) -> Plan {
     let max_lanes = max_lanes.max(1);
     let mut preds = vec![Vec::new(); nodes];

@@ -100,6 +100,7 @@ pub struct PreparedLaunch<'a> {
     starts: [u16; MAX_LAUNCH_ARGS],
     count: u16,
     /// Chunks of the arena in use.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     used: u16,
 }
 
@@ -146,6 +147,7 @@ impl<'a> PreparedLaunch<'a> {
 
     /// The packed parameter chunks in use and the first chunk of each parameter: what a graph
     /// copies to keep a launch's parameters past this borrow.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn packed(&self) -> (&[Chunk], &[u16]) {
         (
             &self.arena.arena[..self.used as usize],

@@ -118,7 +118,7 @@ fn class_tokens(class: &ParamClass) -> TokenStream {
 }
 
 /// The Rust type of a launch argument, and the value it becomes.
-fn rust_arg(p: &KernelParam) -> (TokenStream, TokenStream) {
+pub(crate) fn rust_arg(p: &KernelParam) -> (TokenStream, TokenStream) {
     let name = &p.name;
     let tensor = || {
         (
