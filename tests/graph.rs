@@ -8,6 +8,10 @@
 
 mod harness;
 
+#[path = "../examples/graph.rs"]
+#[allow(dead_code)]
+mod example;
+
 use std::process::ExitCode;
 
 use harness::{
@@ -101,6 +105,10 @@ const TESTS: &[Test] = &[
     ("launch_on_another_device_is_refused", wrong_device),
     ("dot_draws_nodes_and_hazards", dot),
     ("a_group_is_one_node", group_cpu),
+    ("example_runs_eagerly_on_the_cpu", || {
+        example::run_eager(Device::Cpu, 5)?;
+        Ok(Outcome::Pass)
+    }),
     ("nvrtc_compiles_every_recorded_kernel", nvrtc),
     ("cuda_graph_replays_with_new_tensors", gpu_replay),
     ("cuda_graph_refuses_mismatched_bindings", gpu_mismatch),
@@ -108,6 +116,12 @@ const TESTS: &[Test] = &[
     ("cuda_record_op_replays", gpu_record_op),
     ("cuda_extern_group_replays_as_one_node", gpu_group),
     ("cuda_fault_in_replay_names_the_graph", gpu_fault),
+    ("cuda_example_replays_100_times", || {
+        with_gpu(|| {
+            example::replay_cuda(100)?;
+            Ok(Outcome::Pass)
+        })
+    }),
 ];
 
 const CHILD_FAULT: &str = "--child-fault";
@@ -339,12 +353,15 @@ fn nvrtc() -> TestResult {
             &bump::DECL,
             &add::DECL,
             &write_out_of_bounds::DECL,
+            &example::scale::DECL,
+            &example::bias::DECL,
+            &example::add::DECL,
         ];
         // The groups' members, through the groups.
         for h in step::GROUP.members.iter().chain(axpx::GROUP.members) {
             decls.push(h.decl());
         }
-        ensure(decls.len() == 8, || {
+        ensure(decls.len() == 11, || {
             "the groups have two members each".into()
         })?;
         compile_sm90(&decls)?;
