@@ -317,10 +317,16 @@ impl GraphExec {
     /// before any is applied. A fault inside the graph surfaces at the next synchronization
     /// ([`GraphExec::synchronize`] names this graph).
     pub fn replay(&mut self, bindings: &Bindings<'_>) -> Result<()> {
-        if !bindings.is_empty() {
-            self.rebind(bindings)?;
-        }
+        self.bind(bindings)?;
         self.launch()
+    }
+
+    /// Re-binds `bindings` without launching (what [`GraphExec::replay`] does first).
+    pub fn bind(&mut self, bindings: &Bindings<'_>) -> Result<()> {
+        if bindings.is_empty() {
+            return Ok(());
+        }
+        self.rebind(bindings)
     }
 
     /// Launches the graph with its current bindings.
@@ -363,8 +369,12 @@ impl GraphExec {
                         recorded.dtype()
                     ))
                 })?;
-            self.check_tensor(id, new)?;
             tensors.retain(|(i, _)| *i != id);
+            // Bound already: nothing to check or set.
+            if self.buffers[id].current.ptr_eq(new) {
+                continue;
+            }
+            self.check_tensor(id, new)?;
             tensors.push((id, new));
         }
         for (id, new) in &tensors {
