@@ -78,6 +78,22 @@ mod axpx {
     fn grp_addx(x: In<[f32]>, out: InOut<[f32]>, a: f32, n: i64);
 }
 
+/// The struct of the `abi = "constant_params"` kernels (tests/kernels/constant_params.cu).
+#[derive(Clone, Copy, Debug, PartialEq, opbox::NativeType)]
+#[repr(C)]
+#[native(name = "my_addon::RenderParams", initializer = "aggregate")]
+pub struct RenderParams {
+    out: u64,
+    scale: f32,
+    n: i32,
+}
+
+#[extern_kernel(source = "kernels/constant_params.cu", abi = "constant_params")]
+fn render(p: RenderParams);
+
+#[extern_kernel(source = "kernels/constant_params.cu", abi = "constant_params")]
+fn render_add(p: RenderParams);
+
 #[extern_kernel(source = "kernels/fault.cu")]
 fn write_out_of_bounds(out: Out<[f32]>);
 
@@ -105,6 +121,10 @@ const TESTS: &[Test] = &[
     ("launch_on_another_device_is_refused", wrong_device),
     ("dot_draws_nodes_and_hazards", dot),
     ("a_group_is_one_node", group_cpu),
+    (
+        "constant_params_launches_are_ordered",
+        constant_params_edges,
+    ),
     ("example_runs_eagerly_on_the_cpu", || {
         example::run_eager(Device::Cpu, 5)?;
         Ok(Outcome::Pass)
@@ -116,6 +136,7 @@ const TESTS: &[Test] = &[
     ("cuda_record_op_replays", gpu_record_op),
     ("cuda_extern_group_replays_as_one_node", gpu_group),
     ("cuda_fault_in_replay_names_the_graph", gpu_fault),
+    ("cuda_constant_params_in_a_graph", gpu_constant_params),
     ("cuda_example_replays_100_times", || {
         with_gpu(|| {
             example::replay_cuda(100)?;
@@ -173,6 +194,11 @@ fn edges(g: &Graph) -> Vec<(usize, usize, String)> {
 fn record_chain() -> TestResult {
     let x = vec_on(vec![1.0, 2.0, 3.0, 4.0], Device::Cpu).map_err(s)?;
     let (g, t, y, first) = chain(Device::Cpu, &x).map_err(s)?;
+    // The graph keeps each tensor it launches on (x by scale and add, t by all three): none can
+    // be freed under a run or a replay.
+    ensure(x.ref_count() == 3 && t.ref_count() == 4, || {
+        format!("ref counts {} {}", x.ref_count(), t.ref_count())
+    })?;
     ensure(t.to_vec::<f32>().map_err(s)? == [0.0; 4], || {
         "recording ran scale".into()
     })?;
@@ -353,6 +379,8 @@ fn nvrtc() -> TestResult {
             &bump::DECL,
             &add::DECL,
             &write_out_of_bounds::DECL,
+            &render::DECL,
+            &render_add::DECL,
             &example::scale::DECL,
             &example::bias::DECL,
             &example::add::DECL,
@@ -361,7 +389,7 @@ fn nvrtc() -> TestResult {
         for h in step::GROUP.members.iter().chain(axpx::GROUP.members) {
             decls.push(h.decl());
         }
-        ensure(decls.len() == 11, || {
+        ensure(decls.len() == 13, || {
             "the groups have two members each".into()
         })?;
         compile_sm90(&decls)?;
@@ -556,5 +584,68 @@ fn child_fault() -> ExitCode {
                 "expected both to name graph 'faulty', got {a:?} and {b:?}"
             )),
         }
+    })
+}
+
+/// render(0.5), render_add(2.0), render_add(0.25) into `out` (by address, inside the struct).
+fn record_render(out: u64, n: usize) -> opbox::Result<(Graph, NodeId)> {
+    let cfg = LaunchConfig::for_elems(n);
+    let p = |scale: f32| RenderParams {
+        out,
+        scale,
+        n: n as i32,
+    };
+    let mut first = None;
+    let g = graph::record_named("render", Device::Cuda(0), |r| {
+        first = Some(render::launch_in(r, cfg.clone(), p(0.5))?);
+        render_add::launch_in(r, cfg.clone(), p(2.0))?;
+        render_add::launch_in(r, cfg.clone(), p(0.25))?;
+        Ok(())
+    })?;
+    Ok((g, first.ok_or_else(|| Error::msg("no render node"))?))
+}
+
+/// The struct's addresses are invisible to the graph, so each such launch is ordered against
+/// every other (recorded without a GPU: these launches take no tensor).
+fn constant_params_edges() -> TestResult {
+    let (g, _) = record_render(0, 16).map_err(s)?;
+    let e: Vec<(usize, usize)> = g
+        .edges()
+        .iter()
+        .map(|e| (e.from.index(), e.to.index()))
+        .collect();
+    ensure(e == [(0, 1), (0, 2), (1, 2)], || format!("{e:?}"))?;
+    Ok(Outcome::Pass)
+}
+
+fn gpu_constant_params() -> TestResult {
+    with_gpu(|| {
+        let n = 1000usize;
+        let out = Tensor::zeros(&[n], DType::F32, Device::Cuda(0)).map_err(s)?;
+        let (ptr, _) = out.cuda_ptr().map_err(s)?;
+        let (g, first) = record_render(ptr, n).map_err(s)?;
+        let mut exec = g.instantiate().map_err(s)?;
+        exec.replay(&Bindings::new()).map_err(s)?;
+        let want: Vec<f32> = (0..n).map(|i| 0.5 * i as f32 + 2.25).collect();
+        ensure(out.to_vec::<f32>().map_err(s)? == want, || {
+            "first replay".into()
+        })?;
+        let p = RenderParams {
+            out: ptr,
+            scale: 1.0,
+            n: n as i32,
+        };
+        exec.replay(&Bindings::new().scalar(first, "p", p))
+            .map_err(s)?;
+        let want: Vec<f32> = (0..n).map(|i| i as f32 + 2.25).collect();
+        ensure(out.to_vec::<f32>().map_err(s)? == want, || {
+            "re-bound struct".into()
+        })?;
+        // Eagerly, the same graph writes each struct before its launch too.
+        out.fill_(0.0).map_err(s)?;
+        g.launch().map_err(s)?;
+        let want: Vec<f32> = (0..n).map(|i| 0.5 * i as f32 + 2.25).collect();
+        ensure(out.to_vec::<f32>().map_err(s)? == want, || "eager".into())?;
+        Ok(Outcome::Pass)
     })
 }

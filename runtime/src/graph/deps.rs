@@ -12,9 +12,11 @@ use std::ops::Range;
 use super::NodeId;
 use crate::kernel::Access;
 
-/// What a node touches: bytes of memory, or the `__constant__ params` symbols of
-/// `abi = "constant_params"` kernels, which every launch of one writes before it runs (one
-/// resource for all of them: two such launches never overlap, whatever module they are in).
+/// What a node touches: bytes of memory, or, for an `abi = "constant_params"` kernel, its
+/// `__constant__ params` symbol, which each launch writes before it runs, and whatever memory
+/// the struct's addresses point at, which the graph cannot see. That region overlaps every
+/// other: such a launch is ordered after everything recorded before it that touches memory,
+/// and before everything after it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Region {
     Memory(Range<u64>),
@@ -25,8 +27,7 @@ impl Region {
     fn overlaps(&self, other: &Region) -> bool {
         match (self, other) {
             (Region::Memory(a), Region::Memory(b)) => a.start < b.end && b.start < a.end,
-            (Region::ConstantParams, Region::ConstantParams) => true,
-            _ => false,
+            _ => true,
         }
     }
 }
@@ -189,11 +190,22 @@ mod tests {
     }
 
     #[test]
-    fn constant_params_serialize() {
+    fn constant_params_order_against_everything() {
         let g = derive(&[
-            vec![(RW, Region::ConstantParams), (W, mem(0, 8))],
-            vec![(RW, Region::ConstantParams), (W, mem(8, 16))],
+            vec![(RW, Region::ConstantParams)],
+            vec![(RW, Region::ConstantParams)],
+            vec![(R, mem(100, 108))],
+            vec![(W, mem(200, 208))],
         ]);
-        assert_eq!(pairs(&g), [(0, 1, "RAW+WAR+WAW".to_string())]);
+        assert_eq!(
+            pairs(&g),
+            [
+                (0, 1, "RAW+WAR+WAW".to_string()),
+                (0, 2, "RAW".to_string()),
+                (1, 2, "RAW".to_string()),
+                (0, 3, "WAR+WAW".to_string()),
+                (1, 3, "WAR+WAW".to_string())
+            ]
+        );
     }
 }

@@ -61,6 +61,10 @@ struct ExecLaunch {
     /// A specialization's loaded kernel (a plain kernel's lives in its static handle).
     _loaded: Option<Arc<LoadedKernel>>,
     packed: Packed,
+    /// For an `abi = "constant_params"` kernel: the device buffer its memcpy node copies into
+    /// the `params` symbol before the kernel node runs. A re-bound struct is written there, on
+    /// the stream replays run on, so it lands between the replays before and after.
+    constant: Option<Tensor>,
 }
 
 impl ExecLaunch {
@@ -75,7 +79,8 @@ impl ExecLaunch {
             blockDimY: cfg.block.1,
             blockDimZ: cfg.block.2,
             sharedMemBytes: cfg.shared_mem_bytes,
-            kernelParams: if self.packed.ptrs.is_empty() {
+            // A constant_params entry takes no parameters: its struct is in the symbol.
+            kernelParams: if self.packed.ptrs.is_empty() || self.constant.is_some() {
                 std::ptr::null_mut()
             } else {
                 self.packed.ptrs.as_mut_ptr()
@@ -158,8 +163,8 @@ fn intern(name: &str) -> &'static String {
 
 impl Graph {
     /// Builds a CUDA graph of the recorded launches (compiling and loading each kernel on first
-    /// use) and instantiates it. `abi = "constant_params"` kernels are refused (run such a
-    /// graph with [`Graph::launch`]).
+    /// use) and instantiates it. An `abi = "constant_params"` kernel gets a memcpy node that
+    /// writes its struct into its `params` symbol before it runs.
     pub fn instantiate(&self) -> Result<GraphExec> {
         let Device::Cuda(ordinal) = self.device else {
             return Err(self.error(format!(
@@ -204,25 +209,27 @@ impl Graph {
                 .collect();
             for m in &node.members {
                 let decl = m.handle.decl();
-                if decl.abi == EntryAbi::ConstantParams {
-                    return Err(self.error(format!(
-                        "kernel {} (node #{n}) takes its parameters through a __constant__ symbol (abi = \"constant_params\"), which CUDA graphs of opbox do not write yet; run this graph with launch()",
-                        decl.rust_name
-                    )));
-                }
-                let (function, loaded) = if m.constexprs.is_empty() {
-                    (m.handle.get(ordinal)?.function.cu_function(), None)
+                let specialized = if m.constexprs.is_empty() {
+                    None
                 } else {
-                    let k = m.handle.get_specialized(ordinal, &m.constexprs)?;
-                    (k.function.cu_function(), Some(k))
+                    Some(m.handle.get_specialized(ordinal, &m.constexprs)?)
+                };
+                let loaded: &LoadedKernel = match &specialized {
+                    Some(k) => k,
+                    None => m.handle.get(ordinal)?,
                 };
                 let mut launch = ExecLaunch {
                     node: std::ptr::null_mut(),
                     launch: m.clone(),
-                    function,
-                    _loaded: loaded,
+                    function: loaded.function.cu_function(),
+                    _loaded: specialized.clone(),
                     packed: pack(m)?,
+                    constant: None,
                 };
+                if decl.abi == EntryAbi::ConstantParams {
+                    let copy = constant_params_node(&mut launch, loaded, &exec, &deps)?;
+                    deps = vec![copy];
+                }
                 let params = launch.params();
                 // Loading may have bound another context; the graph's must be current.
                 dev.context
@@ -449,6 +456,14 @@ impl GraphExec {
             .bind_to_thread()
             .map_err(|e| self.error(format!("binding the context: {e}")))?;
         for l in dirty {
+            if let Some(src) = &self.launches[l].constant {
+                let [OwnedArg::Native { bytes, .. }] = self.launches[l].launch.args.as_slice()
+                else {
+                    continue;
+                };
+                upload(self.name, src, bytes, self.ordinal)?;
+                continue;
+            }
             let packed = pack(&self.launches[l].launch)?;
             let launch = &mut self.launches[l];
             launch.packed = packed;
@@ -514,6 +529,109 @@ impl GraphExec {
         }
         Ok(())
     }
+}
+
+/// Adds the memcpy node that writes `launch`'s struct into its module's `params` symbol (after
+/// `deps`), from a device buffer filled now: a graph copies device to device, so no host buffer
+/// has to outlive it. Returns the node, which the kernel node then depends on.
+fn constant_params_node(
+    launch: &mut ExecLaunch,
+    loaded: &LoadedKernel,
+    exec: &GraphExec,
+    deps: &[sys::CUgraphNode],
+) -> Result<sys::CUgraphNode> {
+    let decl = launch.decl();
+    let [OwnedArg::Native { schema, bytes }] = launch.launch.args.as_slice() else {
+        return Err(exec.error(format!(
+            "kernel {}: abi constant_params takes exactly one struct argument",
+            decl.rust_name
+        )));
+    };
+    let stream = cuda_stream_for(exec.ordinal)?;
+    let native = crate::kernel::NativeBytes::from_slice(schema, bytes);
+    let symbol =
+        crate::backend::cuda::submit::params_symbol(decl, loaded, &stream, exec.ordinal, &native)?;
+    let src = Tensor::zeros(
+        &[bytes.len()],
+        crate::tensor::DType::U8,
+        Device::Cuda(exec.ordinal as u32),
+    )?;
+    upload(exec.name, &src, bytes, exec.ordinal)?;
+    let len = bytes.len();
+    let copy = sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: src.device_ptr()?,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: len,
+        srcHeight: 1,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: symbol,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: len,
+        dstHeight: 1,
+        WidthInBytes: len,
+        Height: 1,
+        Depth: 1,
+    };
+    exec.context
+        .bind_to_thread()
+        .map_err(|e| exec.error(format!("binding the context: {e}")))?;
+    let mut node: sys::CUgraphNode = std::ptr::null_mut();
+    // SAFETY: `exec.graph` is live and `deps` are its nodes; the copy reads `len` bytes of
+    // `src`, a device buffer this launch keeps as long as the exec lives, and writes the
+    // `params` symbol of a module the kernel's handle keeps loaded, `len` bytes long (checked by
+    // `params_symbol`). Both are in the context passed.
+    unsafe {
+        sys::cuGraphAddMemcpyNode(
+            &mut node,
+            exec.graph,
+            deps.as_ptr(),
+            deps.len(),
+            &copy,
+            exec.context.cu_ctx(),
+        )
+    }
+    .result()
+    .map_err(|e| {
+        exec.error(format!(
+            "adding the params copy of kernel {}: {e}",
+            decl.rust_name
+        ))
+    })?;
+    launch.constant = Some(src);
+    Ok(node)
+}
+
+/// Writes a struct's bytes into `src` on the thread's current stream (where replays run).
+fn upload(
+    graph: &str,
+    src: &Tensor,
+    bytes: &[std::mem::MaybeUninit<u8>],
+    ordinal: usize,
+) -> Result<()> {
+    let stream = cuda_stream_for(ordinal)?;
+    let dst = src.device_ptr()?;
+    // SAFETY: `dst` is `src`'s device buffer, allocated with exactly `bytes.len()` bytes and
+    // alive for the call; `bytes` is borrowed for the call, and a pageable source is staged
+    // before the call returns. Possibly uninitialized padding is copied as bytes, never read.
+    unsafe { cudarc::driver::result::memcpy_htod_async(dst, bytes, stream.cu_stream()) }.map_err(
+        |e| Error::Graph {
+            graph: graph.to_string(),
+            message: format!("writing a constant_params struct on cuda:{ordinal}: {e}"),
+        },
+    )
 }
 
 fn overlap(a: &Option<std::ops::Range<u64>>, b: &Option<std::ops::Range<u64>>) -> bool {

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
-use cudarc::driver::{result, CudaStream, DevicePtrMut, DriverError};
+use cudarc::driver::{result, sys, CudaStream, DevicePtrMut, DriverError};
 use opbox_codegen::cuda::{EntryAbi, KernelDecl};
 
 use super::context::{device, MAX_DEVICES};
@@ -125,22 +125,18 @@ pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
     .map_err(failed)
 }
 
-/// Copies `n` into `loaded`'s `__constant__ params` symbol on `stream`.
-fn write_params(
+/// The device address of `loaded`'s `__constant__ params` symbol, checked to hold `n`.
+pub(crate) fn params_symbol(
     decl: &KernelDecl,
     loaded: &LoadedKernel,
     stream: &Arc<CudaStream>,
     ordinal: usize,
     n: &NativeBytes<'_>,
-) -> Result<()> {
-    let driver = |what: &str, e: DriverError| Error::Cuda {
-        kernel: decl.rust_name.to_string(),
-        message: format!("{what} on cuda:{ordinal}: {e}"),
-    };
+) -> Result<sys::CUdeviceptr> {
     let mut global = loaded
         .module
         .get_global("params", stream)
-        .map_err(|e| driver("finding the __constant__ symbol 'params'", e))?;
+        .map_err(|e| driver(decl, ordinal, "finding the __constant__ symbol 'params'", e))?;
     if global.len() != n.len() {
         return Err(Error::Cuda {
             kernel: decl.rust_name.to_string(),
@@ -152,17 +148,36 @@ fn write_params(
             ),
         });
     }
+    let (dst, _sync) = global.device_ptr_mut(stream);
+    Ok(dst)
+}
+
+fn driver(decl: &KernelDecl, ordinal: usize, what: &str, e: DriverError) -> Error {
+    Error::Cuda {
+        kernel: decl.rust_name.to_string(),
+        message: format!("{what} on cuda:{ordinal}: {e}"),
+    }
+}
+
+/// Copies `n` into `loaded`'s `__constant__ params` symbol on `stream`.
+fn write_params(
+    decl: &KernelDecl,
+    loaded: &LoadedKernel,
+    stream: &Arc<CudaStream>,
+    ordinal: usize,
+    n: &NativeBytes<'_>,
+) -> Result<()> {
+    let dst = params_symbol(decl, loaded, stream, ordinal, n)?;
     stream
         .context()
         .bind_to_thread()
-        .map_err(|e| driver("binding the context", e))?;
-    let (dst, _sync) = global.device_ptr_mut(stream);
+        .map_err(|e| driver(decl, ordinal, "binding the context", e))?;
     let src = n.as_uninit();
     // SAFETY: `dst` is the module's `params` symbol, exactly `src.len()` bytes (checked above),
     // alive while `loaded` is; `src` is borrowed for the call and a pageable source is staged
     // before the call returns. The copy is ordered on `stream` before the launch that follows.
     unsafe { result::memcpy_htod_async(dst, src, stream.cu_stream()) }
-        .map_err(|e| driver("writing 'params'", e))
+        .map_err(|e| driver(decl, ordinal, "writing 'params'", e))
 }
 
 /// Waits for all work on device `ordinal` and returns any fault it raised, such as an illegal
