@@ -110,7 +110,7 @@ pub mod kernel {
         kernel_arg_adapters, launch, launch_group, launch_stack, lower_any, lower_stack,
         lower_value, prepare, register_kernel_arg_adapter, registered_kernels, select_kernels,
         struct_bytes, submit, Access, ConstexprArg, ConstexprEnum, DerivedKernelArg,
-        ExternKernelRegistration, In, InOut, KernelArgAdapter, KernelArgStruct, KernelGroup,
+        ExternKernelRegistration, In, InOut, KernelArgAdapter, KernelArgStruct, KernelGroupDecl,
         KernelHandle, LaunchArg, LaunchConfig, NativeBytes, Out, OwnedArg, ParamBuffer,
         PreparedLaunch, SpecTable, StackArgs, Stream, StructBytes, MAX_LAUNCH_ARGS,
         MAX_PARAM_BYTES,
@@ -272,7 +272,7 @@ pub mod __private {
         pub use opbox_runtime::graph::{NodeId, Recorder};
         pub use opbox_runtime::kernel::{
             launch, launch_group, ConstexprArg, ConstexprEnum, DerivedKernelArg,
-            ExternKernelRegistration, KernelArg, KernelArgStruct, KernelGroup, KernelHandle,
+            ExternKernelRegistration, KernelArg, KernelArgStruct, KernelGroupDecl, KernelHandle,
             LaunchArg, LaunchConfig, NativeBytes, OwnedArg,
         };
     }

@@ -227,7 +227,7 @@ fn emit(
     );
     let added = quote! {
         /// The group: its name and its members, in launch order.
-        pub static GROUP: ::opbox::__private::cuda::KernelGroup = ::opbox::__private::cuda::KernelGroup {
+        pub static GROUP: ::opbox::__private::cuda::KernelGroupDecl = ::opbox::__private::cuda::KernelGroupDecl {
             name: #name,
             members: &[#(#handles),*],
         };

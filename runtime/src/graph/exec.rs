@@ -138,6 +138,9 @@ pub struct GraphExec {
     buffers: Vec<Buffer>,
     /// `Tensor::as_raw` of each recorded handle → its buffer.
     by_handle: HashMap<usize, usize>,
+    /// Whether a replay was launched: dropping then waits for the device, so that no tensor the
+    /// exec holds is freed under a replay still running.
+    launched: bool,
 }
 
 // SAFETY: the driver handles are usable from any thread (the driver API is thread-safe and each
@@ -196,6 +199,7 @@ impl Graph {
             members: Vec::new(),
             buffers: Vec::new(),
             by_handle: HashMap::new(),
+            launched: false,
         };
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); self.nodes.len()];
         for e in &self.edges {
@@ -339,6 +343,7 @@ impl GraphExec {
     /// Launches the graph with its current bindings.
     pub fn launch(&mut self) -> Result<()> {
         let stream = cuda_stream_for(self.ordinal)?;
+        self.launched = true;
         let fail = |e: DriverError| {
             self.error(format!("launching the graph on cuda:{}: {e}", self.ordinal))
         };
@@ -662,6 +667,10 @@ impl Drop for GraphExec {
     fn drop(&mut self) {
         // A destructor has no one to report to; a lost context frees everything anyway.
         let _ = self.context.bind_to_thread();
+        if self.launched {
+            // A fault is reported to whoever synchronizes next; here it only ends the wait.
+            let _ = self.context.synchronize();
+        }
         if !self.exec.is_null() {
             // SAFETY: `exec` came from cuGraphInstantiateWithFlags and is destroyed once, here.
             let _ = unsafe { sys::cuGraphExecDestroy(self.exec) };

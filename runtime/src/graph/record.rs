@@ -21,7 +21,7 @@ use crate::dispatch::OpHandle;
 use crate::dispatch::{FromStack, IntoStack};
 use crate::error::{Error, Result};
 use crate::kernel::{
-    prepare, Access, KernelGroup, KernelHandle, LaunchArg, LaunchConfig, OwnedArg, ParamBuffer,
+    prepare, Access, KernelGroupDecl, KernelHandle, LaunchArg, LaunchConfig, OwnedArg, ParamBuffer,
     PreparedLaunch,
 };
 use crate::tensor::Device;
@@ -93,7 +93,7 @@ impl Recorder {
     /// Checks `args` against each member of `group` and records the group as one node.
     pub fn launch_group(
         &mut self,
-        group: &'static KernelGroup,
+        group: &'static KernelGroupDecl,
         cfg: &LaunchConfig,
         args: &[LaunchArg<'_>],
         constexprs: &[ConstValue],
@@ -222,6 +222,15 @@ pub(crate) fn record_launches(
                 graph: String::new(),
                 message: "a launch was recorded outside opbox::graph::record".into(),
             })?;
+        if prepared.is_empty() {
+            return Err(Error::Graph {
+                graph: state.name.clone(),
+                message: format!(
+                    "group {} has no members to record",
+                    group.unwrap_or("?")
+                ),
+            });
+        }
         let mut node = Node {
             label: String::new(),
             members: Vec::with_capacity(prepared.len()),

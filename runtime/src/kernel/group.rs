@@ -1,6 +1,6 @@
 //! Kernel groups (PyPTO's): kernels that take one signature and dispatch as one unit, in
 //! order on one stream, and that a kernel graph records as one node. `#[kernel_group]` emits a
-//! [`KernelGroup`] and its `launch`; the members are all `#[extern_kernel]`s or all `#[kernel]`s,
+//! [`KernelGroupDecl`] and its `launch`; the members are all `#[extern_kernel]`s or all `#[kernel]`s,
 //! and agree on their parameters (both checked at compile time).
 
 use opbox_codegen::cuda::ConstValue;
@@ -12,7 +12,7 @@ use super::prepare::{prepare, ParamBuffer};
 use crate::error::Result;
 
 /// A group: its name and its members, in launch order.
-pub struct KernelGroup {
+pub struct KernelGroupDecl {
     pub name: &'static str,
     pub members: &'static [&'static KernelHandle],
 }
@@ -20,7 +20,7 @@ pub struct KernelGroup {
 /// Checks `args` against every member, then launches the members in order (or, while this
 /// thread records a kernel graph, records them as one node).
 pub fn launch_group(
-    group: &'static KernelGroup,
+    group: &'static KernelGroupDecl,
     cfg: &LaunchConfig,
     args: &[LaunchArg<'_>],
     constexprs: &[ConstValue],

@@ -8,7 +8,7 @@
 //!   records.
 //! - [`launch`](mod@launch): prepare, then submit to the tensors' backend.
 //! - [`stack`]: runtime-typed launches from a `StableValue` stack.
-//! - [`group`]: kernels dispatched as one unit ([`KernelGroup`]).
+//! - [`group`]: kernels dispatched as one unit ([`KernelGroupDecl`]).
 //! - [`handle`]: the per-declaration [`KernelHandle`] where backends cache what they loaded.
 //! - [`registry`]: every `#[extern_kernel]` linked in.
 
@@ -29,7 +29,7 @@ pub use arg::{
     NativeBytes, OwnedArg,
 };
 pub use config::{LaunchConfig, Stream};
-pub use group::{launch_group, KernelGroup};
+pub use group::{launch_group, KernelGroupDecl};
 pub use handle::{KernelHandle, SpecTable};
 pub use launch::{launch, submit};
 pub use prepare::{prepare, Access, ParamBuffer, PreparedLaunch, MAX_LAUNCH_ARGS, MAX_PARAM_BYTES};
