@@ -1,7 +1,7 @@
 //! Kernel groups (PyPTO's): kernels that take one signature and dispatch as one unit, in
 //! order on one stream, and that a kernel graph records as one node. `#[kernel_group]` emits a
-//! [`KernelGroupDecl`] and its `launch`; the members are all `#[extern_kernel]`s or all `#[kernel]`s,
-//! and agree on their parameters (both checked at compile time).
+//! [`KernelGroupDecl`] and its `launch`; the members are all `#[extern_kernel]`s or all
+//! `#[kernel]`s, and agree on their parameters (both checked at compile time).
 
 use opbox_codegen::cuda::ConstValue;
 
