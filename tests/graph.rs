@@ -125,6 +125,11 @@ const TESTS: &[Test] = &[
         "constant_params_launches_are_ordered",
         constant_params_edges,
     ),
+    ("eager_graphs_rebind_tensors_and_scalars", rebind_cpu),
+    (
+        "bindings_are_checked_against_the_recording",
+        bindings_checked,
+    ),
     ("example_runs_eagerly_on_the_cpu", || {
         example::run_eager(Device::Cpu, 5)?;
         Ok(Outcome::Pass)
@@ -648,4 +653,121 @@ fn gpu_constant_params() -> TestResult {
         ensure(out.to_vec::<f32>().map_err(s)? == want, || "eager".into())?;
         Ok(Outcome::Pass)
     })
+}
+
+fn rebind_cpu() -> TestResult {
+    let host = [1.0f32, 2.0, 3.0, 4.0];
+    let x = vec_on(host.to_vec(), Device::Cpu).map_err(s)?;
+    let (mut g, _t, y, first) = chain(Device::Cpu, &x).map_err(s)?;
+    let fresh = [-1.0f32, 0.5, 8.0, 0.0];
+    let x2 = vec_on(fresh.to_vec(), Device::Cpu).map_err(s)?;
+    g.bind(&Bindings::new().tensor(&x, &x2).scalar(first, "s", 3.0f32))
+        .map_err(s)?;
+    g.launch().map_err(s)?;
+    let got = y.to_vec::<f32>().map_err(s)?;
+    ensure(got == chain_expected(&fresh, 3.0), || format!("{got:?}"))?;
+    ensure(x.to_vec::<f32>().map_err(s)? == host, || {
+        "x was written".into()
+    })?;
+    // Bound again by the recorded handle: back to x.
+    g.bind(&Bindings::new().tensor(&x, &x)).map_err(s)?;
+    g.launch().map_err(s)?;
+    let got = y.to_vec::<f32>().map_err(s)?;
+    ensure(got == chain_expected(&host, 3.0), || format!("{got:?}"))?;
+    // A group's parameter is bound in every member.
+    let z = vec_on(vec![1.0, 2.0], Device::Cpu).map_err(s)?;
+    let mut node = None;
+    let mut g = graph::record(Device::Cpu, |r| {
+        node = Some(step::launch_in(r, cfg(2), &z, 2.0, 2)?);
+        Ok(())
+    })
+    .map_err(s)?;
+    let node = node.ok_or("no node")?;
+    g.bind(&Bindings::new().scalar(node, "s", 10.0f32))
+        .map_err(s)?;
+    g.launch().map_err(s)?;
+    let got = z.to_vec::<f32>().map_err(s)?;
+    ensure(got == [20.0, 30.0], || format!("{got:?}"))?;
+    Ok(Outcome::Pass)
+}
+
+fn bindings_checked() -> TestResult {
+    let x = vec_on(vec![1.0; 4], Device::Cpu).map_err(s)?;
+    let (mut g, t, y, first) = chain(Device::Cpu, &x).map_err(s)?;
+    let short = vec_on(vec![1.0; 2], Device::Cpu).map_err(s)?;
+    expect_err(
+        g.bind(&Bindings::new().tensor(&x, &short)),
+        "a shorter tensor was bound",
+        &[
+            "kernel graph 'chain'",
+            "node #0 (kernel scale) parameter 'x'",
+            "shape [2]",
+            "shape [4]",
+        ],
+    )?;
+    let ints = Tensor::zeros(&[4], DType::I32, Device::Cpu).map_err(s)?;
+    expect_err(
+        g.bind(&Bindings::new().tensor(&y, &ints)),
+        "an i32 tensor was bound for an f32 one",
+        &["node #2 (kernel add) parameter 'out'", "i32"],
+    )?;
+    expect_err(
+        g.bind(&Bindings::new().scalar(first, "s", 2.0f64)),
+        "an f64 was bound to an f32 parameter",
+        &["node #0 (kernel scale) parameter 's'", "f32", "f64"],
+    )?;
+    expect_err(
+        g.bind(&Bindings::new().scalar(first, "gain", 2.0f32)),
+        "an unknown parameter was bound",
+        &["node #0 (kernel scale) has no parameter 'gain'"],
+    )?;
+    // A node of another, longer graph.
+    let z = vec_on(vec![0.0; 1], Device::Cpu).map_err(s)?;
+    let long = graph::record(Device::Cpu, |r| {
+        for _ in 0..10 {
+            bump::launch_in(r, cfg(1), &z, 1.0, 1)?;
+        }
+        Ok(())
+    })
+    .map_err(s)?;
+    let far = long.nodes().last().ok_or("no nodes")?;
+    expect_err(
+        g.bind(&Bindings::new().scalar(far, "s", 2.0f32)),
+        "a node past the end was bound",
+        &["the graph has 3 nodes"],
+    )?;
+    let stranger = vec_on(vec![0.0; 4], Device::Cpu).map_err(s)?;
+    expect_err(
+        g.bind(&Bindings::new().tensor(&stranger, &x)),
+        "a tensor the graph never saw was bound",
+        &["no launch of this graph recorded"],
+    )?;
+    // x bound to t's memory: scale would read what it writes.
+    expect_err(
+        g.bind(&Bindings::new().tensor(&x, &t)),
+        "an overlapping binding was accepted",
+        &["shares memory", "parameter 'x'"],
+    )?;
+    // Every other element of a [4, 2]: shape [4], stride 2.
+    let view = Tensor::zeros(&[4, 2], DType::F32, Device::Cpu)
+        .and_then(|w| w.narrow(1, 0, 1))
+        .and_then(|w| w.reshape(&[4]))
+        .map_err(s)?;
+    ensure(!view.is_contiguous(), || format!("{:?}", view.strides()))?;
+    expect_err(
+        g.bind(&Bindings::new().tensor(&x, &view)),
+        "a strided view was bound",
+        &["non-contiguous", "call .contiguous() first"],
+    )?;
+    // A refused set changes nothing, even its valid bindings.
+    let x2 = vec_on(vec![5.0; 4], Device::Cpu).map_err(s)?;
+    expect_err(
+        g.bind(&Bindings::new().tensor(&x, &x2).tensor(&y, &ints)),
+        "a set with one bad binding was accepted",
+        &["parameter 'out'"],
+    )?;
+    g.launch().map_err(s)?;
+    let got = y.to_vec::<f32>().map_err(s)?;
+    ensure(got == chain_expected(&[1.0; 4], 2.0), || format!("{got:?}"))?;
+    Ok(Outcome::Pass)
 }

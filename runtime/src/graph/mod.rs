@@ -35,6 +35,7 @@ pub use exec::GraphExec;
 pub use record::{record, record_named, record_op, recording, Recorder};
 
 use crate::tensor::Device;
+use bind::Binder;
 use record::Node;
 
 /// A recorded node: its index in recording order (what `k::launch_in` returns).
@@ -53,6 +54,8 @@ pub struct Graph {
     device: Device,
     nodes: Vec<Node>,
     edges: Vec<Edge>,
+    /// Made at the first [`Graph::bind`]; an instantiation starts from it.
+    binder: Option<Binder>,
 }
 
 impl Graph {
@@ -64,6 +67,7 @@ impl Graph {
             device,
             nodes,
             edges,
+            binder: None,
         }
     }
 
@@ -85,6 +89,11 @@ impl Graph {
         self.nodes.is_empty()
     }
 
+    /// The nodes, in recording order.
+    pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.nodes.len()).map(NodeId)
+    }
+
     /// A node's kernel (or group) name.
     pub fn label(&self, node: NodeId) -> Option<&str> {
         self.nodes.get(node.0).map(|n| n.label.as_str())
@@ -103,6 +112,38 @@ impl Graph {
     /// The dependencies, ordered by their later node, then their earlier one.
     pub fn edges(&self) -> &[Edge] {
         &self.edges
+    }
+
+    /// Re-binds tensors and by-value arguments for the next [`Graph::launch`]es, with the rules
+    /// of a replay's ([`Bindings`]); an instantiation made afterwards starts from them.
+    pub fn bind(&mut self, bindings: &Bindings<'_>) -> crate::Result<()> {
+        if bindings.is_empty() {
+            return Ok(());
+        }
+        let binder = self.binder.take().unwrap_or_else(|| self.binder());
+        let binder = self.binder.insert(binder);
+        let mut launches: Vec<&mut record::Launch> = self
+            .nodes
+            .iter_mut()
+            .flat_map(|n| n.members.iter_mut())
+            .collect();
+        binder.apply(bindings, &mut launches).map(drop)
+    }
+
+    /// The binder in force: the one of earlier bindings, else a new one.
+    pub(crate) fn binder(&self) -> Binder {
+        if let Some(b) = &self.binder {
+            return b.clone();
+        }
+        let mut members = Vec::with_capacity(self.nodes.len());
+        let mut at = 0;
+        for n in &self.nodes {
+            members.push((at, at + n.members.len()));
+            at += n.members.len();
+        }
+        let launches: Vec<&record::Launch> =
+            self.nodes.iter().flat_map(|n| n.members.iter()).collect();
+        Binder::new(&self.name, &launches, members)
     }
 
     /// Graphviz text: `dot -Tsvg` draws it.

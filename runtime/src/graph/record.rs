@@ -13,7 +13,7 @@
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 
-use opbox_codegen::cuda::{ConstValue, EntryAbi};
+use opbox_codegen::cuda::{ConstValue, EntryAbi, KernelDecl};
 
 use super::deps::Region;
 use super::{Graph, NodeId};
@@ -40,6 +40,29 @@ pub(crate) struct Launch {
 impl Launch {
     pub(crate) fn launch_args(&self) -> Vec<LaunchArg<'_>> {
         self.args.iter().map(OwnedArg::as_launch_arg).collect()
+    }
+
+    pub(crate) fn decl(&self) -> &'static KernelDecl {
+        self.handle.decl()
+    }
+
+    /// The name of launch argument `index`.
+    pub(crate) fn param_name(&self, index: usize) -> &'static str {
+        self.decl()
+            .params
+            .iter()
+            .filter(|p| p.kind.in_launch_abi())
+            .nth(index)
+            .map_or("?", |p| p.name.as_ref())
+    }
+
+    /// The launch argument of parameter `name`.
+    pub(crate) fn param_index(&self, name: &str) -> Option<usize> {
+        self.decl()
+            .params
+            .iter()
+            .filter(|p| p.kind.in_launch_abi())
+            .position(|p| p.name == name)
     }
 }
 

@@ -19,7 +19,7 @@ pub(super) fn params_node(
     exec: &GraphExec,
     deps: &[sys::CUgraphNode],
 ) -> Result<sys::CUgraphNode> {
-    let decl = launch.decl();
+    let decl = launch.launch.decl();
     let [OwnedArg::Native { schema, bytes }] = launch.launch.args.as_slice() else {
         return Err(exec.error(format!(
             "kernel {}: abi constant_params takes exactly one struct argument",

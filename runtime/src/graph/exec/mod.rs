@@ -11,9 +11,9 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{sys, CudaContext, DriverError};
-use opbox_codegen::cuda::{EntryAbi, KernelDecl};
+use opbox_codegen::cuda::EntryAbi;
 
-use super::bind::Bindings;
+use super::bind::{Binder, Bindings};
 use super::record::Launch;
 use super::Graph;
 use crate::backend::cuda::context::device;
@@ -21,7 +21,7 @@ use crate::backend::cuda::current::cuda_stream_for;
 use crate::backend::cuda::loader::LoadedKernel;
 use crate::error::{Error, Result};
 use crate::kernel::prepare::Chunk;
-use crate::kernel::{prepare, OwnedArg, ParamBuffer};
+use crate::kernel::{prepare, ParamBuffer};
 use crate::tensor::{Device, Tensor};
 
 /// A launch's parameters, owned: the driver reads them through `ptrs` when a node is added or
@@ -94,38 +94,6 @@ impl ExecLaunch {
             ctx: std::ptr::null_mut(),
         }
     }
-
-    fn decl(&self) -> &'static KernelDecl {
-        self.launch.handle.decl()
-    }
-
-    /// The name of launch argument `index`.
-    fn param_name(&self, index: usize) -> &'static str {
-        self.decl()
-            .params
-            .iter()
-            .filter(|p| p.kind.in_launch_abi())
-            .nth(index)
-            .map_or("?", |p| p.name.as_ref())
-    }
-
-    fn param_index(&self, name: &str) -> Option<usize> {
-        self.decl()
-            .params
-            .iter()
-            .filter(|p| p.kind.in_launch_abi())
-            .position(|p| p.name == name)
-    }
-}
-
-/// A tensor of the graph: the handle recorded, the one bound now, and where it is passed.
-struct Buffer {
-    recorded: Tensor,
-    current: Tensor,
-    /// (launch, argument index) of each use.
-    uses: Vec<(usize, usize)>,
-    /// The other buffers whose recorded memory overlaps this one's.
-    overlaps: Vec<usize>,
 }
 
 /// An instantiated CUDA graph: [`GraphExec::replay`] runs it on the thread's current stream.
@@ -135,12 +103,11 @@ pub struct GraphExec {
     context: Arc<CudaContext>,
     graph: sys::CUgraph,
     exec: sys::CUgraphExec,
+    /// One per member launch, node by node.
     launches: Vec<ExecLaunch>,
-    /// Each node's members: launches `members[n].0 .. members[n].1`.
-    members: Vec<(usize, usize)>,
-    buffers: Vec<Buffer>,
-    /// `Tensor::as_raw` of each recorded handle → its buffer.
-    by_handle: HashMap<usize, usize>,
+    /// The bindings in force, by the handles recorded (from the graph's binder, if it was
+    /// bound before instantiation).
+    binder: Binder,
     /// Whether a replay was launched: dropping then waits for the device, so that no tensor the
     /// exec holds is freed under a replay still running.
     launched: bool,
@@ -199,11 +166,11 @@ impl Graph {
             graph,
             exec: std::ptr::null_mut(),
             launches: Vec::new(),
-            members: Vec::new(),
-            buffers: Vec::new(),
-            by_handle: HashMap::new(),
+            binder: self.binder(),
             launched: false,
         };
+        // Each node's launches: `members[n].0 .. members[n].1`.
+        let mut members: Vec<(usize, usize)> = Vec::with_capacity(self.nodes.len());
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); self.nodes.len()];
         for e in &self.edges {
             preds[e.to.index()].push(e.from.index());
@@ -212,7 +179,7 @@ impl Graph {
             let first = exec.launches.len();
             let mut deps: Vec<sys::CUgraphNode> = preds[n]
                 .iter()
-                .map(|&p| exec.launches[exec.members[p].1 - 1].node)
+                .map(|&p| exec.launches[members[p].1 - 1].node)
                 .collect();
             for m in &node.members {
                 let decl = m.handle.decl();
@@ -258,17 +225,10 @@ impl Graph {
                 .result()
                 .map_err(|e| fail(&format!("adding kernel {} (node #{n})", decl.rust_name), e))?;
                 deps = vec![launch.node];
-                let index = exec.launches.len();
-                for (a, arg) in launch.launch.args.iter().enumerate() {
-                    if let OwnedArg::Tensor(t) = arg {
-                        exec.note_use(t, (index, a));
-                    }
-                }
                 exec.launches.push(launch);
             }
-            exec.members.push((first, exec.launches.len()));
+            members.push((first, exec.launches.len()));
         }
-        exec.note_overlaps();
         let mut instance: sys::CUgraphExec = std::ptr::null_mut();
         // SAFETY: `exec.graph` is a complete graph of this context; `instance` is an out-pointer.
         unsafe { sys::cuGraphInstantiateWithFlags(&mut instance, exec.graph, 0) }
