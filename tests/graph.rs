@@ -117,6 +117,7 @@ const TESTS: &[Test] = &[
     ("diamond_edges_and_eager_equals_serial", diamond_cpu),
     ("views_conflict_only_where_bytes_overlap", views),
     ("implicit_launches_are_recorded", implicit),
+    ("recordings_nest_and_unwind", nesting),
     ("record_op_captures_every_launch", record_op_cpu),
     ("launch_on_another_device_is_refused", wrong_device),
     ("dot_draws_nodes_and_hazards", dot),
@@ -769,5 +770,50 @@ fn bindings_checked() -> TestResult {
     g.launch().map_err(s)?;
     let got = y.to_vec::<f32>().map_err(s)?;
     ensure(got == chain_expected(&[1.0; 4], 2.0), || format!("{got:?}"))?;
+    Ok(Outcome::Pass)
+}
+
+fn nesting() -> TestResult {
+    let x = vec_on(vec![0.0], Device::Cpu).map_err(s)?;
+    let mut inner = None;
+    let outer = graph::record_named("outer", Device::Cpu, |r| {
+        bump::launch_in(r, cfg(1), &x, 1.0, 1)?;
+        inner = Some(graph::record_named("inner", Device::Cpu, |_| {
+            // A plain launch goes to the innermost recording, an explicit one to its own.
+            bump::launch(cfg(1), &x, 10.0, 1)?;
+            bump::launch_in(r, cfg(1), &x, 100.0, 1)?;
+            Ok(())
+        })?);
+        bump::launch(cfg(1), &x, 1000.0, 1)?;
+        Ok(())
+    })
+    .map_err(s)?;
+    let inner = inner.ok_or("no inner graph")?;
+    ensure(outer.len() == 3 && inner.len() == 1, || {
+        format!("{outer:?} / {inner:?}")
+    })?;
+    ensure(x.to_vec::<f32>().map_err(s)? == [0.0], || {
+        "a recorded launch ran".into()
+    })?;
+    inner.launch().map_err(s)?;
+    outer.launch().map_err(s)?;
+    ensure(x.to_vec::<f32>().map_err(s)? == [1111.0], || {
+        "nested runs".into()
+    })?;
+    // A closure that panics ends its recording on the way out.
+    // (Quietly: the panic is expected.)
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let unwound = std::panic::catch_unwind(|| {
+        let _ = graph::record(Device::Cpu, |_| -> opbox::Result<()> { panic!("inside") });
+    });
+    std::panic::set_hook(hook);
+    ensure(unwound.is_err() && !graph::recording(), || {
+        "a panicking recording stayed open".into()
+    })?;
+    bump::launch(cfg(1), &x, 1.0, 1).map_err(s)?;
+    ensure(x.to_vec::<f32>().map_err(s)? == [1112.0], || {
+        "launch after unwinding".into()
+    })?;
     Ok(Outcome::Pass)
 }

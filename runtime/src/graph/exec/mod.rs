@@ -235,6 +235,13 @@ impl Graph {
             .result()
             .map_err(|e| fail("instantiating the graph", e))?;
         exec.exec = instance;
+        // Uploaded now, so the first replay costs what every other does.
+        let stream = cuda_stream_for(ordinal)?;
+        // SAFETY: `instance` is the live exec of this context's graph; the stream is this
+        // device's.
+        unsafe { sys::cuGraphUpload(instance, stream.cu_stream()) }
+            .result()
+            .map_err(|e| fail("uploading the graph", e))?;
         Ok(exec)
     }
 
