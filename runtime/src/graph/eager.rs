@@ -2,7 +2,7 @@
 //! a few streams, independent nodes on different streams, each dependency across streams one
 //! event.
 //!
-//! The stream plan ([`plan`]) is a pure function of the edges, tested without a GPU. A node
+//! The stream plan (`plan`) is a pure function of the edges, tested without a GPU. A node
 //! continues the stream of a predecessor that was the last node there (a chain stays on one
 //! stream, with no events); otherwise it opens another stream while there are any left. Lane 0
 //! is the thread's current stream, so the graph is ordered after the work already queued there

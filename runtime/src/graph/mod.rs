@@ -2,11 +2,11 @@
 //! derived from their data, then run now on a few streams or instantiated as a CUDA graph and
 //! replayed with re-bound tensors.
 //!
-//! - [`record`](mod@record): [`record`](record::record) and [`record_op`](record::record_op); each
+//! - [`record`](mod@record): [`record()`] and [`record_op`]; each
 //!   launch is checked and packed as usual, each tensor's direction taken from its kernel's
 //!   `In`/`Out`/`InOut` declaration.
 //! - [`deps`]: edges from overlapping address ranges (RAW, WAR, WAW).
-//! - [`dot`]: [`Graph::to_dot`] for Graphviz.
+//! - `dot`: [`Graph::to_dot`] for Graphviz.
 //! - [`eager`]: [`Graph::launch`], on a stream pool joined by events.
 //! - `exec` (CUDA): [`Graph::instantiate`] through the driver's graph API (no stream capture),
 //!   and [`GraphExec::replay`] with [`Bindings`].

@@ -1,4 +1,4 @@
-//! Recording: launches are checked and packed as usual ([`prepare`]) but kept instead of
+//! Recording: launches are checked and packed as usual ([`prepare()`]) but kept instead of
 //! submitted, each with the regions its tensors span and the direction its kernel declares.
 //!
 //! While [`record`]'s closure runs, this thread records: the explicit form
