@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use harness::{
     compile_sm90, ensure, expect_err, s, with_gpu, with_nvrtc, Outcome, Test, TestResult,
 };
+use opbox::cuda::codegen::ConstValue;
 use opbox::graph::{self, Bindings, Graph, NodeId};
 use opbox::prelude::*;
 
@@ -41,6 +42,14 @@ fn add(a: In<[f32]>, b: In<[f32]>, out: Out<[f32]>, n: u32) {
     let i = global_id_x();
     if i < n {
         out[i] = a[i] + b[i];
+    }
+}
+
+#[kernel]
+fn times_k(x: InOut<[f32]>, n: u32, #[constexpr] K: u32) {
+    let i = global_id_x();
+    if i < n {
+        x[i] *= K as f32;
     }
 }
 
@@ -118,6 +127,7 @@ const TESTS: &[Test] = &[
     ("views_conflict_only_where_bytes_overlap", views),
     ("implicit_launches_are_recorded", implicit),
     ("recordings_nest_and_unwind", nesting),
+    ("specializations_are_recorded", specialized),
     ("record_op_captures_every_launch", record_op_cpu),
     ("launch_on_another_device_is_refused", wrong_device),
     ("dot_draws_nodes_and_hazards", dot),
@@ -143,6 +153,9 @@ const TESTS: &[Test] = &[
     ("cuda_extern_group_replays_as_one_node", gpu_group),
     ("cuda_fault_in_replay_names_the_graph", gpu_fault),
     ("cuda_constant_params_in_a_graph", gpu_constant_params),
+    ("cuda_specializations_in_a_graph", || {
+        with_gpu(|| specialized_on(Device::Cuda(0)))
+    }),
     ("cuda_example_replays_100_times", || {
         with_gpu(|| {
             example::replay_cuda(100)?;
@@ -399,6 +412,10 @@ fn nvrtc() -> TestResult {
             "the groups have two members each".into()
         })?;
         compile_sm90(&decls)?;
+        for k in [2, 3] {
+            opbox::cuda::compile_for_arch(&times_k::DECL, &[ConstValue::U32(k)], "sm_90")
+                .map_err(s)?;
+        }
         Ok(Outcome::Pass)
     })
 }
@@ -815,5 +832,33 @@ fn nesting() -> TestResult {
     ensure(x.to_vec::<f32>().map_err(s)? == [1112.0], || {
         "launch after unwinding".into()
     })?;
+    Ok(Outcome::Pass)
+}
+
+fn specialized() -> TestResult {
+    specialized_on(Device::Cpu)
+}
+
+/// `launch_in` of a kernel with a #[constexpr], plain and specialized, on `device`.
+fn specialized_on(device: Device) -> TestResult {
+    let x = vec_on(vec![1.0, 2.0], device).map_err(s)?;
+    let g = graph::record(device, |r| {
+        times_k::launch_in(r, cfg(2), &x, 2, 2)?;
+        times_k::specialize(3).launch_in(r, cfg(2), &x, 2)?;
+        Ok(())
+    })
+    .map_err(s)?;
+    ensure(g.len() == 2 && g.edges().len() == 1, || format!("{g:?}"))?;
+    g.launch().map_err(s)?;
+    ensure(x.to_vec::<f32>().map_err(s)? == [6.0, 12.0], || {
+        "eager".into()
+    })?;
+    if matches!(device, Device::Cuda(_)) {
+        let mut exec = g.instantiate().map_err(s)?;
+        exec.replay(&Bindings::new()).map_err(s)?;
+        ensure(x.to_vec::<f32>().map_err(s)? == [36.0, 72.0], || {
+            "replay".into()
+        })?;
+    }
     Ok(Outcome::Pass)
 }
