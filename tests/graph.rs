@@ -103,6 +103,10 @@ fn render(p: RenderParams);
 #[extern_kernel(source = "kernels/constant_params.cu", abi = "constant_params")]
 fn render_add(p: RenderParams);
 
+/// benches/graph.rs's diamond kernel, compiled here so that CI checks its C++.
+#[extern_kernel(source = "../benches/kernels/spin_copy.cu")]
+fn spin_copy(a: In<[f32]>, out: Out<[f32]>, n: i64, cycles: i64);
+
 #[extern_kernel(source = "kernels/fault.cu")]
 fn write_out_of_bounds(out: Out<[f32]>);
 
@@ -400,6 +404,7 @@ fn nvrtc() -> TestResult {
             &write_out_of_bounds::DECL,
             &render::DECL,
             &render_add::DECL,
+            &spin_copy::DECL,
             &example::scale::DECL,
             &example::bias::DECL,
             &example::add::DECL,
@@ -408,7 +413,7 @@ fn nvrtc() -> TestResult {
         for h in step::GROUP.members.iter().chain(axpx::GROUP.members) {
             decls.push(h.decl());
         }
-        ensure(decls.len() == 13, || {
+        ensure(decls.len() == 14, || {
             "the groups have two members each".into()
         })?;
         compile_sm90(&decls)?;

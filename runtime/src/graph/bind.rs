@@ -3,6 +3,8 @@
 //! bound again.
 
 use std::collections::HashMap;
+
+use foldhash::fast::FixedState;
 use std::ops::Range;
 
 use super::record::Launch;
@@ -73,8 +75,9 @@ struct Buffer {
 pub(crate) struct Binder {
     graph: String,
     buffers: Vec<Buffer>,
-    /// `Tensor::as_raw` of each recorded handle → its buffer.
-    by_handle: HashMap<usize, usize>,
+    /// `Tensor::as_raw` of each recorded handle → its buffer (foldhash: a replay's re-binding
+    /// looks each one up, and SipHash would be a good part of its cost).
+    by_handle: HashMap<usize, usize, FixedState>,
     /// Each node's launches: `members[n].0 .. members[n].1`.
     members: Vec<(usize, usize)>,
 }
@@ -109,7 +112,7 @@ impl Binder {
         let mut b = Binder {
             graph: graph.to_string(),
             buffers: Vec::new(),
-            by_handle: HashMap::new(),
+            by_handle: HashMap::default(),
             members,
         };
         for (l, launch) in launches.iter().enumerate() {
