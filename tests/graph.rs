@@ -131,6 +131,7 @@ const TESTS: &[Test] = &[
     ("views_conflict_only_where_bytes_overlap", views),
     ("implicit_launches_are_recorded", implicit),
     ("recordings_nest_and_unwind", nesting),
+    ("one_memory_under_two_storages_conflicts", shared_memory),
     ("specializations_are_recorded", specialized),
     ("record_op_captures_every_launch", record_op_cpu),
     ("launch_on_another_device_is_refused", wrong_device),
@@ -865,5 +866,34 @@ fn specialized_on(device: Device) -> TestResult {
             "replay".into()
         })?;
     }
+    Ok(Outcome::Pass)
+}
+
+/// A DLPack import is another storage over the same bytes: the graph orders launches on the two
+/// by their addresses, not by which storage they name.
+fn shared_memory() -> TestResult {
+    let x = vec_on(vec![1.0, 2.0], Device::Cpu).map_err(s)?;
+    let managed = x.to_dlpack().map_err(s)?;
+    // SAFETY: `managed` was just exported by opbox and is given up here, once.
+    let alias = unsafe { Tensor::from_dlpack(managed) }.map_err(s)?;
+    ensure(!alias.same_storage(&x), || {
+        "the import shares the storage object".into()
+    })?;
+    let other = vec_on(vec![0.0, 0.0], Device::Cpu).map_err(s)?;
+    let g = graph::record(Device::Cpu, |r| {
+        bump::launch_in(r, cfg(2), &x, 1.0, 2)?;
+        bump::launch_in(r, cfg(2), &other, 1.0, 2)?;
+        bump::launch_in(r, cfg(2), &alias, 1.0, 2)?;
+        Ok(())
+    })
+    .map_err(s)?;
+    let e = edges(&g);
+    ensure(e == [(0, 2, "RAW+WAR+WAW".to_string())], || {
+        format!("{e:?}")
+    })?;
+    g.launch().map_err(s)?;
+    ensure(x.to_vec::<f32>().map_err(s)? == [3.0, 4.0], || {
+        "both bumps".into()
+    })?;
     Ok(Outcome::Pass)
 }
