@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::{sys, CudaContext, DriverError};
+use cudarc::driver::{sys, CudaContext, CudaStream, DriverError};
 use opbox_codegen::cuda::EntryAbi;
 
 use super::bind::{Binder, Bindings};
@@ -108,9 +108,9 @@ pub struct GraphExec {
     /// The bindings in force, by the handles recorded (from the graph's binder, if it was
     /// bound before instantiation).
     binder: Binder,
-    /// Whether a replay was launched: dropping then waits for the device, so that no tensor the
+    /// The streams replays were launched on: dropping waits for them, so that no tensor the
     /// exec holds is freed under a replay still running.
-    launched: bool,
+    streams: Vec<Arc<CudaStream>>,
 }
 
 // SAFETY: the driver handles are usable from any thread (the driver API is thread-safe and each
@@ -167,7 +167,7 @@ impl Graph {
             exec: std::ptr::null_mut(),
             launches: Vec::new(),
             binder: self.binder(),
-            launched: false,
+            streams: Vec::new(),
         };
         // Each node's launches: `members[n].0 .. members[n].1`.
         let mut members: Vec<(usize, usize)> = Vec::with_capacity(self.nodes.len());
@@ -286,7 +286,13 @@ impl GraphExec {
     /// Launches the graph with its current bindings.
     pub fn launch(&mut self) -> Result<()> {
         let stream = cuda_stream_for(self.ordinal)?;
-        self.launched = true;
+        if !self
+            .streams
+            .iter()
+            .any(|s| s.cu_stream() == stream.cu_stream())
+        {
+            self.streams.push(stream.clone());
+        }
         let fail = |e: DriverError| {
             self.error(format!("launching the graph on cuda:{}: {e}", self.ordinal))
         };
@@ -315,9 +321,9 @@ impl Drop for GraphExec {
     fn drop(&mut self) {
         // A destructor has no one to report to; a lost context frees everything anyway.
         let _ = self.context.bind_to_thread();
-        if self.launched {
+        for s in &self.streams {
             // A fault is reported to whoever synchronizes next; here it only ends the wait.
-            let _ = self.context.synchronize();
+            let _ = s.synchronize();
         }
         if !self.exec.is_null() {
             // SAFETY: `exec` came from cuGraphInstantiateWithFlags and is destroyed once, here.
