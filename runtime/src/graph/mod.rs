@@ -2,9 +2,10 @@
 //! derived from their data, then run now on a few streams or instantiated as a CUDA graph and
 //! replayed with re-bound tensors.
 //!
-//! - [`record`](mod@record): [`record()`] and [`record_op`]; each
-//!   launch is checked and packed as usual, each tensor's direction taken from its kernel's
-//!   `In`/`Out`/`InOut` declaration.
+//! - [`record`](mod@record): [`record()`] and [`record_op`]; each launch is checked and packed
+//!   as usual, each tensor's direction taken from its kernel's `In`/`Out`/`InOut` declaration.
+//! - [`bind`]: [`Bindings`], the new tensors and values of a replay, and the one set of rules
+//!   they are checked by.
 //! - [`deps`]: edges from overlapping address ranges (RAW, WAR, WAW).
 //! - `dot`: [`Graph::to_dot`] for Graphviz.
 //! - [`eager`]: [`Graph::launch`], on a stream pool joined by events.
