@@ -33,7 +33,7 @@
 //! body cannot name the library's marker module through `super::`).
 
 pub use opbox_macros::{builtin, ConstexprEnum, KernelArg, NativeType};
-pub use opbox_macros::{device, kernel};
+pub use opbox_macros::{device, kernel, kernel_group};
 pub use opbox_macros::{extern_kernel, stable_fragment, stable_impl, stable_library};
 
 // Each public item is re-exported once, by name: the runtime's own module tree (its typemap,
@@ -107,12 +107,27 @@ pub mod native {
 /// pack ([`kernel::PreparedLaunch`]), runtime-typed launches from a stack, and the registry.
 pub mod kernel {
     pub use opbox_runtime::kernel::{
-        kernel_arg_adapters, launch, launch_stack, lower_any, lower_stack, lower_value, prepare,
-        register_kernel_arg_adapter, registered_kernels, select_kernels, struct_bytes, submit,
-        Access, ConstexprArg, ConstexprEnum, DerivedKernelArg, ExternKernelRegistration, In, InOut,
-        KernelArgAdapter, KernelArgStruct, KernelHandle, LaunchArg, LaunchConfig, NativeBytes, Out,
-        OwnedArg, ParamBuffer, PreparedLaunch, SpecTable, StackArgs, Stream, StructBytes,
-        MAX_LAUNCH_ARGS, MAX_PARAM_BYTES,
+        kernel_arg_adapters, launch, launch_group, launch_stack, lower_any, lower_stack,
+        lower_value, prepare, register_kernel_arg_adapter, registered_kernels, select_kernels,
+        struct_bytes, submit, Access, ConstexprArg, ConstexprEnum, DerivedKernelArg,
+        ExternKernelRegistration, In, InOut, KernelArgAdapter, KernelArgStruct, KernelGroupDecl,
+        KernelHandle, LaunchArg, LaunchConfig, NativeBytes, Out, OwnedArg, ParamBuffer,
+        PreparedLaunch, SpecTable, StackArgs, Stream, StructBytes, MAX_LAUNCH_ARGS,
+        MAX_PARAM_BYTES,
+    };
+}
+
+/// Kernel graphs: launches recorded without running ([`graph::record`], [`graph::record_op`];
+/// each kernel's `launch_in(r, cfg, ..)`), their dependencies derived from what each reads and
+/// writes ([`graph::Graph::edges`], [`graph::Graph::to_dot`]), run now on a stream pool
+/// ([`graph::Graph::launch`]) or instantiated as a CUDA graph and replayed with re-bound
+/// tensors (`Graph::instantiate`, `GraphExec::replay`).
+pub mod graph {
+    #[cfg(feature = "cuda")]
+    pub use opbox_runtime::graph::GraphExec;
+    pub use opbox_runtime::graph::{
+        record, record_named, record_op, recording, Bindings, Edge, Graph, Hazards, NodeId,
+        Recorder, Region,
     };
 }
 
@@ -212,9 +227,9 @@ pub mod prelude {
     };
     pub use crate::kernel::{In, InOut, LaunchConfig, Out};
     pub use crate::{
-        device, extern_kernel, kernel, op, stable_fragment, stable_impl, stable_library, DType,
-        Device, DispatchKey, Error, Generator, Layout, Library, MemoryFormat, OpHandle, OpTag,
-        Result, Scalar, StableValue, Stack, Stream, Tensor,
+        device, extern_kernel, kernel, kernel_group, op, stable_fragment, stable_impl,
+        stable_library, DType, Device, DispatchKey, Error, Generator, Layout, Library,
+        MemoryFormat, OpHandle, OpTag, Result, Scalar, StableValue, Stack, Stream, Tensor,
     };
 }
 
@@ -255,10 +270,11 @@ pub mod __private {
             BuildRef, ConstValue, ConstexprStyle, ElemType, EntryAbi, EnumParam, IncludeEdge,
             KernelDecl, NativeParam, Param, ParamKind, ScalarType, SourceFile,
         };
+        pub use opbox_runtime::graph::{NodeId, Recorder};
         pub use opbox_runtime::kernel::{
-            launch, ConstexprArg, ConstexprEnum, DerivedKernelArg, ExternKernelRegistration,
-            KernelArg, KernelArgStruct, KernelHandle, LaunchArg, LaunchConfig, NativeBytes,
-            OwnedArg,
+            launch, launch_group, ConstexprArg, ConstexprEnum, DerivedKernelArg,
+            ExternKernelRegistration, KernelArg, KernelArgStruct, KernelGroupDecl, KernelHandle,
+            LaunchArg, LaunchConfig, NativeBytes, OwnedArg,
         };
     }
 }

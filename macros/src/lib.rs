@@ -61,6 +61,30 @@ pub fn extern_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     .into()
 }
 
+/// Kernels that dispatch as one unit (PyPTO's kernel groups): on an inline module of
+/// `#[kernel]` fns, or of `#[extern_kernel]` fns (one kind for all, a compile error otherwise),
+/// which all take the same parameters.
+///
+/// ```ignore
+/// #[kernel_group]
+/// mod step {
+///     use super::*;
+///     #[kernel]
+///     fn scale(x: InOut<[f32]>, s: f32, n: u32) { /* .. */ }
+///     #[kernel]
+///     fn shift(x: InOut<[f32]>, s: f32, n: u32) { /* .. */ }
+/// }
+///
+/// step::launch(cfg, &x, 2.0, n)?;              // scale, then shift, on one stream
+/// let node = step::launch_in(r, cfg, &x, 2.0, n)?; // one node of a kernel graph
+/// ```
+/// Adds `GROUP` (the members, in order), `launch(cfg, ..)` and `launch_in(r, cfg, ..)`, taking
+/// the members' parameters.
+#[proc_macro_attribute]
+pub fn kernel_group(attr: TokenStream, item: TokenStream) -> TokenStream {
+    backend::kernel_group(attr.into(), item.into()).into()
+}
+
 /// A kernel written in Rust (the DSL): one body, compiled to CUDA C++ for NVRTC and built as
 /// Rust for the CPU.
 ///

@@ -195,6 +195,14 @@ pub enum Error {
         second: String,
     },
 
+    /// A kernel graph refused a launch, a binding or a replay: a launch recorded on another
+    /// device than the graph's, a binding whose shape, dtype or storage differs from what was
+    /// recorded (the message names the node, its kernel and the parameter), or a replay that
+    /// faulted on the device (the graph is unusable then, as its context is). Record on one
+    /// device, and bind tensors like the recorded ones.
+    #[error("kernel graph '{graph}': {message}")]
+    Graph { graph: String, message: String },
+
     /// Build options whose paths do not exist or are not absolute; each offender is listed with
     /// the reason.
     #[error("invalid build options: {0}")]

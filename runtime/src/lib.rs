@@ -4,6 +4,7 @@ pub mod abi;
 pub mod backend;
 pub mod dispatch;
 pub mod error;
+pub mod graph;
 pub mod kernel;
 pub mod native;
 pub mod panic;

@@ -13,6 +13,7 @@ mod errors;
 mod extern_kernel;
 mod kernel;
 mod kernel_arg;
+mod kernel_group;
 mod kernel_params;
 mod library;
 mod naming;
@@ -53,6 +54,11 @@ pub fn extern_kernel(
     files: &dyn SourceLoader,
 ) -> TokenStream {
     extern_kernel::expand(attr, item, files)
+}
+
+/// `#[kernel_group]` on an inline module of kernels that dispatch as one unit.
+pub fn kernel_group(attr: TokenStream, item: TokenStream) -> TokenStream {
+    kernel_group::expand(attr, item)
 }
 
 /// `#[kernel]` on a fn with a body: the DSL. `files` finds the declaring file (for `#line`).

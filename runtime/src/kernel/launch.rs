@@ -28,8 +28,13 @@ pub fn launch(
     submit(&mut prepared)
 }
 
-/// Runs a prepared launch on its device's backend.
+/// Runs a prepared launch on its device's backend; while this thread records a kernel graph
+/// ([`crate::graph::record`]), the launch is recorded instead.
 pub fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
+    if crate::graph::recording() {
+        return crate::graph::record::record_launches(None, std::slice::from_ref(prepared), None)
+            .map(drop);
+    }
     match prepared.device() {
         #[cfg(feature = "cuda")]
         Device::Cuda(_) => crate::backend::cuda::submit::submit(prepared),

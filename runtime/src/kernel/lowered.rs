@@ -60,6 +60,22 @@ macro_rules! define_lowered_args {
             }
         }
 
+        impl LaunchArg<'_> {
+            /// The argument as an owned value (a tensor handle cloned, struct bytes copied):
+            /// what a kernel graph keeps of a recorded launch.
+            pub fn to_owned_arg(&self) -> OwnedArg {
+                match self {
+                    LaunchArg::Tensor(t) => OwnedArg::Tensor((*t).clone()),
+                    LaunchArg::Null => OwnedArg::Null,
+                    $(LaunchArg::$v(v) => OwnedArg::$v(*v),)*
+                    LaunchArg::Native(n) => OwnedArg::Native {
+                        schema: n.schema,
+                        bytes: n.as_uninit().to_vec(),
+                    },
+                }
+            }
+        }
+
         impl OwnedArg {
             /// The borrowed form the launch pushes.
             pub fn as_launch_arg(&self) -> LaunchArg<'_> {

@@ -8,12 +8,14 @@
 //!   records.
 //! - [`launch`](mod@launch): prepare, then submit to the tensors' backend.
 //! - [`stack`]: runtime-typed launches from a `StableValue` stack.
+//! - [`group`]: kernels dispatched as one unit ([`KernelGroupDecl`]).
 //! - [`handle`]: the per-declaration [`KernelHandle`] where backends cache what they loaded.
 //! - [`registry`]: every `#[extern_kernel]` linked in.
 
 pub mod arg;
 pub mod atomics;
 pub mod config;
+pub mod group;
 pub mod handle;
 pub mod launch;
 pub mod lowered;
@@ -29,6 +31,7 @@ pub use arg::{
     NativeBytes, OwnedArg,
 };
 pub use config::{LaunchConfig, Stream};
+pub use group::{launch_group, KernelGroupDecl};
 pub use handle::{KernelHandle, SpecTable};
 pub use launch::{launch, submit};
 pub use prepare::{prepare, Access, ParamBuffer, PreparedLaunch, MAX_LAUNCH_ARGS, MAX_PARAM_BYTES};

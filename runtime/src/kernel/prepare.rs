@@ -99,6 +99,9 @@ pub struct PreparedLaunch<'a> {
     /// The first chunk of each launch parameter, in order.
     starts: [u16; MAX_LAUNCH_ARGS],
     count: u16,
+    /// Chunks of the arena in use.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    used: u16,
 }
 
 impl<'a> PreparedLaunch<'a> {
@@ -140,6 +143,16 @@ impl<'a> PreparedLaunch<'a> {
                 (Some(access), LaunchArg::Tensor(t)) => Some((access, t)),
                 _ => None,
             })
+    }
+
+    /// The packed parameter chunks in use and the first chunk of each parameter: what a graph
+    /// copies to keep a launch's parameters past this borrow.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn packed(&self) -> (&[Chunk], &[u16]) {
+        (
+            &self.arena.arena[..self.used as usize],
+            &self.starts[..self.count as usize],
+        )
     }
 
     /// Fills `out` with the address of each packed parameter, in order, for a driver call that
@@ -321,7 +334,7 @@ pub fn prepare<'a>(
         check_aliases(decl, args)?;
     }
     if decl.abi == EntryAbi::ParamsAndLens {
-        count = pack_lens(decl, args, arena, &mut starts, (used, count))?;
+        (used, count) = pack_lens(decl, args, arena, &mut starts, (used, count))?;
     }
 
     let device = match first {
@@ -354,6 +367,7 @@ pub fn prepare<'a>(
         arena: buffer,
         starts,
         count: count as u16,
+        used: used as u16,
     })
 }
 
@@ -404,14 +418,14 @@ fn check_aliases(decl: &KernelDecl, args: &[LaunchArg<'_>]) -> Result<()> {
 
 /// Under [`EntryAbi::ParamsAndLens`] (DSL kernels), one `u32` element count per slice param,
 /// after the params, in order: what the kernel's `len()` and bounds checks read. `(used,
-/// count)` are the chunks and params packed so far; returns the new param count.
+/// count)` are the chunks and params packed so far; returns them updated.
 fn pack_lens(
     decl: &KernelDecl,
     args: &[LaunchArg<'_>],
     arena: &mut [Chunk],
     starts: &mut [u16; MAX_LAUNCH_ARGS],
     (mut used, mut count): (usize, usize),
-) -> Result<usize> {
+) -> Result<(usize, usize)> {
     let params = decl.params.iter().filter(|p| p.kind.in_launch_abi());
     for (param, arg) in params.zip(args) {
         let LaunchArg::Tensor(x) = *arg else { continue };
@@ -436,7 +450,7 @@ fn pack_lens(
         used += 1;
         count += 1;
     }
-    Ok(count)
+    Ok((used, count))
 }
 
 /// The bytes of a run of chunks.

@@ -294,6 +294,19 @@ impl Tensor {
         &self.inner().storage
     }
 
+    /// The addresses this tensor's elements span, `[lo, hi)` as the device sees them (host
+    /// addresses on cpu, device addresses on cuda); `None` when it has no elements or no memory
+    /// (meta). Two tensors whose ranges overlap share bytes, whichever storages hold them: what
+    /// a kernel graph derives its dependencies from.
+    pub(crate) fn address_range(&self) -> Option<std::ops::Range<u64>> {
+        let base = self.storage().base_ptr() as usize as u64;
+        if base == 0 {
+            return None;
+        }
+        let (range, _) = self.byte_span()?;
+        Some(base + range.start as u64..base + range.end as u64)
+    }
+
     /// The byte range of this tensor's elements in its storage, `[lo, hi)`, and the offset in
     /// elements it starts at; `None` when it has no elements.
     fn byte_span(&self) -> Option<(std::ops::Range<usize>, usize)> {

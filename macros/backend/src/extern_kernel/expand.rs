@@ -118,7 +118,7 @@ fn class_tokens(class: &ParamClass) -> TokenStream {
 }
 
 /// The Rust type of a launch argument, and the value it becomes.
-fn rust_arg(p: &KernelParam) -> (TokenStream, TokenStream) {
+pub(crate) fn rust_arg(p: &KernelParam) -> (TokenStream, TokenStream) {
     let name = &p.name;
     let tensor = || {
         (
@@ -351,6 +351,14 @@ pub(crate) fn kernel_module(spec: &ModuleSpec<'_>, params: &[KernelParam]) -> To
                 ::opbox::__private::cuda::launch(&HANDLE, &cfg, &[#(#launch_args),*], &[#(#const_args),*])
             }
 
+            /// Records this launch into a kernel graph (`opbox::graph::record`) instead of
+            /// running it: the same checks as `launch`; returns the graph node.
+            #[allow(clippy::too_many_arguments)]
+            #[inline]
+            pub fn launch_in(r: &mut ::opbox::__private::cuda::Recorder, cfg: ::opbox::__private::cuda::LaunchConfig, #(#fn_params),*) -> ::opbox::__private::Result<::opbox::__private::cuda::NodeId> {
+                r.launch(&HANDLE, &cfg, &[#(#launch_args),*], &[#(#const_args),*])
+            }
+
             #extra
         }
     }
@@ -433,6 +441,13 @@ fn specialized(
             #[inline]
             pub fn launch(&self, cfg: ::opbox::__private::cuda::LaunchConfig, #(#runtime_params),*) -> ::opbox::__private::Result<()> {
                 ::opbox::__private::cuda::launch(&HANDLE, &cfg, &[#(#launch_args),*], &self.values)
+            }
+
+            /// Records this launch into a kernel graph instead of running it; returns the node.
+            #[allow(clippy::too_many_arguments)]
+            #[inline]
+            pub fn launch_in(&self, r: &mut ::opbox::__private::cuda::Recorder, cfg: ::opbox::__private::cuda::LaunchConfig, #(#runtime_params),*) -> ::opbox::__private::Result<::opbox::__private::cuda::NodeId> {
+                r.launch(&HANDLE, &cfg, &[#(#launch_args),*], &self.values)
             }
         }
     }

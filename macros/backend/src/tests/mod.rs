@@ -3,6 +3,7 @@
 
 mod extern_kernel;
 mod kernel;
+mod kernel_group;
 mod library;
 mod native;
 

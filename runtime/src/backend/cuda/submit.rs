@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
-use cudarc::driver::{result, CudaStream, DevicePtrMut, DriverError};
+use cudarc::driver::{result, sys, CudaStream, DevicePtrMut, DriverError};
 use opbox_codegen::cuda::{EntryAbi, KernelDecl};
 
 use super::context::{device, MAX_DEVICES};
@@ -18,6 +18,19 @@ use crate::tensor::Device;
 /// The last kernel launched per device, for [`synchronize`]'s message.
 static LAST_LAUNCHED: [AtomicPtr<KernelDecl>; MAX_DEVICES] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];
+
+/// The name of the last kernel graph replayed per device, when no kernel was launched there
+/// after it (a launch clears the kernel slot's null): what [`synchronize`] names then.
+static LAST_GRAPH: [AtomicPtr<String>; MAX_DEVICES] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];
+
+/// Notes that graph `name` is the last work launched on `cuda:ordinal`.
+pub(crate) fn note_graph(ordinal: usize, name: &'static String) {
+    if let (Some(kernel), Some(graph)) = (LAST_LAUNCHED.get(ordinal), LAST_GRAPH.get(ordinal)) {
+        graph.store((name as *const String).cast_mut(), Ordering::Relaxed);
+        kernel.store(std::ptr::null_mut(), Ordering::Relaxed);
+    }
+}
 
 /// Loads (first time only) and launches `prepared` on its CUDA device.
 pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
@@ -112,22 +125,18 @@ pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
     .map_err(failed)
 }
 
-/// Copies `n` into `loaded`'s `__constant__ params` symbol on `stream`.
-fn write_params(
+/// The device address of `loaded`'s `__constant__ params` symbol, checked to hold `n`.
+pub(crate) fn params_symbol(
     decl: &KernelDecl,
     loaded: &LoadedKernel,
     stream: &Arc<CudaStream>,
     ordinal: usize,
     n: &NativeBytes<'_>,
-) -> Result<()> {
-    let driver = |what: &str, e: DriverError| Error::Cuda {
-        kernel: decl.rust_name.to_string(),
-        message: format!("{what} on cuda:{ordinal}: {e}"),
-    };
+) -> Result<sys::CUdeviceptr> {
     let mut global = loaded
         .module
         .get_global("params", stream)
-        .map_err(|e| driver("finding the __constant__ symbol 'params'", e))?;
+        .map_err(|e| driver(decl, ordinal, "finding the __constant__ symbol 'params'", e))?;
     if global.len() != n.len() {
         return Err(Error::Cuda {
             kernel: decl.rust_name.to_string(),
@@ -139,17 +148,36 @@ fn write_params(
             ),
         });
     }
+    let (dst, _sync) = global.device_ptr_mut(stream);
+    Ok(dst)
+}
+
+fn driver(decl: &KernelDecl, ordinal: usize, what: &str, e: DriverError) -> Error {
+    Error::Cuda {
+        kernel: decl.rust_name.to_string(),
+        message: format!("{what} on cuda:{ordinal}: {e}"),
+    }
+}
+
+/// Copies `n` into `loaded`'s `__constant__ params` symbol on `stream`.
+fn write_params(
+    decl: &KernelDecl,
+    loaded: &LoadedKernel,
+    stream: &Arc<CudaStream>,
+    ordinal: usize,
+    n: &NativeBytes<'_>,
+) -> Result<()> {
+    let dst = params_symbol(decl, loaded, stream, ordinal, n)?;
     stream
         .context()
         .bind_to_thread()
-        .map_err(|e| driver("binding the context", e))?;
-    let (dst, _sync) = global.device_ptr_mut(stream);
+        .map_err(|e| driver(decl, ordinal, "binding the context", e))?;
     let src = n.as_uninit();
     // SAFETY: `dst` is the module's `params` symbol, exactly `src.len()` bytes (checked above),
     // alive while `loaded` is; `src` is borrowed for the call and a pageable source is staged
     // before the call returns. The copy is ordered on `stream` before the launch that follows.
     unsafe { result::memcpy_htod_async(dst, src, stream.cu_stream()) }
-        .map_err(|e| driver("writing 'params'", e))
+        .map_err(|e| driver(decl, ordinal, "writing 'params'", e))
 }
 
 /// Waits for all work on device `ordinal` and returns any fault it raised, such as an illegal
@@ -166,7 +194,25 @@ pub fn synchronize(ordinal: usize) -> Result<()> {
         // `&'static KernelHandle`), which lives for the whole process.
         let kernel = match unsafe { last.as_ref() } {
             Some(d) => d.rust_name.to_string(),
-            None => format!("device cuda:{ordinal}"),
+            None => {
+                let graph = LAST_GRAPH
+                    .get(ordinal)
+                    .map(|p| p.load(Ordering::Relaxed))
+                    .unwrap_or(std::ptr::null_mut());
+                // SAFETY: LAST_GRAPH only ever holds null or an interned, leaked `&'static
+                // String` (graph/exec.rs), alive for the whole process.
+                match unsafe { graph.as_ref() } {
+                    Some(name) => {
+                        return Error::Graph {
+                            graph: name.clone(),
+                            message: format!(
+                                "a kernel on cuda:{ordinal} failed during a replay (reported at synchronization; this graph was the last work launched there): {e}"
+                            ),
+                        }
+                    }
+                    None => format!("device cuda:{ordinal}"),
+                }
+            }
         };
         Error::Cuda {
             kernel,

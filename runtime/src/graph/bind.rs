@@ -1,0 +1,309 @@
+//! [`Bindings`]: what a replay changes, tensors by their recorded handle and by-value
+//! arguments by node and parameter name. A binding stays in force for later replays until
+//! bound again.
+
+use std::collections::HashMap;
+
+use foldhash::fast::FixedState;
+use std::ops::Range;
+
+use super::record::Launch;
+use super::NodeId;
+use crate::error::{Error, Result};
+use crate::kernel::{KernelArg, OwnedArg};
+use crate::tensor::Tensor;
+
+/// New tensors and values for a replay (`GraphExec::replay`) or an eager graph
+/// ([`Graph::bind`](super::Graph::bind)).
+///
+/// A tensor is named by the handle that was recorded (or a clone of it): every launch that
+/// used it reads the new tensor instead, which must have its shape and dtype, be on the same
+/// device and be contiguous, and must not share memory with another tensor of the graph unless
+/// the recorded ones did (that would change the dependencies).
+#[derive(Default)]
+pub struct Bindings<'a> {
+    pub(crate) tensors: Vec<(&'a Tensor, &'a Tensor)>,
+    pub(crate) values: Vec<(NodeId, &'a str, OwnedArg)>,
+}
+
+impl<'a> Bindings<'a> {
+    pub fn new() -> Bindings<'a> {
+        Bindings::default()
+    }
+
+    /// Every use of `recorded` reads (and writes) `tensor` from now on.
+    pub fn tensor(mut self, recorded: &'a Tensor, tensor: &'a Tensor) -> Bindings<'a> {
+        self.tensors.push((recorded, tensor));
+        self
+    }
+
+    /// `node`'s by-value parameter `param` (a scalar, or a `#[derive(NativeType)]` struct) is
+    /// `value` from now on; it must have the declared type (for a group: in every member).
+    pub fn scalar<T>(mut self, node: NodeId, param: &'a str, value: T) -> Bindings<'a>
+    where
+        T: for<'v> KernelArg<Value<'v> = T>,
+    {
+        self.values
+            .push((node, param, T::lower(&value).to_owned_arg()));
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty() && self.values.is_empty()
+    }
+}
+
+/// A tensor of a graph: the handle recorded, the one bound now, and where it is passed.
+#[derive(Clone)]
+struct Buffer {
+    recorded: Tensor,
+    current: Tensor,
+    /// (launch, argument index) of each use.
+    uses: Vec<(usize, usize)>,
+    /// The other buffers whose recorded memory overlaps this one's.
+    overlaps: Vec<usize>,
+    /// `current`'s addresses, kept so that a re-binding compares ranges without recomputing
+    /// every buffer's.
+    range: Option<Range<u64>>,
+}
+
+/// What re-binding needs to know of a graph's launches, listed node by node and member by
+/// member ("launch `l`"): which tensors each passes where, and which node each belongs to.
+/// The one set of binding rules, for eager graphs ([`Graph::bind`](super::Graph::bind)) and
+/// instantiated ones alike.
+#[derive(Clone)]
+pub(crate) struct Binder {
+    graph: String,
+    buffers: Vec<Buffer>,
+    /// `Tensor::as_raw` of each recorded handle → its buffer (foldhash: a replay's re-binding
+    /// looks each one up, and SipHash would be a good part of its cost).
+    by_handle: HashMap<usize, usize, FixedState>,
+    /// Each node's launches: `members[n].0 .. members[n].1`.
+    members: Vec<(usize, usize)>,
+}
+
+fn overlap(a: &Option<Range<u64>>, b: &Option<Range<u64>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.start < b.end && b.start < a.end,
+        _ => false,
+    }
+}
+
+/// Whether `new` may replace `old` as a by-value argument: the same scalar type, or the same
+/// native struct.
+fn same_kind(old: &OwnedArg, new: &OwnedArg) -> bool {
+    match (old, new) {
+        (OwnedArg::Native { schema: a, .. }, OwnedArg::Native { schema: b, .. }) => {
+            a.native_name == b.native_name && a.same_contract(b)
+        }
+        (OwnedArg::Tensor(_) | OwnedArg::Null, _) | (_, OwnedArg::Tensor(_) | OwnedArg::Null) => {
+            false
+        }
+        _ => {
+            old.as_launch_arg().scalar().map(|(t, _)| t)
+                == new.as_launch_arg().scalar().map(|(t, _)| t)
+        }
+    }
+}
+
+impl Binder {
+    /// The binder of `launches` (listed node by node), `members` giving each node's.
+    pub(crate) fn new(graph: &str, launches: &[&Launch], members: Vec<(usize, usize)>) -> Binder {
+        let mut b = Binder {
+            graph: graph.to_string(),
+            buffers: Vec::new(),
+            by_handle: HashMap::default(),
+            members,
+        };
+        for (l, launch) in launches.iter().enumerate() {
+            for (a, arg) in launch.args.iter().enumerate() {
+                if let OwnedArg::Tensor(t) = arg {
+                    b.note_use(t, (l, a));
+                }
+            }
+        }
+        let ranges: Vec<_> = b.buffers.iter().map(|x| x.range.clone()).collect();
+        for (i, x) in b.buffers.iter_mut().enumerate() {
+            x.overlaps = (0..ranges.len())
+                .filter(|&j| j != i && overlap(&ranges[i], &ranges[j]))
+                .collect();
+        }
+        b
+    }
+
+    fn note_use(&mut self, t: &Tensor, at: (usize, usize)) {
+        let key = t.as_raw() as usize;
+        let id = *self.by_handle.entry(key).or_insert_with(|| {
+            self.buffers.push(Buffer {
+                recorded: t.clone(),
+                current: t.clone(),
+                uses: Vec::new(),
+                overlaps: Vec::new(),
+                range: t.address_range(),
+            });
+            self.buffers.len() - 1
+        });
+        self.buffers[id].uses.push(at);
+    }
+
+    fn error(&self, message: String) -> Error {
+        Error::Graph {
+            graph: self.graph.clone(),
+            message,
+        }
+    }
+
+    /// Checks every binding against the recording, then applies them all to `launches`; returns
+    /// the launches whose arguments changed, in order. A refused binding changes nothing.
+    pub(crate) fn apply(
+        &mut self,
+        bindings: &Bindings<'_>,
+        launches: &mut [&mut Launch],
+    ) -> Result<Vec<usize>> {
+        // (buffer, new tensor, its addresses)
+        let mut tensors: Vec<(usize, &Tensor, Option<Range<u64>>)> =
+            Vec::with_capacity(bindings.tensors.len());
+        for (recorded, new) in &bindings.tensors {
+            let id = *self
+                .by_handle
+                .get(&(recorded.as_raw() as usize))
+                .ok_or_else(|| {
+                    self.error(format!(
+                        "a binding names a tensor (shape {:?}, {}) that no launch of this graph recorded; bind the handle that was passed to the launch",
+                        recorded.shape(),
+                        recorded.dtype()
+                    ))
+                })?;
+            tensors.retain(|(i, _, _)| *i != id);
+            // Bound already: nothing to check or set.
+            if self.buffers[id].current.ptr_eq(new) {
+                continue;
+            }
+            self.check_tensor(id, new, launches)?;
+            tensors.push((id, new, new.address_range()));
+        }
+        // Each buffer's planned binding, if any.
+        let mut planned = vec![
+            usize::MAX;
+            if tensors.is_empty() {
+                0
+            } else {
+                self.buffers.len()
+            }
+        ];
+        for (k, (id, _, _)) in tensors.iter().enumerate() {
+            planned[*id] = k;
+        }
+        let bound = |j: usize| match tensors.get(planned[j]) {
+            Some((_, _, r)) => r,
+            None => &self.buffers[j].range,
+        };
+        for (id, _, range) in &tensors {
+            for j in 0..self.buffers.len() {
+                if j == *id || self.buffers[*id].overlaps.contains(&j) {
+                    continue;
+                }
+                if overlap(range, bound(j)) {
+                    let (l, a) = self.buffers[*id].uses[0];
+                    let (lj, aj) = self.buffers[j].uses[0];
+                    return Err(self.error(format!(
+                        "the tensor bound for {} shares memory with the one bound for {}, which the recording did not; bind tensors that do not overlap (the graph's dependencies were derived from the recorded ones)",
+                        self.site(l, a, launches),
+                        self.site(lj, aj, launches)
+                    )));
+                }
+            }
+        }
+        let mut values = Vec::with_capacity(bindings.values.len());
+        for (node, param, value) in &bindings.values {
+            let &(first, end) = self.members.get(node.index()).ok_or_else(|| {
+                self.error(format!(
+                    "a binding names node #{}, but the graph has {} nodes",
+                    node.index(),
+                    self.members.len()
+                ))
+            })?;
+            for l in first..end {
+                let launch = &launches[l];
+                let a = launch.param_index(param).ok_or_else(|| {
+                    self.error(format!(
+                        "node #{} (kernel {}) has no parameter '{param}'",
+                        node.index(),
+                        launch.decl().rust_name
+                    ))
+                })?;
+                let old = &launch.args[a];
+                if !same_kind(old, value) {
+                    return Err(self.error(format!(
+                        "{} was recorded as {}, but the binding is {}; bind a value of the declared type",
+                        self.site(l, a, launches),
+                        old.as_launch_arg().describe(),
+                        value.as_launch_arg().describe()
+                    )));
+                }
+                values.push((l, a, value.clone()));
+            }
+        }
+        let mut dirty: Vec<usize> = Vec::new();
+        for (id, new, range) in tensors {
+            let b = &mut self.buffers[id];
+            b.current = new.clone();
+            b.range = range;
+            for &(l, a) in &b.uses {
+                launches[l].args[a] = OwnedArg::Tensor(new.clone());
+                dirty.push(l);
+            }
+        }
+        for (l, a, value) in values {
+            launches[l].args[a] = value;
+            dirty.push(l);
+        }
+        dirty.sort_unstable();
+        dirty.dedup();
+        Ok(dirty)
+    }
+
+    /// "node #3 (kernel scale) parameter 'x'": where launch `l`'s argument `a` is.
+    fn site(&self, l: usize, a: usize, launches: &[&mut Launch]) -> String {
+        let node = self
+            .members
+            .iter()
+            .position(|&(first, end)| (first..end).contains(&l))
+            .unwrap_or(0);
+        let (kernel, param) = launches.get(l).map_or(("?", "?"), |x| {
+            (x.decl().rust_name.as_ref(), x.param_name(a))
+        });
+        format!("node #{node} (kernel {kernel}) parameter '{param}'")
+    }
+
+    fn check_tensor(&self, id: usize, new: &Tensor, launches: &[&mut Launch]) -> Result<()> {
+        let b = &self.buffers[id];
+        let r = &b.recorded;
+        let (l, a) = b.uses[0];
+        if new.shape() != r.shape()
+            || new.dtype() != r.dtype()
+            || new.device() != r.device()
+            || new.native_schema().map(|s| s.native_name)
+                != r.native_schema().map(|s| s.native_name)
+        {
+            return Err(self.error(format!(
+                "the tensor bound for {} is a {} tensor of shape {:?} on {}, but the recorded one is a {} tensor of shape {:?} on {}; bind tensors like the recorded ones (record another graph for other shapes)",
+                self.site(l, a, launches),
+                new.dtype(),
+                new.shape(),
+                new.device(),
+                r.dtype(),
+                r.shape(),
+                r.device()
+            )));
+        }
+        if !new.is_contiguous() {
+            return Err(self.error(format!(
+                "the tensor bound for {} is a non-contiguous view (strides {:?}); call .contiguous() first",
+                self.site(l, a, launches),
+                new.strides()
+            )));
+        }
+        Ok(())
+    }
+}

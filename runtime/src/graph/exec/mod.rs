@@ -1,0 +1,337 @@
+//! A graph instantiated as a CUDA graph through the driver's graph API: one kernel node per
+//! launch (a group's members chained), with exactly the derived dependencies, no stream
+//! capture. A replay re-binds what changed with `cuGraphExecKernelNodeSetParams` on the nodes
+//! that use it, then launches; it never re-instantiates.
+
+mod constant;
+mod rebind;
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{sys, CudaContext, CudaStream, DriverError};
+use opbox_codegen::cuda::EntryAbi;
+
+use super::bind::{Binder, Bindings};
+use super::record::Launch;
+use super::Graph;
+use crate::backend::cuda::context::device;
+use crate::backend::cuda::current::cuda_stream_for;
+use crate::backend::cuda::loader::LoadedKernel;
+use crate::error::{Error, Result};
+use crate::kernel::prepare::Chunk;
+use crate::kernel::{prepare, ParamBuffer};
+use crate::tensor::{Device, Tensor};
+
+/// A launch's parameters, owned: the driver reads them through `ptrs` when a node is added or
+/// its parameters are set.
+struct Packed {
+    _chunks: Box<[Chunk]>,
+    ptrs: Box<[*mut c_void]>,
+}
+
+/// Checks and packs `launch` as a submit would ([`prepare`]), keeping the bytes.
+fn pack(launch: &Launch) -> Result<Packed> {
+    let args = launch.launch_args();
+    let mut buffer = ParamBuffer::new();
+    let prepared = prepare(
+        launch.handle,
+        &launch.cfg,
+        &args,
+        &launch.constexprs,
+        &mut buffer,
+    )?;
+    let (chunks, starts) = prepared.packed();
+    let mut chunks: Box<[Chunk]> = chunks.into();
+    let base = chunks.as_mut_ptr();
+    let ptrs = starts
+        .iter()
+        // SAFETY: `prepare` wrote each start as the index of a chunk in use, so `base + start`
+        // stays inside `chunks`; the box's heap block does not move when the box does.
+        .map(|&s| unsafe { base.add(s as usize) }.cast::<c_void>())
+        .collect();
+    Ok(Packed {
+        _chunks: chunks,
+        ptrs,
+    })
+}
+
+struct ExecLaunch {
+    node: sys::CUgraphNode,
+    launch: Launch,
+    function: sys::CUfunction,
+    /// A specialization's loaded kernel (a plain kernel's lives in its static handle).
+    _loaded: Option<Arc<LoadedKernel>>,
+    packed: Packed,
+    /// For an `abi = "constant_params"` kernel: the device buffer its memcpy node copies into
+    /// the `params` symbol before the kernel node runs. A re-bound struct is written there, on
+    /// the stream replays run on, so it lands between the replays before and after.
+    constant: Option<Tensor>,
+}
+
+impl ExecLaunch {
+    fn params(&mut self) -> sys::CUDA_KERNEL_NODE_PARAMS {
+        let cfg = &self.launch.cfg;
+        sys::CUDA_KERNEL_NODE_PARAMS {
+            func: self.function,
+            gridDimX: cfg.grid.0,
+            gridDimY: cfg.grid.1,
+            gridDimZ: cfg.grid.2,
+            blockDimX: cfg.block.0,
+            blockDimY: cfg.block.1,
+            blockDimZ: cfg.block.2,
+            sharedMemBytes: cfg.shared_mem_bytes,
+            // A constant_params entry takes no parameters: its struct is in the symbol.
+            kernelParams: if self.packed.ptrs.is_empty() || self.constant.is_some() {
+                std::ptr::null_mut()
+            } else {
+                self.packed.ptrs.as_mut_ptr()
+            },
+            extra: std::ptr::null_mut(),
+            // Ignored when `func` is set.
+            kern: std::ptr::null_mut(),
+            ctx: std::ptr::null_mut(),
+        }
+    }
+}
+
+/// An instantiated CUDA graph: [`GraphExec::replay`] runs it on the thread's current stream.
+pub struct GraphExec {
+    name: &'static String,
+    ordinal: usize,
+    context: Arc<CudaContext>,
+    graph: sys::CUgraph,
+    exec: sys::CUgraphExec,
+    /// One per member launch, node by node.
+    launches: Vec<ExecLaunch>,
+    /// The bindings in force, by the handles recorded (from the graph's binder, if it was
+    /// bound before instantiation).
+    binder: Binder,
+    /// The streams replays were launched on: dropping waits for them, so that no tensor the
+    /// exec holds is freed under a replay still running.
+    streams: Vec<Arc<CudaStream>>,
+}
+
+// SAFETY: the driver handles are usable from any thread (the driver API is thread-safe and each
+// call binds the context first); the raw parameter pointers point into boxes this value owns,
+// and every mutation goes through `&mut self`.
+unsafe impl Send for GraphExec {}
+
+/// Graph names live for the process so that `opbox::cuda::synchronize` can name the last
+/// graph replayed; interned, so each distinct name is kept once.
+fn intern(name: &str) -> &'static String {
+    static NAMES: OnceLock<Mutex<HashMap<String, &'static String>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(n) = names.get(name) {
+        return n;
+    }
+    let leaked: &'static String = Box::leak(Box::new(name.to_string()));
+    names.insert(name.to_string(), leaked);
+    leaked
+}
+
+impl Graph {
+    /// Builds a CUDA graph of the recorded launches (compiling and loading each kernel on first
+    /// use) and instantiates it. An `abi = "constant_params"` kernel gets a memcpy node that
+    /// writes its struct into its `params` symbol before it runs.
+    pub fn instantiate(&self) -> Result<GraphExec> {
+        let Device::Cuda(ordinal) = self.device else {
+            return Err(self.error(format!(
+                "instantiate builds a CUDA graph, but this graph was recorded on {}; run it with launch()",
+                self.device
+            )));
+        };
+        let ordinal = ordinal as usize;
+        let dev = device(ordinal)?;
+        let name = intern(&self.name);
+        let fail =
+            |what: &str, e: DriverError| self.error(format!("{what} on cuda:{ordinal}: {e}"));
+        dev.context
+            .bind_to_thread()
+            .map_err(|e| fail("binding the context", e))?;
+        let mut graph: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: `graph` is a valid out-pointer; flags must be 0.
+        unsafe { sys::cuGraphCreate(&mut graph, 0) }
+            .result()
+            .map_err(|e| fail("creating a graph", e))?;
+        // From here on, Drop destroys the graph (and the exec, once there is one).
+        let mut exec = GraphExec {
+            name,
+            ordinal,
+            context: dev.context.clone(),
+            graph,
+            exec: std::ptr::null_mut(),
+            launches: Vec::new(),
+            binder: self.binder(),
+            streams: Vec::new(),
+        };
+        // Each node's launches: `members[n].0 .. members[n].1`.
+        let mut members: Vec<(usize, usize)> = Vec::with_capacity(self.nodes.len());
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); self.nodes.len()];
+        for e in &self.edges {
+            preds[e.to.index()].push(e.from.index());
+        }
+        for (n, node) in self.nodes.iter().enumerate() {
+            let first = exec.launches.len();
+            let mut deps: Vec<sys::CUgraphNode> = preds[n]
+                .iter()
+                .map(|&p| exec.launches[members[p].1 - 1].node)
+                .collect();
+            for m in &node.members {
+                let decl = m.handle.decl();
+                let specialized = if m.constexprs.is_empty() {
+                    None
+                } else {
+                    Some(m.handle.get_specialized(ordinal, &m.constexprs)?)
+                };
+                let loaded: &LoadedKernel = match &specialized {
+                    Some(k) => k,
+                    None => m.handle.get(ordinal)?,
+                };
+                let mut launch = ExecLaunch {
+                    node: std::ptr::null_mut(),
+                    launch: m.clone(),
+                    function: loaded.function.cu_function(),
+                    _loaded: specialized.clone(),
+                    packed: pack(m)?,
+                    constant: None,
+                };
+                if decl.abi == EntryAbi::ConstantParams {
+                    let copy = constant::params_node(&mut launch, loaded, &exec, &deps)?;
+                    deps = vec![copy];
+                }
+                let params = launch.params();
+                // Loading may have bound another context; the graph's must be current.
+                dev.context
+                    .bind_to_thread()
+                    .map_err(|e| fail("binding the context", e))?;
+                // SAFETY: `graph` is live; `deps` holds nodes of this graph; `params` names a
+                // function loaded in this device's context, and its kernelParams point at this
+                // launch's packed parameters (checked by `prepare` against the declaration, which
+                // the kernel's static_asserts tie to its C++ signature), which the driver copies.
+                unsafe {
+                    sys::cuGraphAddKernelNode_v2(
+                        &mut launch.node,
+                        exec.graph,
+                        deps.as_ptr(),
+                        deps.len(),
+                        &params,
+                    )
+                }
+                .result()
+                .map_err(|e| fail(&format!("adding kernel {} (node #{n})", decl.rust_name), e))?;
+                deps = vec![launch.node];
+                exec.launches.push(launch);
+            }
+            members.push((first, exec.launches.len()));
+        }
+        let mut instance: sys::CUgraphExec = std::ptr::null_mut();
+        // SAFETY: `exec.graph` is a complete graph of this context; `instance` is an out-pointer.
+        unsafe { sys::cuGraphInstantiateWithFlags(&mut instance, exec.graph, 0) }
+            .result()
+            .map_err(|e| fail("instantiating the graph", e))?;
+        exec.exec = instance;
+        // Uploaded now, so the first replay costs what every other does.
+        let stream = cuda_stream_for(ordinal)?;
+        // SAFETY: `instance` is the live exec of this context's graph; the stream is this
+        // device's.
+        unsafe { sys::cuGraphUpload(instance, stream.cu_stream()) }
+            .result()
+            .map_err(|e| fail("uploading the graph", e))?;
+        Ok(exec)
+    }
+
+    fn error(&self, message: String) -> Error {
+        Error::Graph {
+            graph: self.name.clone(),
+            message,
+        }
+    }
+}
+
+impl GraphExec {
+    pub fn name(&self) -> &str {
+        self.name
+    }
+
+    fn error(&self, message: String) -> Error {
+        Error::Graph {
+            graph: self.name.to_string(),
+            message,
+        }
+    }
+
+    /// Re-binds `bindings` (in force for later replays too) and launches the graph on the
+    /// thread's current stream. Nothing is re-instantiated: each node whose arguments changed
+    /// gets its new parameters with `cuGraphExecKernelNodeSetParams`. Every binding is checked
+    /// before any is applied. A fault inside the graph surfaces at the next synchronization
+    /// ([`GraphExec::synchronize`] names this graph).
+    pub fn replay(&mut self, bindings: &Bindings<'_>) -> Result<()> {
+        self.bind(bindings)?;
+        self.launch()
+    }
+
+    /// Re-binds `bindings` without launching (what [`GraphExec::replay`] does first).
+    pub fn bind(&mut self, bindings: &Bindings<'_>) -> Result<()> {
+        if bindings.is_empty() {
+            return Ok(());
+        }
+        self.rebind(bindings)
+    }
+
+    /// Launches the graph with its current bindings.
+    pub fn launch(&mut self) -> Result<()> {
+        let stream = cuda_stream_for(self.ordinal)?;
+        if !self
+            .streams
+            .iter()
+            .any(|s| s.cu_stream() == stream.cu_stream())
+        {
+            self.streams.push(stream.clone());
+        }
+        let fail = |e: DriverError| {
+            self.error(format!("launching the graph on cuda:{}: {e}", self.ordinal))
+        };
+        self.context.bind_to_thread().map_err(fail)?;
+        crate::backend::cuda::submit::note_graph(self.ordinal, self.name);
+        // SAFETY: `exec` is the live instantiation of this context's graph; the stream belongs
+        // to the same device. Every tensor it reads or writes is held by `self`.
+        unsafe { sys::cuGraphLaunch(self.exec, stream.cu_stream()) }
+            .result()
+            .map_err(fail)
+    }
+
+    /// Waits for the device and names this graph if a kernel faulted (the driver does not say
+    /// which node). After a fault the device's context is unusable, as CUDA's rule is.
+    pub fn synchronize(&self) -> Result<()> {
+        self.context.synchronize().map_err(|e| {
+            self.error(format!(
+                "a kernel failed during a replay on cuda:{} (reported at synchronization): {e}",
+                self.ordinal
+            ))
+        })
+    }
+}
+
+impl Drop for GraphExec {
+    fn drop(&mut self) {
+        // A destructor has no one to report to; a lost context frees everything anyway.
+        let _ = self.context.bind_to_thread();
+        for s in &self.streams {
+            // A fault is reported to whoever synchronizes next; here it only ends the wait.
+            let _ = s.synchronize();
+        }
+        if !self.exec.is_null() {
+            // SAFETY: `exec` came from cuGraphInstantiateWithFlags and is destroyed once, here.
+            let _ = unsafe { sys::cuGraphExecDestroy(self.exec) };
+        }
+        if !self.graph.is_null() {
+            // SAFETY: `graph` came from cuGraphCreate and is destroyed once, here.
+            let _ = unsafe { sys::cuGraphDestroy(self.graph) };
+        }
+    }
+}
