@@ -7,6 +7,7 @@ pub mod error;
 pub mod kernel;
 pub mod native;
 pub mod panic;
+pub mod plugin;
 pub mod random;
 pub mod scalar;
 pub mod stream_value;

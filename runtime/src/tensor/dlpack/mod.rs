@@ -52,9 +52,9 @@
 
 pub mod ffi;
 
-mod codes;
+pub(crate) mod codes;
 mod export;
-mod import;
+pub(crate) mod import;
 
 #[cfg(test)]
 mod tests;
