@@ -42,6 +42,19 @@ impl ForeignKernel for PluginKernel {
     fn call(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
         let (num_args, num_outputs) = (op.num_args, op.num_outputs);
         let (inputs, outputs) = stack.split_at_mut(num_args);
+        // A C kernel cannot check tags as the in-process shims do: the host checks them here,
+        // with the same message.
+        for (index, (value, arg)) in inputs.iter().zip(op.schema.arguments.iter()).enumerate() {
+            if !convert::fits(arg.ty, value) {
+                return Err(Error::ArgType {
+                    op: op.name.to_string(),
+                    index,
+                    name: arg.name.to_string(),
+                    expected: arg.ty.to_string(),
+                    got: value.describe(),
+                });
+            }
+        }
         // One slot past the outputs catches a kernel that writes one too many.
         let (status, written) = convert::with_lent(inputs, num_outputs + 1, |values| {
             clear_error();
