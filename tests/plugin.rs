@@ -56,7 +56,9 @@ fn c_plugin(source: &str, name: &str, defines: &[&str]) -> PathBuf {
     let out = out_dir().join(library_file(name));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
     let result = Command::new(&cc)
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"])
+        .args([
+            "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+        ])
         .arg(format!("-I{}", root.join("include").display()))
         .args(defines)
         .arg("-o")
@@ -103,7 +105,10 @@ fn refused(path: &Path) -> String {
 }
 
 fn shown(path: &Path) -> String {
-    path.canonicalize().expect("canonical").display().to_string()
+    path.canonicalize()
+        .expect("canonical")
+        .display()
+        .to_string()
 }
 
 /// The host's own ops still work, and nothing of `namespace` was registered.
@@ -153,11 +158,17 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
     assert_eq!(y.to_vec::<f32>().unwrap(), [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
     let wrong = Tensor::from_vec(vec![1i64], &[1]).unwrap();
     let e = add_one.call::<_, Tensor>((&wrong,)).unwrap_err();
-    assert_eq!(e.to_string(), "cplug::add_one: add_one takes a float32 CPU tensor");
+    assert_eq!(
+        e.to_string(),
+        "cplug::add_one: add_one takes a float32 CPU tensor"
+    );
 
     assert_eq!(int_call("cplug::fails", (-4i64,)).unwrap(), 4);
     let e = int_call("cplug::fails", (3i64,)).unwrap_err();
-    assert!(matches!(&e, Error::Kernel { op, .. } if op == "cplug::fails"), "{e:?}");
+    assert!(
+        matches!(&e, Error::Kernel { op, .. } if op == "cplug::fails"),
+        "{e:?}"
+    );
     assert_eq!(
         e.to_string(),
         "cplug::fails: x must not be positive (the C kernel says no)"
@@ -193,14 +204,21 @@ fn a_rust_plugin_built_with_the_macros_reads_host_tensors_and_calls_host_ops() {
     assert_eq!(info.name, "plugin_fixture");
     assert_eq!(info.namespaces, ["rplug"]);
     assert_eq!(info.opbox_version_string(), env!("CARGO_PKG_VERSION"));
-    assert!(info.ops.contains(&"rplug::shout".to_string()), "the fragment's op: {info:?}");
+    assert!(
+        info.ops.contains(&"rplug::shout".to_string()),
+        "the fragment's op: {info:?}"
+    );
 
     let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
     // The host fills the default (s=2.0) before the plugin runs.
     let y: Tensor = opbox::op("rplug::scale").unwrap().call((&x,)).unwrap();
     assert_eq!(y.to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0]);
     let kept: Tensor = opbox::op("rplug::keep").unwrap().call((&x,)).unwrap();
-    assert_eq!(kept.data_ptr(), x.data_ptr(), "the same memory, through two images");
+    assert_eq!(
+        kept.data_ptr(),
+        x.data_ptr(),
+        "the same memory, through two images"
+    );
     let zeros: Tensor = opbox::op("rplug::zeros_in_host")
         .unwrap()
         .call((4i64,))
@@ -233,7 +251,10 @@ fn nothing_leaks_on_either_side() {
     let run = || {
         let _: Tensor = opbox::op("rplug::scale").unwrap().call((&x, 3.0)).unwrap();
         let _: Tensor = opbox::op("rplug::keep").unwrap().call((&x,)).unwrap();
-        let _: Tensor = opbox::op("rplug::zeros_in_host").unwrap().call((2i64,)).unwrap();
+        let _: Tensor = opbox::op("rplug::zeros_in_host")
+            .unwrap()
+            .call((2i64,))
+            .unwrap();
         let _: Tensor = opbox::op("cplug::add_one").unwrap().call((&x,)).unwrap();
         let _ = int_call("rplug::panics", (1i64,)).unwrap_err();
         let _ = int_call("cplug::fails", (1i64,)).unwrap_err();
@@ -246,7 +267,11 @@ fn nothing_leaks_on_either_side() {
         run();
     }
     assert_eq!(live_tensors_on_this_thread(), host_before, "host tensors");
-    assert_eq!(int_call("rplug::live", ()).unwrap(), plugin_before, "plugin handles");
+    assert_eq!(
+        int_call("rplug::live", ()).unwrap(),
+        plugin_before,
+        "plugin handles"
+    );
     assert_eq!(x.ref_count(), 1);
 }
 
@@ -257,12 +282,18 @@ fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a
     let v10 = c_plugin(
         "plugin.c",
         "cplug_v10",
-        &["-DCPLUG_NS=\"cplug_v10\"", "-DOPBOX_TARGET_VERSION=OPBOX_ABI_V1_0"],
+        &[
+            "-DCPLUG_NS=\"cplug_v10\"",
+            "-DOPBOX_TARGET_VERSION=OPBOX_ABI_V1_0",
+        ],
     );
     let info = plugin::load(&v10).expect("a 1.0 plugin loads on a 1.1 host");
     assert_eq!(info.abi_version, ABI_V1_0);
     let x = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
-    let y: Tensor = opbox::op("cplug_v10::add_one").unwrap().call((&x,)).unwrap();
+    let y: Tensor = opbox::op("cplug_v10::add_one")
+        .unwrap()
+        .call((&x,))
+        .unwrap();
     assert_eq!(y.to_vec::<f32>().unwrap(), [2.0]);
     assert_eq!(int_call("cplug_v10::has_warn", ()).unwrap(), 0);
 
@@ -279,9 +310,8 @@ fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a
     let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
     let handler = move |w: &opbox::warnings::Warning| sink.lock().unwrap().push(w.message.clone());
-    let used = opbox::warnings::with_warning_handler(handler, || {
-        int_call("cplug::has_warn", ()).unwrap()
-    });
+    let used =
+        opbox::warnings::with_warning_handler(handler, || int_call("cplug::has_warn", ()).unwrap());
     assert_eq!(used, 1);
     assert_eq!(*seen.lock().unwrap(), ["hello from C"]);
     plugin::load(rust_plugin("plugin_fixture")).unwrap();
@@ -291,7 +321,11 @@ fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a
     );
 
     // One that requires 1.1 is refused by a 1.0 host, naming the function and both versions.
-    let needs = c_plugin("bad_plugin.c", "needs_1_1", &["-DNEEDS_1_1", "-DNS=\"needs\""]);
+    let needs = c_plugin(
+        "bad_plugin.c",
+        "needs_1_1",
+        &["-DNEEDS_1_1", "-DNS=\"needs\""],
+    );
     assert_eq!(
         error_of(&needs, &old_host),
         format!(
@@ -415,12 +449,20 @@ fn misbehaving_kernels_fail_their_call_and_plugin_owned_tensors_go_back_to_their
     let before = live_tensors_on_this_thread();
     let made: Tensor = opbox::op("badk::made").unwrap().call(()).unwrap();
     assert_eq!(made.to_vec::<f32>().unwrap(), [0.0, 10.0, 20.0, 30.0]);
-    assert_eq!(int_call("badk::live", ()).unwrap(), 1, "the plugin's tensor lives");
+    assert_eq!(
+        int_call("badk::live", ()).unwrap(),
+        1,
+        "the plugin's tensor lives"
+    );
     let view = made.narrow(0, 1, 2).unwrap();
     drop(made);
     assert_eq!(int_call("badk::live", ()).unwrap(), 1, "a view keeps it");
     assert_eq!(view.to_vec::<f32>().unwrap(), [10.0, 20.0]);
     drop(view);
-    assert_eq!(int_call("badk::live", ()).unwrap(), 0, "released by its maker");
+    assert_eq!(
+        int_call("badk::live", ()).unwrap(),
+        0,
+        "released by its maker"
+    );
     assert_eq!(live_tensors_on_this_thread(), before);
 }

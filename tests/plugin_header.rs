@@ -31,15 +31,24 @@ fn expected() -> Vec<String> {
         ("OpboxString.release", offset_of!(AbiString, release)),
         ("OpboxList.data", offset_of!(AbiList, data)),
         ("OpboxList.release", offset_of!(AbiList, release)),
-        ("OpboxTensorVTable.release", offset_of!(TensorVTable, release)),
+        (
+            "OpboxTensorVTable.release",
+            offset_of!(TensorVTable, release),
+        ),
         ("OpboxTensor.refcount", offset_of!(TensorHeader, refcount)),
         ("OpboxTensor.flags", offset_of!(TensorHeader, flags)),
         ("OpboxTensor.dl", offset_of!(TensorHeader, dl)),
         ("OpboxDLTensor.dtype", offset_of!(DLTensor, dtype)),
         ("OpboxDLTensor.shape", offset_of!(DLTensor, shape)),
-        ("OpboxDLTensor.byte_offset", offset_of!(DLTensor, byte_offset)),
+        (
+            "OpboxDLTensor.byte_offset",
+            offset_of!(DLTensor, byte_offset),
+        ),
         // C++ reserves `namespace`: the header spells the field `name_space`.
-        ("OpboxLibraryDesc.name_space", offset_of!(LibraryDesc, namespace)),
+        (
+            "OpboxLibraryDesc.name_space",
+            offset_of!(LibraryDesc, namespace),
+        ),
         ("OpboxLibraryDesc.file", offset_of!(LibraryDesc, file)),
         ("OpboxOpDesc.schema", offset_of!(OpDesc, schema)),
         ("OpboxImplDesc.kernel", offset_of!(ImplDesc, kernel)),
@@ -51,7 +60,10 @@ fn expected() -> Vec<String> {
         ("OpboxHostV1.call_op", offset_of!(HostV1, call_op)),
         ("OpboxHostV1.op_schema", offset_of!(HostV1, op_schema)),
         ("OpboxHostV1.warn", offset_of!(HostV1, warn)),
-        ("OpboxPluginV1.min_host_version", offset_of!(PluginV1, min_host_version)),
+        (
+            "OpboxPluginV1.min_host_version",
+            offset_of!(PluginV1, min_host_version),
+        ),
         ("OpboxPluginV1.name", offset_of!(PluginV1, name)),
         // C reserves `register`: the header spells the field `register_ops`.
         ("OpboxPluginV1.register_ops", offset_of!(PluginV1, register)),
@@ -96,8 +108,16 @@ fn expected() -> Vec<String> {
     sizes
         .iter()
         .map(|(name, v)| format!("sizeof {name} {v}"))
-        .chain(offsets.iter().map(|(name, v)| format!("offsetof {name} {v}")))
-        .chain(constants.iter().map(|(name, v)| format!("const {name} {v}")))
+        .chain(
+            offsets
+                .iter()
+                .map(|(name, v)| format!("offsetof {name} {v}")),
+        )
+        .chain(
+            constants
+                .iter()
+                .map(|(name, v)| format!("const {name} {v}")),
+        )
         .collect()
 }
 
@@ -107,7 +127,15 @@ fn layout_as(compiler: &str, std: &str, language: &str) -> Vec<String> {
     let dir = tempfile::tempdir().expect("a temp dir");
     let exe = dir.path().join("layout");
     let built = Command::new(compiler)
-        .args([std, "-Wall", "-Wextra", "-Werror", "-pedantic", "-x", language])
+        .args([
+            std,
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-x",
+            language,
+        ])
         .arg(format!("-I{}", root.join("include").display()))
         .arg(root.join("tests/fixtures/c_plugin/layout.c"))
         .arg("-o")

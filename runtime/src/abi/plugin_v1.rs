@@ -164,8 +164,12 @@ pub struct TensorHeader {
 /// A boxed kernel (`OpboxKernelFn`): `stack[0..num_args]` are borrowed inputs,
 /// `stack[num_args..num_args + num_outputs]` hold None and receive owned outputs. On failure it
 /// sets the host's error and returns a failure status; it never unwinds.
-pub type KernelFn =
-    unsafe extern "C" fn(ctx: *mut c_void, stack: *mut Value, num_args: u64, num_outputs: u64) -> i32;
+pub type KernelFn = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    stack: *mut Value,
+    num_args: u64,
+    num_outputs: u64,
+) -> i32;
 
 /// One `#[stable_library]` or `#[stable_fragment]` (`OpboxLibraryDesc`); the ops defined after it
 /// belong to it.
@@ -344,10 +348,7 @@ mod tests {
         assert_eq!(ABI_V1_1, 0x0001_0001_0000_0000);
         assert_eq!(unpack_version(pack_version(3, 4, 5)), (3, 4, 5));
         assert_eq!(version_string(ABI_V1_1), "1.1.0");
-        assert_eq!(
-            version_string(opbox_version()),
-            env!("CARGO_PKG_VERSION")
-        );
+        assert_eq!(version_string(opbox_version()), env!("CARGO_PKG_VERSION"));
         assert_eq!(host_size_for(ABI_V1_0), 88);
         assert_eq!(host_size_for(ABI_V1_1), 96);
     }

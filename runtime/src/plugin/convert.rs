@@ -118,9 +118,9 @@ pub(crate) fn with_lent<R>(
     let mut lists: SmallVec<[AbiList; 4]> = SmallVec::new();
     for v in inputs {
         match v.tag() {
-            Some(Tag::Tensor) => {
-                headers.push(tensor::borrowed(v.as_tensor().ok_or_else(|| null("tensor"))?)?)
-            }
+            Some(Tag::Tensor) => headers.push(tensor::borrowed(
+                v.as_tensor().ok_or_else(|| null("tensor"))?,
+            )?),
             Some(Tag::Str) => {
                 let s = v.as_str().ok_or_else(|| null("string"))?;
                 strings.push(AbiString {
@@ -146,7 +146,11 @@ pub(crate) fn with_lent<R>(
         }
     }
     let mut values: SmallVec<[Value; 16]> = SmallVec::with_capacity(inputs.len() + extra);
-    let (h, s, l) = (headers.as_mut_ptr(), strings.as_mut_ptr(), lists.as_mut_ptr());
+    let (h, s, l) = (
+        headers.as_mut_ptr(),
+        strings.as_mut_ptr(),
+        lists.as_mut_ptr(),
+    );
     let (mut hi, mut si, mut li) = (0, 0, 0);
     for v in inputs {
         let payload = match v.tag() {
@@ -270,9 +274,8 @@ unsafe fn read_string(s: *const AbiString) -> Result<String> {
     }
     // SAFETY: a live string's `data` holds `len` bytes.
     let bytes = unsafe { std::slice::from_raw_parts(s.data.cast::<u8>(), s.len) };
-    String::from_utf8(bytes.to_vec()).map_err(|_| {
-        Error::InvalidArgument("plugin ABI: a string value is not UTF-8".to_string())
-    })
+    String::from_utf8(bytes.to_vec())
+        .map_err(|_| Error::InvalidArgument("plugin ABI: a string value is not UTF-8".to_string()))
 }
 
 /// # Safety
@@ -380,11 +383,13 @@ pub(crate) unsafe fn borrow(v: &Value) -> Result<StableValue> {
             tensor::borrow(bits_ptr::<TensorHeader>(v.payload))
         }?)),
         // SAFETY: a live string, per the contract.
-        Some(Tag::Str) => unsafe { read_string(bits_ptr::<AbiString>(v.payload)) }
-            .map(StableValue::str),
+        Some(Tag::Str) => {
+            unsafe { read_string(bits_ptr::<AbiString>(v.payload)) }.map(StableValue::str)
+        }
         // SAFETY: a live list, per the contract.
-        Some(Tag::List) => unsafe { read_list(bits_ptr::<AbiList>(v.payload)) }
-            .map(StableValue::list),
+        Some(Tag::List) => {
+            unsafe { read_list(bits_ptr::<AbiList>(v.payload)) }.map(StableValue::list)
+        }
         t if is_plain(t) => Ok(plain(v)),
         _ => Err(Error::InvalidArgument(format!(
             "plugin ABI: a value with tag {}, which v1 does not carry",
@@ -521,7 +526,8 @@ mod tests {
             e.to_string(),
             "invalid argument: plugin ABI: a bool list holds a byte other than 0 or 1"
         );
-        let schema = opbox_codegen::schema::parse("f(Tensor? x, int[] y, Tensor[] z) -> ()").unwrap();
+        let schema =
+            opbox_codegen::schema::parse("f(Tensor? x, int[] y, Tensor[] z) -> ()").unwrap();
         let carried: Vec<bool> = schema.arguments.iter().map(|a| carried(a.ty)).collect();
         assert_eq!(carried, [true, true, false]);
     }

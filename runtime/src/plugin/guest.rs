@@ -11,9 +11,9 @@ use smallvec::SmallVec;
 use super::convert;
 use super::tensor;
 use crate::abi::plugin_v1::{
-    host_size_for, unpack_version, version_string, HostV1, ImplDesc, LibraryDesc, OpDesc,
-    PluginV1, Registrar, StrRef, TensorHeader, Value, ABI_V1_0, ABI_VERSION, LIBRARY_DEF,
-    LIBRARY_FRAGMENT, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+    host_size_for, unpack_version, version_string, HostV1, ImplDesc, LibraryDesc, OpDesc, PluginV1,
+    Registrar, StrRef, TensorHeader, Value, ABI_V1_0, ABI_VERSION, LIBRARY_DEF, LIBRARY_FRAGMENT,
+    STATUS_ERROR, STATUS_OK, STATUS_PANIC,
 };
 use crate::dispatch::foreign::{self, ForeignKernel};
 use crate::dispatch::registry::OpEntry;
@@ -88,9 +88,7 @@ pub unsafe fn entry(host: *const HostV1, desc: &'static Descriptor) -> *const Pl
         return std::ptr::null();
     };
     // Without a full 1.0 table not even `set_error` can be trusted: refuse silently.
-    if unpack_version(table.version).0 != 1
-        || (table.size as usize) < host_size_for(ABI_V1_0)
-    {
+    if unpack_version(table.version).0 != 1 || (table.size as usize) < host_size_for(ABI_V1_0) {
         return std::ptr::null();
     }
     if table.version < desc.0.min_host_version {
@@ -385,5 +383,9 @@ pub(crate) unsafe fn descriptor_name(name: *const c_char) -> Option<String> {
         return None;
     }
     // SAFETY: per the contract.
-    Some(unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+    Some(
+        unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }

@@ -268,9 +268,7 @@ unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
                 line: desc.line,
             };
             let schema = opbox_codegen::schema::parse(text).map_err(|e| {
-                Error::InvalidArgument(format!(
-                    "the schema '{text}' at {site} does not parse: {e}"
-                ))
+                Error::InvalidArgument(format!("the schema '{text}' at {site} does not parse: {e}"))
             })?;
             if let Some(ns) = schema.name.namespace.as_deref() {
                 if ns != lib.namespace {
@@ -327,11 +325,8 @@ unsafe extern "C" fn impl_kernel(reg: *mut Registrar, desc: *const ImplDesc) -> 
                     keys.join(", ")
                 ))
             })?;
-            let kernel: &'static PluginKernel = Box::leak(Box::new(PluginKernel::new(
-                desc.kernel,
-                desc.ctx,
-                r.image,
-            )));
+            let kernel: &'static PluginKernel =
+                Box::leak(Box::new(PluginKernel::new(desc.kernel, desc.ctx, r.image)));
             r.impls.push(ForeignImpl {
                 op: leak(op),
                 key,
@@ -462,7 +457,11 @@ unsafe extern "C" fn op_schema(
         };
         let given = convert::give(StableValue::str(schema))?;
         // SAFETY: checked non-null; a Str value's payload is its owned string.
-        unsafe { out.write(std::ptr::with_exposed_provenance_mut(given.payload as usize)) };
+        unsafe {
+            out.write(std::ptr::with_exposed_provenance_mut(
+                given.payload as usize,
+            ))
+        };
         Ok(())
     })
 }

@@ -102,9 +102,7 @@ impl ForeignKernel for PluginKernel {
             discard_all(0);
             return Err(failed(
                 op.name,
-                format!(
-                    "the kernel wrote more than the {num_outputs} outputs its schema declares"
-                ),
+                format!("the kernel wrote more than the {num_outputs} outputs its schema declares"),
             ));
         }
         for (i, v) in written[..num_outputs].iter().enumerate() {
@@ -120,11 +118,12 @@ impl ForeignKernel for PluginKernel {
             if !convert::fits(ty, &value) {
                 discard_all(i + 1);
                 let message = if value.is_none() {
-                    format!(
-                        "the kernel wrote {i} of the {num_outputs} outputs its schema declares"
-                    )
+                    format!("the kernel wrote {i} of the {num_outputs} outputs its schema declares")
                 } else {
-                    format!("output #{i} is {}, but the schema returns {ty}", value.describe())
+                    format!(
+                        "output #{i} is {}, but the schema returns {ty}",
+                        value.describe()
+                    )
                 };
                 return Err(failed(op.name, message));
             }

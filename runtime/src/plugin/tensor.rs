@@ -37,7 +37,10 @@ fn is_ours(header: &TensorHeader) -> bool {
 fn header_of(t: &Tensor, refcount: u64) -> Result<TensorHeader> {
     let device = to_dl_device(t.device())?;
     let ndim = i32::try_from(t.dim()).map_err(|_| {
-        Error::InvalidArgument(format!("plugin ABI: {} dimensions do not fit int32", t.dim()))
+        Error::InvalidArgument(format!(
+            "plugin ABI: {} dimensions do not fit int32",
+            t.dim()
+        ))
     })?;
     Ok(TensorHeader {
         vtable: &VTABLE,
@@ -253,7 +256,10 @@ mod tests {
         assert_eq!(manager_handle(&lent), t.as_raw());
         // SAFETY: a live header of ours.
         let kept = unsafe { retain(&mut lent) };
-        assert_ne!(kept, &mut lent as *mut TensorHeader, "a lent header is copied");
+        assert_ne!(
+            kept, &mut lent as *mut TensorHeader,
+            "a lent header is copied"
+        );
         assert_eq!(t.ref_count(), 2);
         // SAFETY: `kept` is one owned reference: retained once more, then both released.
         unsafe {
