@@ -15,12 +15,18 @@ use opbox::tensor::live_tensors_on_this_thread;
 #[stable_library(hostlib)]
 fn hostlib(m: &mut Library) {
     m.def("twice(int x) -> int");
+    // Grew `y` after the C plugin was written against `add_to(int x) -> int`.
+    m.def("add_to(int x, int y=100) -> int");
 }
 
 #[stable_impl(hostlib, CPU)]
 mod cpu {
     pub fn twice(x: i64) -> i64 {
         2 * x
+    }
+
+    pub fn add_to(x: i64, y: i64) -> i64 {
+        x + y
     }
 }
 
@@ -138,7 +144,12 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
     assert_eq!(info.namespaces, ["cplug"]);
     assert_eq!(
         info.ops,
-        ["cplug::add_one", "cplug::fails", "cplug::has_warn"]
+        [
+            "cplug::add_one",
+            "cplug::fails",
+            "cplug::has_warn",
+            "cplug::calls_host"
+        ]
     );
     assert_eq!(info.abi_version, ABI_VERSION);
     assert_eq!(info.abi_version_string(), "1.1.0");
@@ -147,7 +158,10 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
     let add_one = opbox::op("cplug::add_one").expect("resolves like an in-process op");
     assert_eq!(add_one.backends(), ["CPU"]);
     assert_eq!(add_one.image(), Some(shown(&path).as_str()));
-    assert_eq!(add_one.schema().to_string(), "add_one(Tensor x) -> Tensor");
+    assert_eq!(
+        add_one.schema().to_string(),
+        "cplug::add_one(Tensor x) -> Tensor"
+    );
     // A transposed view: the C kernel reads the strides from the header.
     let x = Tensor::from_vec(vec![0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 3])
         .unwrap()
@@ -164,6 +178,8 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
     );
 
     assert_eq!(int_call("cplug::fails", (-4i64,)).unwrap(), 4);
+    // An old call of a host op that has since grown a trailing default.
+    assert_eq!(int_call("cplug::calls_host", (5i64,)).unwrap(), 105);
     let e = int_call("cplug::fails", (3i64,)).unwrap_err();
     assert!(
         matches!(&e, Error::Kernel { op, .. } if op == "cplug::fails"),
@@ -209,6 +225,8 @@ fn a_rust_plugin_built_with_the_macros_reads_host_tensors_and_calls_host_ops() {
         "the fragment's op: {info:?}"
     );
 
+    let scale = opbox::op("rplug::scale").unwrap();
+    assert_eq!(scale.backends(), ["CPU", "CUDA"]);
     let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
     // The host fills the default (s=2.0) before the plugin runs.
     let y: Tensor = opbox::op("rplug::scale").unwrap().call((&x,)).unwrap();
@@ -465,4 +483,30 @@ fn misbehaving_kernels_fail_their_call_and_plugin_owned_tensors_go_back_to_their
         "released by its maker"
     );
     assert_eq!(live_tensors_on_this_thread(), before);
+}
+
+#[test]
+fn the_readme_plugin_is_the_example_and_loads() {
+    let _serial = serial();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme
+        .split("## Plugins")
+        .nth(1)
+        .expect("a Plugins section");
+    let block = section
+        .split("```rust\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a rust block");
+    let example = std::fs::read_to_string(root.join("examples/plugin.rs")).unwrap();
+    assert!(
+        example.ends_with(block),
+        "README's plugin differs from examples/plugin.rs"
+    );
+
+    let info = plugin::load(rust_plugin("plugin")).expect("the README's plugin loads");
+    assert_eq!(info.ops, ["myplug::add"]);
+    let three: i64 = opbox::op("myplug::add").unwrap().call((2i64,)).unwrap();
+    assert_eq!(three, 3);
 }

@@ -91,6 +91,18 @@ pub unsafe fn entry(host: *const HostV1, desc: &'static Descriptor) -> *const Pl
     if unpack_version(table.version).0 != 1 || (table.size as usize) < host_size_for(ABI_V1_0) {
         return std::ptr::null();
     }
+    if (table.size as usize) < host_size_for(table.version) {
+        say(
+            table,
+            &format!(
+                "the host's table is {} bytes, smaller than the {} bytes its version {} has",
+                table.size,
+                host_size_for(table.version),
+                version_string(table.version)
+            ),
+        );
+        return std::ptr::null();
+    }
     if table.version < desc.0.min_host_version {
         say(
             table,
@@ -388,4 +400,35 @@ pub(crate) unsafe fn descriptor_name(name: *const c_char) -> Option<String> {
             .to_string_lossy()
             .into_owned(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::plugin_v1::ABI_V1_1;
+    use crate::plugin::host::{table, take_error_text};
+
+    static DESC: Descriptor = Descriptor::new("test\0");
+    static NEEDS_1_1: Descriptor = Descriptor::new("test\0").requiring(ABI_V1_1);
+
+    #[test]
+    fn a_plugin_refuses_a_host_table_it_cannot_trust() {
+        // A 1.1 table cut to 1.0's size: `warn` would be read past its end.
+        let mut short = table(ABI_V1_1);
+        short.size = host_size_for(ABI_V1_0) as u64;
+        // SAFETY: a live table; the refusal keeps no pointer to it.
+        assert!(unsafe { entry(&short, &DESC) }.is_null());
+        assert_eq!(
+            take_error_text().as_deref(),
+            Some("the host's table is 88 bytes, smaller than the 96 bytes its version 1.1.0 has")
+        );
+        let old = table(ABI_V1_0);
+        // SAFETY: as above.
+        assert!(unsafe { entry(&old, &NEEDS_1_1) }.is_null());
+        assert_eq!(
+            take_error_text().as_deref(),
+            Some("the plugin needs host ABI 1.1.0, but the host offers 1.0.0")
+        );
+        assert!(host().is_none(), "a refused host is not kept");
+    }
 }

@@ -44,7 +44,7 @@ pub(crate) static HOST: HostV1 = table(ABI_VERSION);
 /// must be shown an older host (`LoadOptions::host_version`).
 pub(crate) static HOST_V1_0: HostV1 = table(ABI_V1_0);
 
-const fn table(version: u64) -> HostV1 {
+pub(crate) const fn table(version: u64) -> HostV1 {
     HostV1 {
         size: host_size_for(version) as u64,
         version,
@@ -267,7 +267,7 @@ unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
                 file: lib.site.file,
                 line: desc.line,
             };
-            let schema = opbox_codegen::schema::parse(text).map_err(|e| {
+            let mut schema = opbox_codegen::schema::parse(text).map_err(|e| {
                 Error::InvalidArgument(format!("the schema '{text}' at {site} does not parse: {e}"))
             })?;
             if let Some(ns) = schema.name.namespace.as_deref() {
@@ -294,6 +294,8 @@ unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
                     )));
                 }
             }
+            // As the macros register in-process ops: the schema names its namespace.
+            schema.name.namespace = Some(lib.namespace.into());
             lib.ops.push(ForeignOp {
                 name: leak(&name),
                 schema: Box::leak(Box::new(schema)),
