@@ -38,7 +38,10 @@ fn c_plugin(dir: &Path, source: &str) -> std::path::PathBuf {
         .arg(format!("-I{}", root.join("include").display()))
         .arg("-o")
         .arg(&out)
-        .arg(root.join("tests/fixtures/c_plugin").join(format!("{source}.c")))
+        .arg(
+            root.join("tests/fixtures/c_plugin")
+                .join(format!("{source}.c")),
+        )
         .status()
         .expect("running the C compiler");
     assert!(status.success(), "compiling the C plugin failed");
