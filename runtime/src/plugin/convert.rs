@@ -10,9 +10,9 @@
 //! What ABI v1 carries is [`carried`]; an op whose schema needs more is refused at registration.
 
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 
 use opbox_codegen::schema::{BaseType, Type, TypeShape};
-use smallvec::SmallVec;
 
 use super::tensor;
 use crate::abi::plugin_v1::{AbiList, AbiString, TensorHeader, Value};
@@ -111,78 +111,113 @@ pub(crate) fn with_lent<R>(
     extra: usize,
     f: impl FnOnce(&mut [Value]) -> R,
 ) -> Result<R> {
-    // First the objects, then the values that point at them: the vectors do not move or grow
-    // once a pointer into them is taken.
-    let mut headers: SmallVec<[TensorHeader; 8]> = SmallVec::new();
-    let mut strings: SmallVec<[AbiString; 4]> = SmallVec::new();
-    let mut lists: SmallVec<[AbiList; 4]> = SmallVec::new();
+    let (mut tensors, mut strings, mut lists) = (0, 0, 0);
     for v in inputs {
         match v.tag() {
-            Some(Tag::Tensor) => headers.push(tensor::borrowed(
-                v.as_tensor().ok_or_else(|| null("tensor"))?,
-            )?),
-            Some(Tag::Str) => {
-                let s = v.as_str().ok_or_else(|| null("string"))?;
-                strings.push(AbiString {
-                    data: s.as_ptr().cast(),
-                    len: s.len(),
-                    release: None,
-                    ctx: std::ptr::null_mut(),
-                });
-            }
-            Some(Tag::List) => {
-                let (tag, data, len) = list_view(v.as_list().ok_or_else(|| null("list"))?)?;
-                lists.push(AbiList {
-                    elem_tag: tag as u32,
-                    reserved: 0,
-                    data,
-                    len,
-                    release: None,
-                    ctx: std::ptr::null_mut(),
-                });
-            }
+            Some(Tag::Tensor) => tensors += 1,
+            Some(Tag::Str) => strings += 1,
+            Some(Tag::List) => lists += 1,
             tag if is_plain(tag) => {}
             _ => return Err(not_carried(&v.describe())),
         }
     }
-    let mut values: SmallVec<[Value; 16]> = SmallVec::with_capacity(inputs.len() + extra);
-    let (h, s, l) = (
-        headers.as_mut_ptr(),
-        strings.as_mut_ptr(),
-        lists.as_mut_ptr(),
-    );
+    // The ABI objects live in this frame (uninitialised until written; none has a destructor),
+    // or on the heap past the inline counts. Each is reached through one raw base pointer, taken
+    // once its storage is final, so the pointers lent to the callee stay valid.
+    let mut header_slots: [MaybeUninit<TensorHeader>; 8] = [const { MaybeUninit::uninit() }; 8];
+    let mut string_slots: [MaybeUninit<AbiString>; 4] = [const { MaybeUninit::uninit() }; 4];
+    let mut list_slots: [MaybeUninit<AbiList>; 4] = [const { MaybeUninit::uninit() }; 4];
+    let mut value_slots: [MaybeUninit<Value>; 16] = [const { MaybeUninit::uninit() }; 16];
+    let (mut header_heap, mut string_heap, mut list_heap, mut value_heap) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let h = base(&mut header_slots, &mut header_heap, tensors);
+    let s = base(&mut string_slots, &mut string_heap, strings);
+    let l = base(&mut list_slots, &mut list_heap, lists);
+    let n = inputs.len() + extra;
+    let vals = base(&mut value_slots, &mut value_heap, n);
     let (mut hi, mut si, mut li) = (0, 0, 0);
-    for v in inputs {
+    for (i, v) in inputs.iter().enumerate() {
         let payload = match v.tag() {
             Some(Tag::Tensor) => {
+                let header = tensor::borrowed(v.as_tensor().ok_or_else(|| null("tensor"))?)?;
+                // SAFETY: `hi < tensors`, the number of slots behind `h` (counted above).
+                let slot = unsafe { h.add(hi) };
+                // SAFETY: as above; writing an uninitialised slot.
+                unsafe { slot.write(header) };
                 hi += 1;
-                // SAFETY: `hi - 1 < headers.len()`: one header was pushed per tensor above.
-                ptr_bits(unsafe { h.add(hi - 1) })
+                ptr_bits(slot)
             }
             Some(Tag::Str) => {
+                let text = v.as_str().ok_or_else(|| null("string"))?;
+                // SAFETY: `si < strings` slots behind `s`.
+                let slot = unsafe { s.add(si) };
+                // SAFETY: as above.
+                unsafe {
+                    slot.write(AbiString {
+                        data: text.as_ptr().cast(),
+                        len: text.len(),
+                        release: None,
+                        ctx: std::ptr::null_mut(),
+                    })
+                };
                 si += 1;
-                // SAFETY: as for headers.
-                ptr_bits(unsafe { s.add(si - 1) })
+                ptr_bits(slot)
             }
             Some(Tag::List) => {
+                let (tag, data, len) = list_view(v.as_list().ok_or_else(|| null("list"))?)?;
+                // SAFETY: `li < lists` slots behind `l`.
+                let slot = unsafe { l.add(li) };
+                // SAFETY: as above.
+                unsafe {
+                    slot.write(AbiList {
+                        elem_tag: tag as u32,
+                        reserved: 0,
+                        data,
+                        len,
+                        release: None,
+                        ctx: std::ptr::null_mut(),
+                    })
+                };
                 li += 1;
-                // SAFETY: as for headers.
-                ptr_bits(unsafe { l.add(li - 1) })
+                ptr_bits(slot)
             }
             _ => v.raw_bits(),
         };
-        values.push(Value {
-            tag: v.raw_tag(),
-            aux: if v.tag() == Some(Tag::Tensor) {
-                0
-            } else {
-                v.aux()
-            },
-            payload,
-        });
+        let aux = if v.tag() == Some(Tag::Tensor) {
+            0
+        } else {
+            v.aux()
+        };
+        // SAFETY: `i < inputs.len() <= n`, the number of slots behind `vals`.
+        unsafe {
+            vals.add(i).write(Value {
+                tag: v.raw_tag(),
+                aux,
+                payload,
+            })
+        };
     }
-    values.extend((0..extra).map(|_| Value::default()));
-    Ok(f(&mut values))
+    for i in inputs.len()..n {
+        // SAFETY: `i < n` slots behind `vals`.
+        unsafe { vals.add(i).write(Value::default()) };
+    }
+    // SAFETY: all `n` values were written just above, through the same base pointer.
+    let values = unsafe { std::slice::from_raw_parts_mut(vals, n) };
+    Ok(f(values))
+}
+
+/// The base of `count` slots: the inline ones when they suffice, else `heap`, sized once.
+fn base<T, const N: usize>(
+    inline: &mut [MaybeUninit<T>; N],
+    heap: &mut Vec<MaybeUninit<T>>,
+    count: usize,
+) -> *mut T {
+    if count <= N {
+        inline.as_mut_ptr().cast()
+    } else {
+        heap.resize_with(count, MaybeUninit::uninit);
+        heap.as_mut_ptr().cast()
+    }
 }
 
 /// An owned string: the ABI struct first, so a pointer to it is a pointer to this.

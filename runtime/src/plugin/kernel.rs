@@ -3,8 +3,6 @@
 
 use std::ffi::c_void;
 
-use smallvec::SmallVec;
-
 use super::convert;
 use super::host::{clear_error, take_error_text, SendPtr};
 use crate::abi::plugin_v1::{KernelFn, Value, STATUS_OK, STATUS_PANIC};
@@ -56,7 +54,7 @@ impl ForeignKernel for PluginKernel {
             }
         }
         // One slot past the outputs catches a kernel that writes one too many.
-        let (status, written) = convert::with_lent(inputs, num_outputs + 1, |values| {
+        convert::with_lent(inputs, num_outputs + 1, |values| {
             clear_error();
             // SAFETY: `values` holds the lent arguments and `num_outputs + 1` Nones, valid and
             // unaliased for the call, as the kernel ABI asks; the plugin is never unloaded.
@@ -68,9 +66,22 @@ impl ForeignKernel for PluginKernel {
                     num_outputs as u64,
                 )
             };
-            let written: SmallVec<[Value; 9]> = values[num_args..].iter().copied().collect();
-            (status, written)
-        })?;
+            self.take_outputs(op, status, &values[num_args..], outputs)
+        })?
+    }
+}
+
+impl PluginKernel {
+    /// Moves the kernel's outputs (`written`: its output slots and the guard slot) into
+    /// `outputs`, or releases all of them and says what went wrong.
+    fn take_outputs(
+        &self,
+        op: &'static OpEntry,
+        status: i32,
+        written: &[Value],
+        outputs: &mut [StableValue],
+    ) -> Result<()> {
+        let num_outputs = outputs.len();
         let discard_all = |from: usize| {
             for v in &written[from..] {
                 // SAFETY: each slot the kernel wrote holds an owned value, taken by no one.
