@@ -510,3 +510,41 @@ fn the_readme_plugin_is_the_example_and_loads() {
     let three: i64 = opbox::op("myplug::add").unwrap().call((2i64,)).unwrap();
     assert_eq!(three, 3);
 }
+
+#[test]
+fn a_plugins_cuda_kernel_runs_on_host_cuda_tensors_when_there_is_a_gpu() {
+    let _serial = serial();
+    plugin::load(rust_plugin("plugin_fixture")).unwrap();
+    let scale = opbox::op("rplug::scale").unwrap();
+    assert_eq!(scale.backends(), ["CPU", "CUDA"]);
+    match opbox::cuda::device_count() {
+        Ok(n) if n > 0 => {}
+        other => {
+            let why = format!("no GPU ({other:?})");
+            assert_ne!(
+                std::env::var("OPBOX_REQUIRE_GPU").as_deref(),
+                Ok("1"),
+                "OPBOX_REQUIRE_GPU=1 but {why}"
+            );
+            eprintln!("skipped the CUDA half: {why}");
+            return;
+        }
+    }
+    let before = live_tensors_on_this_thread();
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])
+        .and_then(|t| t.to(Device::Cuda(0)))
+        .expect("a CUDA tensor");
+    // Dispatched on the tensor's device to the plugin's CUDA kernel, which reads the host's
+    // device memory through the header and allocates its result through the host.
+    let y: Tensor = scale
+        .call((&x, 3.0))
+        .expect("the plugin's CUDA kernel runs");
+    assert_eq!(y.device(), Device::Cuda(0));
+    assert_eq!(
+        y.to(Device::Cpu).unwrap().to_vec::<f32>().unwrap(),
+        [3.0, 6.0, 9.0]
+    );
+    drop((x, y));
+    assert_eq!(live_tensors_on_this_thread(), before);
+    println!("CUDA: rplug::scale ran from the host on cuda:0");
+}
