@@ -105,8 +105,10 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
         }
     }
     let mut new_definers: Map<&'static str, Site> = Map::default();
-    let mut new_ops: Map<&'static str, (usize, &'static Schema, Site)> = Map::default();
-    let mut order: Vec<(&'static str, &'static Schema, Site)> = Vec::new();
+    let count: usize = batch.libraries.iter().map(|l| l.ops.len()).sum();
+    let mut new_ops: Map<&'static str, (usize, &'static Schema, Site)> =
+        HashMap::with_capacity_and_hasher(count, FixedState::default());
+    let mut order: Vec<(&'static str, &'static Schema, Site)> = Vec::with_capacity(count);
     for lib in &batch.libraries {
         let defined = definers
             .get(lib.namespace)
@@ -216,6 +218,8 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
         _ => return Err(Error::Registration(errors)),
     }
     let mut added = Vec::with_capacity(order.len());
+    foreign.index.reserve(order.len());
+    foreign.ops.reserve(order.len());
     for ((name, schema, site), kernels) in order.into_iter().zip(kernels) {
         let entry = leak_entry(name, schema, site, kernels, Some(batch.image));
         foreign.index.insert(name, entry);

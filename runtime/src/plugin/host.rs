@@ -150,6 +150,8 @@ pub(crate) struct Registration {
     pub(crate) libraries: Vec<ForeignLibrary>,
     pub(crate) impls: Vec<ForeignImpl>,
     pub(crate) errors: Vec<Error>,
+    /// File and function names, which repeat across a plugin's registrations: leaked once each.
+    interned: std::collections::HashSet<&'static str>,
 }
 
 impl Registration {
@@ -159,7 +161,18 @@ impl Registration {
             libraries: Vec::new(),
             impls: Vec::new(),
             errors: Vec::new(),
+            interned: std::collections::HashSet::new(),
         }
+    }
+
+    /// `s`, kept for the process (plugins are never unloaded), shared with earlier equal ones.
+    fn intern(&mut self, s: &str) -> &'static str {
+        if let Some(&kept) = self.interned.get(s) {
+            return kept;
+        }
+        let kept = leak(s);
+        self.interned.insert(kept);
+        kept
     }
 
     pub(crate) fn as_registrar(&mut self) -> *mut Registrar {
@@ -316,7 +329,7 @@ unsafe extern "C" fn impl_kernel(reg: *mut Registrar, desc: *const ImplDesc) -> 
             let file = text_ref(desc.file, "a file name")?;
             let function = text_ref(desc.function, "a function name")?;
             let site = Site {
-                file: leak(file),
+                file: r.intern(file),
                 line: desc.line,
             };
             let key = DispatchKey::from_name(key_name).ok_or_else(|| {
@@ -329,11 +342,12 @@ unsafe extern "C" fn impl_kernel(reg: *mut Registrar, desc: *const ImplDesc) -> 
             })?;
             let kernel: &'static PluginKernel =
                 Box::leak(Box::new(PluginKernel::new(desc.kernel, desc.ctx, r.image)));
+            let function = r.intern(function);
             r.impls.push(ForeignImpl {
                 op: leak(op),
                 key,
                 kernel,
-                function: leak(function),
+                function,
                 site,
             });
             Ok(())
