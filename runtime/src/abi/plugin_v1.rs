@@ -164,6 +164,10 @@ pub struct TensorHeader {
 /// A boxed kernel (`OpboxKernelFn`): `stack[0..num_args]` are borrowed inputs,
 /// `stack[num_args..num_args + num_outputs]` hold None and receive owned outputs. On failure it
 /// sets the host's error and returns a failure status; it never unwinds.
+///
+/// The host checks the inputs' tags against the schema before the call (a C kernel may trust
+/// them), and each output's tag after it; one more None slot follows the outputs, so a kernel
+/// that writes one output too many is caught instead of writing past the stack.
 pub type KernelFn = unsafe extern "C" fn(
     ctx: *mut c_void,
     stack: *mut Value,
