@@ -199,6 +199,50 @@ macro_rules! export_aot {
     };
 }
 
+/// Op plugins over the versioned C ABI: [`plugin::load`] a cdylib (Rust, C or C++) and call its
+/// ops through [`op`] like any other. A Rust plugin uses the usual macros and adds
+/// [`export_plugin!`]; a C or C++ plugin includes `include/opbox.h`.
+pub mod plugin {
+    pub use opbox_runtime::plugin::guest::{host_has, host_warn};
+    pub use opbox_runtime::plugin::{load, load_with, loaded, LoadOptions, PluginInfo};
+
+    /// The ABI's `#[repr(C)]` types and constants (`opbox.h` declares the same).
+    pub mod abi {
+        pub use opbox_runtime::abi::plugin_v1::*;
+    }
+
+    #[doc(hidden)]
+    pub use opbox_runtime::plugin::guest as __guest;
+}
+
+/// Exports `opbox_plugin_v1` from a cdylib, so that [`plugin::load`] registers the libraries,
+/// fragments and impls the cdylib defines with the usual macros. Call it once, at the crate
+/// root. `export_plugin!(min_host = opbox::plugin::abi::ABI_V1_1)` refuses hosts older than
+/// 1.1 at load; without it the plugin loads on any 1.x host and checks newer host functions
+/// with [`plugin::host_has`] (or a helper with a fallback, like [`plugin::host_warn`]).
+#[macro_export]
+macro_rules! export_plugin {
+    () => {
+        $crate::export_plugin!(min_host = $crate::plugin::abi::ABI_V1_0);
+    };
+    (min_host = $version:expr) => {
+        /// The entry a host's `opbox::plugin::load` calls (opbox's plugin ABI, version 1).
+        ///
+        /// # Safety
+        /// `host` is null or a host table that lives as long as the process.
+        #[no_mangle]
+        pub unsafe extern "C" fn opbox_plugin_v1(
+            host: *const $crate::plugin::abi::HostV1,
+        ) -> *const $crate::plugin::abi::PluginV1 {
+            static DESCRIPTOR: $crate::plugin::__guest::Descriptor =
+                $crate::plugin::__guest::Descriptor::new(concat!(env!("CARGO_CRATE_NAME"), "\0"))
+                    .requiring($version);
+            // SAFETY: forwarded unchanged; the caller keeps the entry's contract.
+            unsafe { $crate::plugin::__guest::entry(host, &DESCRIPTOR) }
+        }
+    };
+}
+
 /// The kernel caches' counters: `opbox::cache::stats()`.
 #[cfg(feature = "cuda")]
 pub mod cache {

@@ -8,10 +8,15 @@
 //! - for a cdylib plugin that calls `opbox::export_aot!()`, run the standalone command:
 //!   `opbox aot --plugin target/release/libyours.so --arch sm_90`.
 //!
+//! `opbox ops [--plugin lib.so]... [--json]` lists the ops this process can call (the standalone
+//! command links none, so it lists what the plugins register), with schemas, backends and the
+//! image that registered each.
+//!
 //! The written paths go to stdout, one per line; the progress bar, compile errors and the
 //! summary go to stderr. Exit status: 0 all compiled, 1 some kernels failed, 2 a bad request.
 
 mod aot;
+mod ops;
 mod plugin;
 mod progress;
 
@@ -21,6 +26,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use aot::AotArgs;
+pub use ops::{OpRow, OpsArgs};
 
 #[derive(Debug, Parser)]
 #[command(name = "opbox", version, about = "opbox's command line")]
@@ -33,6 +39,9 @@ struct Cli {
 enum Command {
     /// Compile extern kernels ahead of time to cubin (sm_XX) or PTX (compute_XX) files.
     Aot(AotArgs),
+    /// List every op: namespaces, schemas, backends, and the image that registered each
+    /// (`--plugin` loads op plugins first).
+    Ops(OpsArgs),
 }
 
 /// Runs the command line of this process.
@@ -60,5 +69,6 @@ where
     };
     match cli.command {
         Command::Aot(args) => aot::run(&args),
+        Command::Ops(args) => ops::run(&args),
     }
 }

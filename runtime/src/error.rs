@@ -207,6 +207,18 @@ pub enum Error {
     /// the reason.
     #[error("invalid build options: {0}")]
     BuildInputs(String),
+
+    /// `opbox::plugin::load` refused a plugin: the file is not a library or lacks the entry,
+    /// it speaks a plugin ABI this host does not (a newer major, or a newer minor it requires),
+    /// its descriptor is malformed, or what it registers clashes with what is already
+    /// registered (the source names both sites). Nothing of the plugin was registered; the host
+    /// is unchanged. Rebuild the plugin against this opbox, or fix what the source says.
+    #[error("plugin '{path}': {source}")]
+    Plugin {
+        path: String,
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 impl Error {

@@ -8,6 +8,7 @@ pub mod graph;
 pub mod kernel;
 pub mod native;
 pub mod panic;
+pub mod plugin;
 pub mod random;
 pub mod scalar;
 pub mod stream_value;

@@ -116,6 +116,11 @@ pub fn __warn(site: &'static CallSite, args: fmt::Arguments<'_>) {
         line: site.line,
         module: site.module,
     };
+    deliver(&warning);
+}
+
+/// Hands `warning` to the handler in force (a plugin's warnings arrive here too).
+pub(crate) fn deliver(warning: &Warning) {
     // The handler is cloned out so it runs with no lock held: it may warn again, or install
     // another handler.
     let handler = SCOPED
@@ -124,7 +129,7 @@ pub fn __warn(site: &'static CallSite, args: fmt::Arguments<'_>) {
         .flatten()
         .or_else(|| HANDLER.read().unwrap_or_else(|p| p.into_inner()).clone());
     match handler {
-        Some(h) => h(&warning),
+        Some(h) => h(warning),
         None => log::warn!(target: "opbox", "{warning}"),
     }
 }

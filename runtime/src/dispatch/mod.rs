@@ -3,12 +3,13 @@
 
 mod call;
 mod fixed_list;
+pub(crate) mod foreign;
 mod kernel;
 mod key;
 mod library;
 mod op;
 mod registration;
-mod registry;
+pub(crate) mod registry;
 pub(crate) mod suggest;
 mod typed;
 

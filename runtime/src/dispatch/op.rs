@@ -5,6 +5,7 @@ use opbox_codegen::schema::{BaseType, DefaultValue, Schema};
 
 use super::call::{FromStack, IntoStack};
 use super::fixed_list;
+use super::foreign;
 use super::kernel::{self, panic_error, take_last_error, STATUS_OK};
 use super::key::DispatchKey;
 use super::registry::{check, OpEntry};
@@ -22,13 +23,29 @@ pub fn init() -> Result<()> {
 /// Resolves `ns::name` or `ns::name.overload` once; call the handle as often as you like.
 pub fn op(name: &str) -> Result<OpHandle> {
     let registry = check()?;
-    match registry.get(name) {
-        Some(entry) => Ok(OpHandle { entry }),
-        None => Err(Error::UnknownOp {
-            name: name.to_string(),
-            suggestion: closest(name, registry.ops().iter().map(|e| e.name)).map(str::to_string),
-        }),
+    if let Some(entry) = registry.get(name) {
+        return Ok(OpHandle { entry });
     }
+    resolve_elsewhere(name)
+}
+
+/// An op no linked-in library defines: a plugin's, or (inside a plugin) the host's.
+#[cold]
+#[inline(never)]
+fn resolve_elsewhere(name: &str) -> Result<OpHandle> {
+    if let Some(entry) = foreign::get(name) {
+        return Ok(OpHandle { entry });
+    }
+    if let Some(entry) = crate::plugin::guest::host_op(name)? {
+        return Ok(OpHandle { entry });
+    }
+    let registry = check()?;
+    let foreign = foreign::ops();
+    let names = registry.ops().iter().chain(foreign).map(|e| e.name);
+    Err(Error::UnknownOp {
+        name: name.to_string(),
+        suggestion: closest(name, names).map(str::to_string),
+    })
 }
 
 /// A resolved op. `Copy`, `Send` and `Sync`: share it freely between threads.
@@ -59,6 +76,16 @@ impl OpHandle {
     /// The Python module its library (or fragment) named with `m.set_python_module`.
     pub fn python_module(&self) -> Option<&'static str> {
         self.entry.python_module
+    }
+
+    /// The plugin file that registered this op; None for an op linked into this binary.
+    pub fn image(&self) -> Option<&'static str> {
+        self.entry.image
+    }
+
+    /// Where the op was defined (`file:line`, as the defining library gave it).
+    pub fn site(&self) -> crate::Site {
+        self.entry.site
     }
 
     /// The keys this op has kernels for, by name.
@@ -176,10 +203,14 @@ impl OpHandle {
             Some(device) => DispatchKey::for_device(device),
             None => key.unwrap_or(DispatchKey::CPU),
         };
-        let Some(kernel) = entry.kernel_for(key) else {
+        let Some(slot) = entry.slot_for(key) else {
             return Err(no_kernel_error(entry, key));
         };
         let num_outputs = entry.num_outputs;
+        if let Some(foreign) = slot.foreign {
+            return call_foreign(entry, foreign, stack);
+        }
+        let kernel = slot.kernel;
         let base = stack.reserve_outputs(num_outputs);
         // SAFETY: `base` points at the stack's `num_args + num_outputs` initialised values (the
         // outputs were just set to None), which nothing else touches during the call; the
@@ -191,6 +222,21 @@ impl OpHandle {
         stack.release_front(num_args);
         Ok(())
     }
+}
+
+/// A plugin's kernel (or, in a plugin, the host's): out of line, so the in-process path is one
+/// predictable branch longer.
+#[cold]
+#[inline(never)]
+fn call_foreign(
+    entry: &'static OpEntry,
+    foreign: &'static dyn foreign::ForeignKernel,
+    stack: &mut Stack,
+) -> Result<()> {
+    stack.reserve_outputs(entry.num_outputs);
+    foreign.call(entry, stack.as_mut_slice())?;
+    stack.release_front(entry.num_args);
+    Ok(())
 }
 
 /// Where a tensor came from: its argument's index, and its element's when the argument is a

@@ -10,6 +10,7 @@ use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::Schema;
 
 use super::fixed_list::{self, FixedList};
+use super::foreign::{self, ForeignKernel};
 use super::kernel::BoxedKernelFn;
 use super::key::DispatchKey;
 use super::registration::{KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration};
@@ -21,6 +22,9 @@ pub(crate) struct KernelSlot {
     pub(crate) kernel: BoxedKernelFn,
     /// The typed entry's key and erased fn (see `TypedKernel`).
     pub(crate) typed: Option<(TypeId, fn())>,
+    /// A kernel behind another image's ABI (a plugin's), which the dispatcher calls instead of
+    /// `kernel`.
+    pub(crate) foreign: Option<&'static dyn ForeignKernel>,
     /// Where it came from, for the duplicate checks (kept out of line: calls never read it).
     pub(crate) registration: &'static KernelRegistration,
 }
@@ -43,14 +47,11 @@ pub(crate) struct OpEntry {
     pub(crate) tags: &'static [OpTag],
     /// The defining block's `m.set_python_module`, if any.
     pub(crate) python_module: Option<&'static str>,
+    /// The plugin that registered it; None for the ops linked into this image.
+    pub(crate) image: Option<&'static str>,
 }
 
 impl OpEntry {
-    /// The exact key's kernel, else the CompositeExplicit one.
-    pub(crate) fn kernel_for(&self, key: DispatchKey) -> Option<BoxedKernelFn> {
-        self.slot_for(key).map(|slot| slot.kernel)
-    }
-
     /// The exact key's kernel slot, else the CompositeExplicit one.
     #[inline]
     pub(crate) fn slot_for(&self, key: DispatchKey) -> Option<&KernelSlot> {
@@ -110,9 +111,14 @@ pub(crate) fn registry() -> &'static Registry {
     })
 }
 
-/// Every op name, sorted.
+/// Every op name, sorted: those linked in and those plugins added.
 pub fn registered_ops() -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = registry().ops.iter().map(|e| e.name).collect();
+    let mut names: Vec<&'static str> = registry()
+        .ops
+        .iter()
+        .chain(foreign::ops())
+        .map(|e| e.name)
+        .collect();
     names.sort_unstable();
     names
 }
@@ -202,6 +208,7 @@ fn build(
                         tags: def.tags,
                         python_module: lib.python_module,
                         fixed_lists: fixed_list::fixed_lists(def.schema),
+                        image: None,
                     });
                 }
             }
@@ -230,6 +237,7 @@ fn build(
                 *slot = Some(KernelSlot {
                     kernel: reg.kernel,
                     typed: reg.typed.map(|t| (t.key(), t.erased())),
+                    foreign: None,
                     registration: reg,
                 })
             }
@@ -419,7 +427,7 @@ mod tests {
         )];
         let registry = collect(&libs, &kernels);
         let entry = registry.get("ns::a").expect("ns::a");
-        assert!(entry.kernel_for(DispatchKey::CUDA).is_some());
-        assert!(entry.kernel_for(DispatchKey::CPU).is_some());
+        assert!(entry.slot_for(DispatchKey::CUDA).is_some());
+        assert!(entry.slot_for(DispatchKey::CPU).is_some());
     }
 }

@@ -11,6 +11,10 @@ impl Tensor {
     /// A new contiguous tensor of `shape`. Its elements are unspecified (today they are zero;
     /// do not rely on it, use [`Tensor::zeros`]).
     pub fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        // In a loaded plugin, memory comes from the host (its allocator, its CUDA context).
+        if let Some(made) = crate::plugin::guest::host_empty(shape, dtype, device) {
+            return made;
+        }
         let layout = Layout::contiguous(shape, dtype)?;
         let storage = Storage::zeroed(layout.numel * dtype.size(), device)?;
         Ok(Tensor::from_impl(Arc::new(storage), layout, dtype))

@@ -35,6 +35,8 @@ mod tests;
 pub use convert::{FromStable, IntoStable, Mismatch};
 pub use list::List;
 pub use live::live_handles;
+/// The plugin ABI's owned string and list boxes count as live handles too.
+pub(crate) use live::{box_freed as live_box_freed, box_made as live_box_made};
 pub use stable_value::StableValue;
 pub use stack::{Stack, INLINE_SLOTS};
 pub use tag::Tag;

@@ -218,7 +218,7 @@ impl StableValue {
     }
 
     #[inline]
-    fn raw_bits(&self) -> u64 {
+    pub(crate) fn raw_bits(&self) -> u64 {
         // SAFETY: every variant of the union is 8 plain bytes on 64-bit targets, and `bits` is
         // valid for any bit pattern.
         unsafe { self.payload.bits }

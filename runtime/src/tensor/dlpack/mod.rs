@@ -37,10 +37,10 @@
 //!
 //! # For the plugin ABI
 //!
-//! The plugin tensor header of issue 14 has `DLManagedTensorVersioned`'s shape, so its adapter is
-//! the two halves here without the managed wrapper: `import::wrap_dltensor` turns a `DLTensor`
-//! plus a release closure into a tensor, and `export::describe` fills a `DLTensor` (and its shape
-//! and strides) from a tensor.
+//! The plugin tensor header (`abi::plugin_v1::TensorHeader`) has `DLManagedTensorVersioned`'s
+//! shape: another image's header is imported through `import::wrap_dltensor` (a `DLTensor` plus a
+//! release closure), and `crate::plugin`'s own headers reuse `codes` for dtypes and devices (their
+//! shape and strides point into the tensor itself, so lending one allocates nothing).
 //!
 //! # Files
 //!
@@ -52,9 +52,9 @@
 
 pub mod ffi;
 
-mod codes;
+pub(crate) mod codes;
 mod export;
-mod import;
+pub(crate) mod import;
 
 #[cfg(test)]
 mod tests;

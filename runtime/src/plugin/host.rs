@@ -1,0 +1,507 @@
+//! The host table: what this image offers the plugins it loads, and the registrar their
+//! `register` fills. Every function here is an `extern "C"` edge: panics are caught, and
+//! failures set this thread's error text (read back with `last_error`).
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void};
+use std::mem::size_of;
+
+use super::convert;
+use super::kernel::PluginKernel;
+use super::tensor;
+use crate::abi::plugin_v1::{
+    host_size_for, opbox_version, AbiString, HostV1, ImplDesc, LibraryDesc, OpDesc, Registrar,
+    StrRef, TensorHeader, Value, ABI_V1_0, ABI_VERSION, LIBRARY_DEF, LIBRARY_FRAGMENT,
+    STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+};
+use crate::dispatch::foreign::{ForeignImpl, ForeignLibrary, ForeignOp};
+use crate::dispatch::{DispatchKey, LibraryKind};
+use crate::error::Site;
+use crate::tensor::dlpack::codes::{from_dl_device, from_dl_dtype};
+use crate::tensor::dlpack::ffi::{DLDataType, DLDevice};
+use crate::value::{StableValue, Stack};
+use crate::{Error, Result, Tensor};
+
+thread_local! {
+    static ERROR: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+pub(crate) fn set_error_text(text: String) {
+    ERROR.with(|e| *e.borrow_mut() = Some(text));
+}
+
+pub(crate) fn clear_error() {
+    ERROR.with(|e| *e.borrow_mut() = None);
+}
+
+pub(crate) fn take_error_text() -> Option<String> {
+    ERROR.with(|e| e.borrow_mut().take())
+}
+
+/// The table this host offers: all of it.
+pub(crate) static HOST: HostV1 = table(ABI_VERSION);
+/// The same functions as a 1.0 host offers them (`size` ends before `warn`), for plugins that
+/// must be shown an older host (`LoadOptions::host_version`).
+pub(crate) static HOST_V1_0: HostV1 = table(ABI_V1_0);
+
+pub(crate) const fn table(version: u64) -> HostV1 {
+    HostV1 {
+        size: host_size_for(version) as u64,
+        version,
+        opbox_version: opbox_version(),
+        set_error,
+        last_error,
+        library,
+        def,
+        impl_kernel,
+        tensor_empty,
+        call_op,
+        op_schema,
+        warn,
+    }
+}
+
+/// Runs `f` at a C edge: its error or panic becomes this thread's error text and a status.
+fn edge(f: impl FnOnce() -> Result<()>) -> i32 {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(Ok(())) => STATUS_OK,
+        Ok(Err(e)) => {
+            set_error_text(e.to_string());
+            STATUS_ERROR
+        }
+        Err(payload) => {
+            set_error_text(format!(
+                "the host panicked: {}",
+                crate::panic::dispose(payload)
+            ));
+            STATUS_PANIC
+        }
+    }
+}
+
+/// # Safety
+/// `data` holds `len` bytes (or `len` is 0).
+pub(crate) unsafe fn text<'a>(data: *const c_char, len: usize, what: &str) -> Result<&'a str> {
+    if len == 0 {
+        return Ok("");
+    }
+    if data.is_null() {
+        return Err(Error::InvalidArgument(format!(
+            "plugin ABI: {what} is null with length {len}"
+        )));
+    }
+    // SAFETY: per the contract.
+    let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) };
+    std::str::from_utf8(bytes)
+        .map_err(|_| Error::InvalidArgument(format!("plugin ABI: {what} is not UTF-8")))
+}
+
+/// # Safety
+/// As [`text`], for a borrowed string.
+unsafe fn text_ref<'a>(s: StrRef, what: &str) -> Result<&'a str> {
+    // SAFETY: forwarded.
+    unsafe { text(s.data, s.len, what) }
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
+}
+
+unsafe extern "C" fn set_error(data: *const c_char, len: usize) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: the ABI's contract: `len` bytes at `data`.
+        let message = match unsafe { text(data, len, "the error text") } {
+            Ok(t) => t.to_string(),
+            Err(e) => e.to_string(),
+        };
+        set_error_text(message);
+    });
+}
+
+thread_local! {
+    /// The text `last_error` lends: kept until the next call on the thread.
+    static LENT: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+unsafe extern "C" fn last_error(out: *mut StrRef) -> usize {
+    std::panic::catch_unwind(|| {
+        let text = ERROR.with(|e| e.borrow().clone()).unwrap_or_default();
+        LENT.with(|lent| {
+            let mut lent = lent.borrow_mut();
+            *lent = text;
+            if !out.is_null() {
+                // SAFETY: the caller passes writable space for one StrRef, or null.
+                unsafe {
+                    out.write(StrRef {
+                        data: lent.as_ptr().cast(),
+                        len: lent.len(),
+                    })
+                };
+            }
+            lent.len()
+        })
+    })
+    .unwrap_or(0)
+}
+
+/// What one plugin registers through the table during its `register`.
+pub(crate) struct Registration {
+    pub(crate) image: &'static str,
+    pub(crate) libraries: Vec<ForeignLibrary>,
+    pub(crate) impls: Vec<ForeignImpl>,
+    pub(crate) errors: Vec<Error>,
+    /// File and function names, which repeat across a plugin's registrations: leaked once each.
+    interned: std::collections::HashSet<&'static str>,
+}
+
+impl Registration {
+    pub(crate) fn new(image: &'static str) -> Registration {
+        Registration {
+            image,
+            libraries: Vec::new(),
+            impls: Vec::new(),
+            errors: Vec::new(),
+            interned: std::collections::HashSet::new(),
+        }
+    }
+
+    /// `s`, kept for the process (plugins are never unloaded), shared with earlier equal ones.
+    fn intern(&mut self, s: &str) -> &'static str {
+        if let Some(&kept) = self.interned.get(s) {
+            return kept;
+        }
+        let kept = leak(s);
+        self.interned.insert(kept);
+        kept
+    }
+
+    pub(crate) fn as_registrar(&mut self) -> *mut Registrar {
+        (self as *mut Registration).cast()
+    }
+}
+
+/// Runs `f` on the registration behind `reg`, recording its error.
+///
+/// # Safety
+/// `reg` is the registrar the host passed to the `register` running now, on this thread.
+unsafe fn with_registration(
+    reg: *mut Registrar,
+    f: impl FnOnce(&mut Registration) -> Result<()>,
+) -> i32 {
+    edge(|| {
+        // SAFETY: per the contract, the host's live Registration, used by this call only.
+        let registration = unsafe { reg.cast::<Registration>().as_mut() }
+            .ok_or_else(|| Error::InvalidArgument("plugin ABI: a null registrar".to_string()))?;
+        let result = f(registration);
+        if let Err(e) = &result {
+            registration.errors.push(e.clone());
+        }
+        result
+    })
+}
+
+/// Checks that a descriptor is at least as large as this ABI's 1.0 form of it.
+///
+/// # Safety
+/// `p` is null or points at a descriptor whose first field is its `u64` size.
+unsafe fn sized<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
+    if p.is_null() {
+        return Err(Error::InvalidArgument(format!("plugin ABI: a null {what}")));
+    }
+    // SAFETY: every descriptor begins with its size, per the contract.
+    let size = unsafe { p.cast::<u64>().read() };
+    if size < size_of::<T>() as u64 {
+        return Err(Error::InvalidArgument(format!(
+            "plugin ABI: the {what} is {size} bytes, smaller than the {} of ABI 1.0",
+            size_of::<T>()
+        )));
+    }
+    // SAFETY: at least as large as T, per its size.
+    Ok(unsafe { &*p })
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+unsafe extern "C" fn library(reg: *mut Registrar, desc: *const LibraryDesc) -> i32 {
+    // SAFETY: the registrar and the descriptor are the ABI's, live for this call.
+    unsafe {
+        with_registration(reg, |r| {
+            let desc = sized(desc, "library descriptor")?;
+            let namespace = text_ref(desc.namespace, "a namespace")?;
+            let file = text_ref(desc.file, "a file name")?;
+            if !is_identifier(namespace) {
+                return Err(Error::InvalidArgument(format!(
+                    "plugin library at {file}:{}: '{namespace}' is not a namespace (a C \
+                     identifier)",
+                    desc.line
+                )));
+            }
+            let kind = match desc.kind {
+                LIBRARY_DEF => LibraryKind::Def,
+                LIBRARY_FRAGMENT => LibraryKind::Fragment,
+                other => {
+                    return Err(Error::InvalidArgument(format!(
+                        "plugin library '{namespace}' at {file}:{}: kind {other} is neither \
+                         LIBRARY_DEF (0) nor LIBRARY_FRAGMENT (1)",
+                        desc.line
+                    )))
+                }
+            };
+            r.libraries.push(ForeignLibrary {
+                namespace: leak(namespace),
+                kind,
+                site: Site {
+                    file: leak(file),
+                    line: desc.line,
+                },
+                ops: Vec::new(),
+            });
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
+    // SAFETY: as for `library`.
+    unsafe {
+        with_registration(reg, |r| {
+            let desc = sized(desc, "op descriptor")?;
+            let text = text_ref(desc.schema, "a schema")?;
+            let lib = r.libraries.last_mut().ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "plugin op '{text}': defined before any library; call `library` first"
+                ))
+            })?;
+            let site = Site {
+                file: lib.site.file,
+                line: desc.line,
+            };
+            let mut schema = opbox_codegen::schema::parse(text).map_err(|e| {
+                Error::InvalidArgument(format!("the schema '{text}' at {site} does not parse: {e}"))
+            })?;
+            if let Some(ns) = schema.name.namespace.as_deref() {
+                if ns != lib.namespace {
+                    return Err(Error::InvalidArgument(format!(
+                        "the schema '{text}' at {site} names namespace '{ns}' inside library \
+                         '{}'",
+                        lib.namespace
+                    )));
+                }
+            }
+            let name = schema.qualified_name(lib.namespace);
+            let args = schema.arguments.iter().map(|a| (a.name.as_ref(), a.ty));
+            let rets = schema.returns.iter().map(|r| ("", r.ty));
+            for (i, (arg, ty)) in args.chain(rets).enumerate() {
+                if !convert::carried(ty) {
+                    let which = if i < schema.arguments.len() {
+                        format!("argument #{i} ({arg})")
+                    } else {
+                        format!("return #{}", i - schema.arguments.len())
+                    };
+                    return Err(Error::Unsupported(format!(
+                        "{name} at {site}: {which} is {ty}, which plugin ABI v1 does not carry"
+                    )));
+                }
+            }
+            // As the macros register in-process ops: the schema names its namespace.
+            schema.name.namespace = Some(lib.namespace.into());
+            lib.ops.push(ForeignOp {
+                name: leak(&name),
+                schema: Box::leak(Box::new(schema)),
+                site,
+            });
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn impl_kernel(reg: *mut Registrar, desc: *const ImplDesc) -> i32 {
+    // SAFETY: as for `library`.
+    unsafe {
+        with_registration(reg, |r| {
+            let desc = sized(desc, "impl descriptor")?;
+            let op = text_ref(desc.op, "an op name")?;
+            let key_name = text_ref(desc.key, "a dispatch key")?;
+            let file = text_ref(desc.file, "a file name")?;
+            let function = text_ref(desc.function, "a function name")?;
+            let site = Site {
+                file: r.intern(file),
+                line: desc.line,
+            };
+            let key = DispatchKey::from_name(key_name).ok_or_else(|| {
+                let keys: Vec<&str> = DispatchKey::ALL.iter().map(|k| k.name()).collect();
+                Error::InvalidArgument(format!(
+                    "the kernel for '{op}' at {site}: unknown dispatch key '{key_name}' (one of \
+                     {})",
+                    keys.join(", ")
+                ))
+            })?;
+            let kernel: &'static PluginKernel =
+                Box::leak(Box::new(PluginKernel::new(desc.kernel, desc.ctx, r.image)));
+            let function = r.intern(function);
+            r.impls.push(ForeignImpl {
+                op: leak(op),
+                key,
+                kernel,
+                function,
+                site,
+            });
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn tensor_empty(
+    shape: *const i64,
+    ndim: i32,
+    dtype: DLDataType,
+    device: DLDevice,
+    out: *mut *mut TensorHeader,
+) -> i32 {
+    edge(|| {
+        if out.is_null() {
+            return Err(Error::InvalidArgument(
+                "tensor_empty: the out pointer is null".to_string(),
+            ));
+        }
+        let ndim = usize::try_from(ndim)
+            .map_err(|_| Error::InvalidArgument(format!("tensor_empty: ndim {ndim}")))?;
+        let dims: &[i64] = if ndim == 0 {
+            &[]
+        } else if shape.is_null() {
+            return Err(Error::InvalidArgument(
+                "tensor_empty: the shape is null".to_string(),
+            ));
+        } else {
+            // SAFETY: the caller passes `ndim` sizes.
+            unsafe { std::slice::from_raw_parts(shape, ndim) }
+        };
+        let dims = dims
+            .iter()
+            .map(|&d| {
+                usize::try_from(d).map_err(|_| {
+                    Error::InvalidArgument(format!("tensor_empty: a negative size {d}"))
+                })
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        let t = Tensor::empty(&dims, from_dl_dtype(dtype)?, from_dl_device(device)?)?;
+        // SAFETY: checked non-null; the caller gives space for one pointer.
+        unsafe { out.write(tensor::owned(t)?) };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn call_op(
+    name: *const c_char,
+    name_len: usize,
+    args: *const Value,
+    num_args: u64,
+    outs: *mut Value,
+    num_outputs: u64,
+) -> i32 {
+    edge(|| {
+        // SAFETY: the ABI's contract: `name_len` bytes at `name`.
+        let name = unsafe { text(name, name_len, "an op name") }?;
+        let op = crate::dispatch::op(name)?;
+        let (num_args, num_outputs) = (num_args as usize, num_outputs as usize);
+        if num_outputs != op.schema().returns.len() {
+            return Err(Error::ReturnCount {
+                op: name.to_string(),
+                expected: op.schema().returns.len(),
+                got: num_outputs,
+                schema: op.schema().to_string(),
+            });
+        }
+        if (num_args > 0 && args.is_null()) || (num_outputs > 0 && outs.is_null()) {
+            return Err(Error::InvalidArgument(format!(
+                "call_op {name}: a null argument or output array"
+            )));
+        }
+        let mut stack = Stack::new();
+        for i in 0..num_args {
+            // SAFETY: `args` holds `num_args` values, borrowed for the call.
+            stack.push_value(unsafe { convert::borrow(&*args.add(i)) }?);
+        }
+        op.call_boxed(&mut stack)?;
+        let mut given = 0;
+        let results: Vec<StableValue> = stack.into_iter().collect();
+        for value in results {
+            match convert::give(value) {
+                Ok(v) => {
+                    // SAFETY: `outs` has room for `num_outputs` values, the op's count.
+                    unsafe { outs.add(given).write(v) };
+                    given += 1;
+                }
+                Err(e) => {
+                    for i in 0..given {
+                        // SAFETY: written just above, owned, not yet handed out.
+                        unsafe { convert::discard(outs.add(i).read()) };
+                        // SAFETY: as above.
+                        unsafe { outs.add(i).write(Value::default()) };
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn op_schema(
+    name: *const c_char,
+    name_len: usize,
+    out: *mut *mut AbiString,
+) -> i32 {
+    edge(|| {
+        // SAFETY: the ABI's contract: `name_len` bytes at `name`.
+        let name = unsafe { text(name, name_len, "an op name") }?;
+        if out.is_null() {
+            return Err(Error::InvalidArgument(
+                "op_schema: the out pointer is null".to_string(),
+            ));
+        }
+        let op = crate::dispatch::op(name)?;
+        // The qualified form, so the plugin's parse names the op as the host does.
+        let schema = op.schema().to_string();
+        let schema = match schema.find("::") {
+            Some(_) => schema,
+            None => format!("{}::{schema}", name.split("::").next().unwrap_or_default()),
+        };
+        let given = convert::give(StableValue::str(schema))?;
+        // SAFETY: checked non-null; a Str value's payload is its owned string.
+        unsafe {
+            out.write(std::ptr::with_exposed_provenance_mut(
+                given.payload as usize,
+            ))
+        };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn warn(data: *const c_char, len: usize) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: the ABI's contract: `len` bytes at `data`.
+        let message = match unsafe { text(data, len, "a warning") } {
+            Ok(t) => t.to_string(),
+            Err(e) => e.to_string(),
+        };
+        crate::warning::deliver(&crate::warning::Warning {
+            message,
+            file: "<plugin>",
+            line: 0,
+            module: "opbox::plugin",
+        });
+    });
+}
+
+/// The context pointer of a plugin's kernel, which its maker promises any thread may pass.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SendPtr(pub(crate) *mut c_void);
+// SAFETY: the ABI requires a kernel's ctx to be usable from any thread.
+unsafe impl Send for SendPtr {}
+// SAFETY: as for Send.
+unsafe impl Sync for SendPtr {}

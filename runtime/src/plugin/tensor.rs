@@ -1,0 +1,282 @@
+//! Tensors across the plugin ABI: this image's tensors as [`TensorHeader`]s, and headers (this
+//! image's or another's) back as tensors.
+//!
+//! A header this image makes points its shape and strides straight at the tensor's own layout
+//! (usize and isize are int64_t's size, asserted in the ABI module) and its `manager_ctx` at the
+//! tensor handle, so lending one costs no allocation. An owned header is a box of the header and
+//! one tensor reference, counted by the header's `refcount`. A header from another image becomes
+//! a tensor over the same memory (DLPack's import path) whose release calls that image's vtable.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::abi::plugin_v1::{TensorHeader, TensorVTable, TENSOR_FLAG_READ_ONLY};
+use crate::tensor::dlpack::codes::{to_dl_device, to_dl_dtype};
+use crate::tensor::dlpack::ffi::DLTensor;
+use crate::tensor::dlpack::import::wrap_dltensor;
+use crate::{Error, Result, Tensor};
+
+/// This image's vtable: a header whose vtable is this one was made here.
+static VTABLE: TensorVTable = TensorVTable {
+    size: std::mem::size_of::<TensorVTable>() as u64,
+    retain,
+    release,
+};
+
+/// An owned header: the header first, so a pointer to it is a pointer to this.
+#[repr(C)]
+struct Owned {
+    header: TensorHeader,
+    tensor: Tensor,
+}
+
+fn is_ours(header: &TensorHeader) -> bool {
+    std::ptr::eq(header.vtable, &VTABLE)
+}
+
+/// The header of `t`, refcount `refcount` (0: borrowed).
+fn header_of(t: &Tensor, refcount: u64) -> Result<TensorHeader> {
+    let device = to_dl_device(t.device())?;
+    let ndim = i32::try_from(t.dim()).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "plugin ABI: {} dimensions do not fit int32",
+            t.dim()
+        ))
+    })?;
+    Ok(TensorHeader {
+        vtable: &VTABLE,
+        manager_ctx: t.as_raw(),
+        refcount,
+        flags: if t.is_read_only() {
+            TENSOR_FLAG_READ_ONLY
+        } else {
+            0
+        },
+        dl: DLTensor {
+            data: if t.numel() == 0 {
+                std::ptr::null_mut()
+            } else {
+                t.data_ptr().cast_mut()
+            },
+            device,
+            ndim,
+            dtype: to_dl_dtype(t.dtype()),
+            // Read-only for every reader (the ABI says so); the casts only match DLPack's types.
+            shape: t.shape().as_ptr().cast::<i64>().cast_mut(),
+            strides: t.strides().as_ptr().cast::<i64>().cast_mut(),
+            byte_offset: 0,
+        },
+    })
+}
+
+/// A header that lends `t` for one call: no reference is taken, so it must not outlive `t`.
+pub(crate) fn borrowed(t: &Tensor) -> Result<TensorHeader> {
+    header_of(t, 0)
+}
+
+/// An owned header holding one reference to `t`.
+pub(crate) fn owned(t: Tensor) -> Result<*mut TensorHeader> {
+    let header = header_of(&t, 1)?;
+    let raw = Box::into_raw(Box::new(Owned { header, tensor: t }));
+    // The handle's address is unchanged by the move into the box (it is the TensorImpl's), so
+    // `manager_ctx` and the shape pointers are still right.
+    Ok(raw.cast::<TensorHeader>())
+}
+
+/// # Safety
+/// `h` is one of this image's headers, live.
+unsafe fn count<'a>(h: *mut TensorHeader) -> &'a AtomicU64 {
+    // SAFETY: the header is live and aligned (the caller's contract); only this image's vtable
+    // touches `refcount`, always atomically.
+    unsafe { AtomicU64::from_ptr(std::ptr::addr_of_mut!((*h).refcount)) }
+}
+
+unsafe extern "C" fn retain(h: *mut TensorHeader) -> *mut TensorHeader {
+    if h.is_null() {
+        return h;
+    }
+    // SAFETY: the ABI calls a header's vtable with that header, live.
+    let c = unsafe { count(h) };
+    if c.load(Ordering::Acquire) == 0 {
+        // A borrowed header: the reference becomes a new owned one.
+        // SAFETY: `manager_ctx` is the lent tensor's handle, alive for the call that lent it.
+        let t = unsafe { Tensor::borrow_raw(&(*h).manager_ctx) }.clone();
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| owned(t)))
+            .ok()
+            .and_then(|r| r.ok())
+            .unwrap_or(std::ptr::null_mut());
+    }
+    c.fetch_add(1, Ordering::Relaxed);
+    h
+}
+
+unsafe extern "C" fn release(h: *mut TensorHeader) {
+    if h.is_null() {
+        return;
+    }
+    // SAFETY: as in `retain`.
+    let c = unsafe { count(h) };
+    // A borrowed header owns nothing; releasing one is the caller's mistake, and harmless.
+    if c.load(Ordering::Acquire) == 0 || c.fetch_sub(1, Ordering::AcqRel) != 1 {
+        return;
+    }
+    // Dropping the tensor may run another library's deleter: no panic may leave this C edge.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: an owned header is the first field of an `Owned` box (see `owned`), and the
+        // count just reached zero, so this is its last reference.
+        drop(unsafe { Box::from_raw(h.cast::<Owned>()) });
+    }));
+}
+
+/// The header's pointer, carried into the release closure that storage may run on any thread.
+struct SendHeader(*mut TensorHeader);
+// SAFETY: the ABI lets a header's release run on any thread.
+unsafe impl Send for SendHeader {}
+
+/// Wraps another image's owned reference; `release` runs once, when the last view goes (or now,
+/// on error).
+///
+/// # Safety
+/// `h` is a live header whose one reference the caller hands over.
+unsafe fn wrap_foreign(h: *mut TensorHeader) -> Result<Tensor> {
+    // SAFETY: live, per the contract.
+    let (vtable, flags, dl) = unsafe { ((*h).vtable, (*h).flags, (*h).dl) };
+    if vtable.is_null() {
+        return Err(Error::InvalidArgument(
+            "plugin ABI: a tensor header has no vtable".to_string(),
+        ));
+    }
+    // SAFETY: a live header's vtable lives as long as its maker, which is never unloaded.
+    let release = unsafe { (*vtable).release };
+    let owner = SendHeader(h);
+    let drop_ref: Box<dyn FnOnce() + Send> = Box::new(move || {
+        let owner = owner;
+        // SAFETY: the reference handed over in `wrap_foreign`, released exactly once.
+        unsafe { release(owner.0) }
+    });
+    // SAFETY: the maker keeps the memory valid until its release runs (the ABI's promise).
+    match unsafe { wrap_dltensor(&dl, flags & TENSOR_FLAG_READ_ONLY != 0, drop_ref) } {
+        Ok(t) => Ok(t),
+        Err((e, drop_ref)) => {
+            drop_ref();
+            Err(e)
+        }
+    }
+}
+
+/// Takes an owned header: this image's gives its tensor back, another's is wrapped. The
+/// reference is consumed on success and on error.
+///
+/// # Safety
+/// `h` is null (an error) or a live header whose one owned reference the caller hands over.
+pub(crate) unsafe fn take(h: *mut TensorHeader) -> Result<Tensor> {
+    if h.is_null() {
+        return Err(Error::InvalidArgument(
+            "plugin ABI: a null tensor".to_string(),
+        ));
+    }
+    // SAFETY: live, per the contract.
+    if !is_ours(unsafe { &*h }) {
+        // SAFETY: forwarded.
+        return unsafe { wrap_foreign(h) };
+    }
+    // SAFETY: ours, live; `manager_ctx` is the handle a reference of which the header keeps.
+    let t = unsafe { Tensor::borrow_raw(&(*h).manager_ctx) }.clone();
+    // SAFETY: the reference the caller handed over, given up once (a no-op for a borrowed one).
+    unsafe { release(h) };
+    Ok(t)
+}
+
+/// A tensor for a borrowed header (a kernel's input), which may be kept past the call: this
+/// image's gives a new handle, another's is retained and wrapped.
+///
+/// # Safety
+/// `h` is null (an error) or a live header, valid for this call.
+pub(crate) unsafe fn borrow(h: *mut TensorHeader) -> Result<Tensor> {
+    if h.is_null() {
+        return Err(Error::InvalidArgument(
+            "plugin ABI: a null tensor".to_string(),
+        ));
+    }
+    // SAFETY: live, per the contract.
+    let header = unsafe { &*h };
+    if is_ours(header) {
+        // SAFETY: `manager_ctx` is a live handle of this image's (lent or kept by the header).
+        return Ok(unsafe { Tensor::borrow_raw(&header.manager_ctx) }.clone());
+    }
+    if header.vtable.is_null() {
+        return Err(Error::InvalidArgument(
+            "plugin ABI: a tensor header has no vtable".to_string(),
+        ));
+    }
+    // SAFETY: the maker's vtable, called with its own live header.
+    let kept = unsafe { ((*header.vtable).retain)(h) };
+    if kept.is_null() {
+        return Err(Error::InvalidArgument(
+            "plugin ABI: retaining a tensor failed".to_string(),
+        ));
+    }
+    // SAFETY: `retain` returned one owned reference, handed over here.
+    unsafe { wrap_foreign(kept) }
+}
+
+/// Gives up an owned header without reading it (an error path's cleanup).
+///
+/// # Safety
+/// As [`take`].
+pub(crate) unsafe fn discard(h: *mut TensorHeader) {
+    if h.is_null() {
+        return;
+    }
+    // SAFETY: live, per the contract; the vtable is its maker's.
+    unsafe {
+        if let Some(vtable) = (*h).vtable.as_ref() {
+            (vtable.release)(h);
+        }
+    }
+}
+
+/// The handle a header of this image's lends, for tests.
+#[cfg(test)]
+pub(crate) fn manager_handle(h: &TensorHeader) -> *mut std::ffi::c_void {
+    h.manager_ctx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_lend_and_own_without_leaking() {
+        let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+        let mut lent = borrowed(&t).unwrap();
+        assert_eq!(lent.dl.ndim, 2);
+        // SAFETY: the header lends `t`'s own shape, 2 values.
+        let shape = unsafe { std::slice::from_raw_parts(lent.dl.shape, 2) };
+        assert_eq!(shape, [2, 2]);
+        assert_eq!(manager_handle(&lent), t.as_raw());
+        // SAFETY: a live header of ours.
+        let kept = unsafe { retain(&mut lent) };
+        assert_ne!(
+            kept, &mut lent as *mut TensorHeader,
+            "a lent header is copied"
+        );
+        assert_eq!(t.ref_count(), 2);
+        // SAFETY: `kept` is one owned reference: retained once more, then both released.
+        unsafe {
+            assert_eq!(retain(kept), kept);
+            release(kept);
+            assert_eq!(t.ref_count(), 2);
+            let back = take(kept).unwrap();
+            assert!(back.ptr_eq(&t));
+        }
+        assert_eq!(t.ref_count(), 1);
+        // SAFETY: a borrowed header; borrow gives a new handle.
+        let again = unsafe { borrow(&mut lent) }.unwrap();
+        assert_eq!(t.ref_count(), 2);
+        drop(again);
+        // Releasing a lent header does nothing.
+        // SAFETY: ours, live.
+        unsafe { release(&mut lent) };
+        assert_eq!(t.ref_count(), 1);
+    }
+}

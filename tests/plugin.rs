@@ -1,0 +1,550 @@
+//! Op plugins end to end: a C plugin compiled here with the system C compiler, a Rust plugin
+//! built with the usual macros (`tests/fixtures/rust_plugin`, an example that `cargo test`
+//! builds), versioning, and plugins that misbehave. After each failure the host stays usable.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use opbox::plugin::abi::{ABI_V1_0, ABI_VERSION};
+use opbox::plugin::{self, LoadOptions};
+use opbox::prelude::*;
+use opbox::tensor::live_tensors_on_this_thread;
+
+#[stable_library(hostlib)]
+fn hostlib(m: &mut Library) {
+    m.def("twice(int x) -> int");
+    // Grew `y` after the C plugin was written against `add_to(int x) -> int`.
+    m.def("add_to(int x, int y=100) -> int");
+}
+
+#[stable_impl(hostlib, CPU)]
+mod cpu {
+    pub fn twice(x: i64) -> i64 {
+        2 * x
+    }
+
+    pub fn add_to(x: i64, y: i64) -> i64 {
+        x + y
+    }
+}
+
+/// The tests share one process-wide registry and count live handles: one at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn out_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("a temp dir"))
+        .path()
+}
+
+fn library_file(name: &str) -> String {
+    format!(
+        "{}{name}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+/// Compiles `tests/fixtures/c_plugin/<source>` with `defines` into a library named `name`
+/// (once per name), with `$CC` or `cc`.
+fn c_plugin(source: &str, name: &str, defines: &[&str]) -> PathBuf {
+    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(path) = built.get_or_insert_with(HashMap::new).get(name) {
+        return path.clone();
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = out_dir().join(library_file(name));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let result = Command::new(&cc)
+        .args([
+            "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+        ])
+        .arg(format!("-I{}", root.join("include").display()))
+        .args(defines)
+        .arg("-o")
+        .arg(&out)
+        .arg(root.join("tests/fixtures/c_plugin").join(source))
+        .output()
+        .unwrap_or_else(|e| panic!("running the C compiler `{cc}`: {e}"));
+    assert!(
+        result.status.success(),
+        "{cc} failed on {source} {defines:?}:\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    built
+        .get_or_insert_with(HashMap::new)
+        .insert(name.to_string(), out.clone());
+    out
+}
+
+/// An example cdylib next to this test's binary (`cargo test` builds examples).
+fn rust_plugin(example: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps");
+    let path = dir.join("examples").join(library_file(example));
+    assert!(
+        path.is_file(),
+        "the plugin {} is not built: `cargo test` builds it, or run `cargo build --example {example}`",
+        path.display()
+    );
+    path
+}
+
+fn error_of(path: &Path, options: &LoadOptions) -> String {
+    match plugin::load_with(path, options) {
+        Ok(info) => panic!("{} loaded: {info:?}", path.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn refused(path: &Path) -> String {
+    error_of(path, &LoadOptions::default())
+}
+
+fn shown(path: &Path) -> String {
+    path.canonicalize()
+        .expect("canonical")
+        .display()
+        .to_string()
+}
+
+/// The host's own ops still work, and nothing of `namespace` was registered.
+fn host_unchanged(namespace: &str) {
+    let four: i64 = opbox::op("hostlib::twice")
+        .and_then(|op| op.call((2i64,)))
+        .expect("the host's op still runs");
+    assert_eq!(four, 4);
+    let prefix = format!("{namespace}::");
+    let leaked: Vec<&str> = opbox::dispatch::registered_ops()
+        .into_iter()
+        .filter(|name| name.starts_with(&prefix))
+        .collect();
+    assert!(leaked.is_empty(), "registered anyway: {leaked:?}");
+}
+
+fn int_call(op: &str, args: impl opbox::dispatch::IntoStack) -> opbox::Result<i64> {
+    opbox::op(op)?.call(args)
+}
+
+#[test]
+fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_message() {
+    let _serial = serial();
+    let path = c_plugin("plugin.c", "cplug", &[]);
+    let info = plugin::load(&path).expect("the C plugin loads");
+    assert_eq!(info.name, "cplug");
+    assert_eq!(info.namespaces, ["cplug"]);
+    assert_eq!(
+        info.ops,
+        [
+            "cplug::add_one",
+            "cplug::fails",
+            "cplug::has_warn",
+            "cplug::calls_host"
+        ]
+    );
+    assert_eq!(info.abi_version, ABI_VERSION);
+    assert_eq!(info.abi_version_string(), "1.1.0");
+    assert_eq!(info.opbox_version, 0, "not built with opbox's crates");
+
+    let add_one = opbox::op("cplug::add_one").expect("resolves like an in-process op");
+    assert_eq!(add_one.backends(), ["CPU"]);
+    assert_eq!(add_one.image(), Some(shown(&path).as_str()));
+    assert_eq!(
+        add_one.schema().to_string(),
+        "cplug::add_one(Tensor x) -> Tensor"
+    );
+    // A transposed view: the C kernel reads the strides from the header.
+    let x = Tensor::from_vec(vec![0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 3])
+        .unwrap()
+        .transpose(0, 1)
+        .unwrap();
+    let y: Tensor = add_one.call((&x,)).expect("add_one runs");
+    assert_eq!(y.shape(), [3, 2]);
+    assert_eq!(y.to_vec::<f32>().unwrap(), [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    let wrong = Tensor::from_vec(vec![1i64], &[1]).unwrap();
+    let e = add_one.call::<_, Tensor>((&wrong,)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "cplug::add_one: add_one takes a float32 CPU tensor"
+    );
+
+    assert_eq!(int_call("cplug::fails", (-4i64,)).unwrap(), 4);
+    // An old call of a host op that has since grown a trailing default.
+    assert_eq!(int_call("cplug::calls_host", (5i64,)).unwrap(), 105);
+    let e = int_call("cplug::fails", (3i64,)).unwrap_err();
+    assert!(
+        matches!(&e, Error::Kernel { op, .. } if op == "cplug::fails"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "cplug::fails: x must not be positive (the C kernel says no)"
+    );
+    // The host checks the arguments against the schema before a C kernel sees them.
+    let e = int_call("cplug::fails", ("three",)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "cplug::fails expects argument #0 (x) to be int, but got str"
+    );
+}
+
+#[test]
+fn loading_the_same_file_twice_is_a_no_op_that_returns_the_same_info() {
+    let _serial = serial();
+    let path = c_plugin("plugin.c", "cplug", &[]);
+    let first = plugin::load(&path).unwrap();
+    let again = plugin::load(&path).unwrap();
+    assert_eq!(first, again);
+    let count = opbox::dispatch::registered_ops()
+        .into_iter()
+        .filter(|n| *n == "cplug::add_one")
+        .count();
+    assert_eq!(count, 1);
+    assert!(plugin::loaded().contains(&first));
+}
+
+#[test]
+fn a_rust_plugin_built_with_the_macros_reads_host_tensors_and_calls_host_ops() {
+    let _serial = serial();
+    let path = rust_plugin("plugin_fixture");
+    let info = plugin::load(&path).expect("the Rust plugin loads");
+    assert_eq!(info.name, "plugin_fixture");
+    assert_eq!(info.namespaces, ["rplug"]);
+    assert_eq!(info.opbox_version_string(), env!("CARGO_PKG_VERSION"));
+    assert!(
+        info.ops.contains(&"rplug::shout".to_string()),
+        "the fragment's op: {info:?}"
+    );
+
+    let scale = opbox::op("rplug::scale").unwrap();
+    assert_eq!(scale.backends(), ["CPU", "CUDA"]);
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+    // The host fills the default (s=2.0) before the plugin runs.
+    let y: Tensor = opbox::op("rplug::scale").unwrap().call((&x,)).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0]);
+    let kept: Tensor = opbox::op("rplug::keep").unwrap().call((&x,)).unwrap();
+    assert_eq!(
+        kept.data_ptr(),
+        x.data_ptr(),
+        "the same memory, through two images"
+    );
+    let zeros: Tensor = opbox::op("rplug::zeros_in_host")
+        .unwrap()
+        .call((4i64,))
+        .unwrap();
+    assert_eq!(zeros.to_vec::<f32>().unwrap(), [0.0; 4]);
+    assert_eq!(int_call("rplug::via_host", (20i64,)).unwrap(), 41);
+    let shout: String = opbox::op("rplug::shout")
+        .unwrap()
+        .call(("ab", &[1i64, 2][..]))
+        .unwrap();
+    assert_eq!(shout, "ABABAB");
+
+    let e = int_call("rplug::fails", (3i64,)).unwrap_err();
+    assert_eq!(e.to_string(), "rplug::fails: refuses 3");
+    let e = int_call("rplug::panics", (5i64,)).unwrap_err();
+    assert!(matches!(e, Error::KernelPanic { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "rplug::panics panicked: rplug::panics was given 5"
+    );
+    host_unchanged("no_such_namespace");
+}
+
+#[test]
+fn nothing_leaks_on_either_side() {
+    let _serial = serial();
+    plugin::load(rust_plugin("plugin_fixture")).unwrap();
+    plugin::load(c_plugin("plugin.c", "cplug", &[])).unwrap();
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let run = || {
+        let _: Tensor = opbox::op("rplug::scale").unwrap().call((&x, 3.0)).unwrap();
+        let _: Tensor = opbox::op("rplug::keep").unwrap().call((&x,)).unwrap();
+        let _: Tensor = opbox::op("rplug::zeros_in_host")
+            .unwrap()
+            .call((2i64,))
+            .unwrap();
+        let _: Tensor = opbox::op("cplug::add_one").unwrap().call((&x,)).unwrap();
+        let _ = int_call("rplug::panics", (1i64,)).unwrap_err();
+        let _ = int_call("cplug::fails", (1i64,)).unwrap_err();
+    };
+    // The first run makes what lives for the process (resolved host ops, thread-locals).
+    run();
+    let host_before = live_tensors_on_this_thread();
+    let plugin_before = int_call("rplug::live", ()).unwrap();
+    for _ in 0..3 {
+        run();
+    }
+    assert_eq!(live_tensors_on_this_thread(), host_before, "host tensors");
+    assert_eq!(
+        int_call("rplug::live", ()).unwrap(),
+        plugin_before,
+        "plugin handles"
+    );
+    assert_eq!(x.ref_count(), 1);
+}
+
+#[test]
+fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a_1_0_host() {
+    let _serial = serial();
+    // Built against ABI 1.0 only: its header has no `warn`.
+    let v10 = c_plugin(
+        "plugin.c",
+        "cplug_v10",
+        &[
+            "-DCPLUG_NS=\"cplug_v10\"",
+            "-DOPBOX_TARGET_VERSION=OPBOX_ABI_V1_0",
+        ],
+    );
+    let info = plugin::load(&v10).expect("a 1.0 plugin loads on a 1.1 host");
+    assert_eq!(info.abi_version, ABI_V1_0);
+    let x = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+    let y: Tensor = opbox::op("cplug_v10::add_one")
+        .unwrap()
+        .call((&x,))
+        .unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [2.0]);
+    assert_eq!(int_call("cplug_v10::has_warn", ()).unwrap(), 0);
+
+    // Built against 1.1, shown a 1.0 host: it checks the table's size and falls back.
+    let old_host = LoadOptions {
+        host_version: ABI_V1_0,
+    };
+    let fallback = c_plugin("plugin.c", "cplug_old_host", &["-DCPLUG_NS=\"cplug_old\""]);
+    plugin::load_with(&fallback, &old_host).expect("loads on a 1.0 host");
+    assert_eq!(int_call("cplug_old::has_warn", ()).unwrap(), 0);
+
+    // On this (1.1) host the same plugin uses the function.
+    plugin::load(c_plugin("plugin.c", "cplug", &[])).unwrap();
+    let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let handler = move |w: &opbox::warnings::Warning| sink.lock().unwrap().push(w.message.clone());
+    let used =
+        opbox::warnings::with_warning_handler(handler, || int_call("cplug::has_warn", ()).unwrap());
+    assert_eq!(used, 1);
+    assert_eq!(*seen.lock().unwrap(), ["hello from C"]);
+    plugin::load(rust_plugin("plugin_fixture")).unwrap();
+    assert_eq!(
+        int_call("rplug::warn_or_fallback", ("from Rust",)).unwrap(),
+        1
+    );
+
+    // One that requires 1.1 is refused by a 1.0 host, naming the function and both versions.
+    let needs = c_plugin(
+        "bad_plugin.c",
+        "needs_1_1",
+        &["-DNEEDS_1_1", "-DNS=\"needs\""],
+    );
+    assert_eq!(
+        error_of(&needs, &old_host),
+        format!(
+            "plugin '{}': it needs host ABI 1.1.0 (for warn), but this host offers 1.0.0",
+            needs.display()
+        )
+    );
+    host_unchanged("needs");
+}
+
+#[test]
+fn bad_plugins_are_refused_with_messages_that_say_why_and_the_host_stays_usable() {
+    let _serial = serial();
+    let not_a_library = out_dir().join(library_file("not_a_library"));
+    std::fs::write(&not_a_library, "this is text, not ELF\n".repeat(64)).unwrap();
+    let e = refused(&not_a_library);
+    let prefix = format!("plugin '{}': cannot be loaded: ", not_a_library.display());
+    assert!(e.starts_with(&prefix), "{e}");
+    assert!(e.contains("invalid ELF header"), "{e}");
+
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "no_entry",
+            &["-DNO_ENTRY"],
+            "does not export opbox_plugin_v1: build it as a cdylib with `opbox::export_plugin!();` \
+             at its crate root (or, in C, define the entry opbox.h declares)",
+        ),
+        (
+            "major",
+            &["-DBAD_MAJOR"],
+            "it was built for plugin ABI 2.0.0, but this host speaks major version 1 (it offers \
+             1.1.0); rebuild the plugin against this opbox",
+        ),
+        (
+            "size",
+            &["-DBAD_SIZE"],
+            "its descriptor is 24 bytes, smaller than the 48 bytes its version 1.1.0 has",
+        ),
+        (
+            "refuses",
+            &["-DREFUSES"],
+            "refused to load: this plugin refuses every host",
+        ),
+        (
+            "schema",
+            &["-DBAD_SCHEMA"],
+            "invalid argument: the schema 'broken(Tensor x -> Tensor' at bad_plugin.c:7 does not \
+             parse: expected `,` or `)` after argument `x`, found `->` (at bytes 16..18)",
+        ),
+        (
+            "dup_impl",
+            &["-DBAD_DUP_IMPL"],
+            "operator 'bad_dup::one' has two different CPU kernels: first at bad_plugin.c:60, \
+             again at bad_plugin.c:61. Keep one of them",
+        ),
+        (
+            "type",
+            &["-DBAD_TYPE"],
+            "bad_type::names at bad_plugin.c:71: argument #0 (xs) is str[], which plugin ABI v1 \
+             does not carry",
+        ),
+    ];
+    for (name, defines, why) in cases {
+        let path = c_plugin("bad_plugin.c", name, defines);
+        assert_eq!(
+            refused(&path),
+            format!("plugin '{}': {why}", path.display()),
+            "{name}"
+        );
+        host_unchanged("bad_dup");
+    }
+
+    // A namespace the host defines: both sites named.
+    let path = c_plugin("bad_plugin.c", "namespace", &["-DBAD_NAMESPACE"]);
+    let e = refused(&path);
+    let host_site = format!("{}:16", file!());
+    assert_eq!(
+        e,
+        format!(
+            "plugin '{}': only one #[stable_library] may define the namespace 'hostlib': first \
+             at {host_site}, again at bad_plugin.c:40. Put all definitions in one \
+             #[stable_library(hostlib)], or use #[stable_fragment(hostlib)] for the others",
+            path.display()
+        )
+    );
+    assert!(opbox::op("hostlib::other").is_err());
+    host_unchanged("bad_type");
+}
+
+#[test]
+fn misbehaving_kernels_fail_their_call_and_plugin_owned_tensors_go_back_to_their_maker() {
+    let _serial = serial();
+    plugin::load(c_plugin("bad_plugin.c", "badk", &[])).expect("loads");
+    let expect = |op: &str, message: &str| {
+        let e = opbox::op(op)
+            .unwrap()
+            .call_boxed(&mut Stack::new())
+            .unwrap_err();
+        assert_eq!(e.to_string(), message, "{op}");
+    };
+    let path = shown(&c_plugin("bad_plugin.c", "badk", &[]));
+    let e = int_call("badk::err", (1i64,)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!("badk::err: the kernel in plugin '{path}' failed with status 1 and set no error")
+    );
+    expect(
+        "badk::short",
+        "badk::short: the kernel wrote 1 of the 2 outputs its schema declares",
+    );
+    expect(
+        "badk::extra",
+        "badk::extra: the kernel wrote more than the 1 outputs its schema declares",
+    );
+    expect(
+        "badk::wrong_type",
+        "badk::wrong_type: output #0 is bool, but the schema returns int",
+    );
+    host_unchanged("no_such_namespace");
+
+    let before = live_tensors_on_this_thread();
+    let made: Tensor = opbox::op("badk::made").unwrap().call(()).unwrap();
+    assert_eq!(made.to_vec::<f32>().unwrap(), [0.0, 10.0, 20.0, 30.0]);
+    assert_eq!(
+        int_call("badk::live", ()).unwrap(),
+        1,
+        "the plugin's tensor lives"
+    );
+    let view = made.narrow(0, 1, 2).unwrap();
+    drop(made);
+    assert_eq!(int_call("badk::live", ()).unwrap(), 1, "a view keeps it");
+    assert_eq!(view.to_vec::<f32>().unwrap(), [10.0, 20.0]);
+    drop(view);
+    assert_eq!(
+        int_call("badk::live", ()).unwrap(),
+        0,
+        "released by its maker"
+    );
+    assert_eq!(live_tensors_on_this_thread(), before);
+}
+
+#[test]
+fn the_readme_plugin_is_the_example_and_loads() {
+    let _serial = serial();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme
+        .split("## Plugins")
+        .nth(1)
+        .expect("a Plugins section");
+    let block = section
+        .split("```rust\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a rust block");
+    let example = std::fs::read_to_string(root.join("examples/plugin.rs")).unwrap();
+    assert!(
+        example.ends_with(block),
+        "README's plugin differs from examples/plugin.rs"
+    );
+
+    let info = plugin::load(rust_plugin("plugin")).expect("the README's plugin loads");
+    assert_eq!(info.ops, ["myplug::add"]);
+    let three: i64 = opbox::op("myplug::add").unwrap().call((2i64,)).unwrap();
+    assert_eq!(three, 3);
+}
+
+#[test]
+fn a_plugins_cuda_kernel_runs_on_host_cuda_tensors_when_there_is_a_gpu() {
+    let _serial = serial();
+    plugin::load(rust_plugin("plugin_fixture")).unwrap();
+    let scale = opbox::op("rplug::scale").unwrap();
+    assert_eq!(scale.backends(), ["CPU", "CUDA"]);
+    match opbox::cuda::device_count() {
+        Ok(n) if n > 0 => {}
+        other => {
+            let why = format!("no GPU ({other:?})");
+            assert_ne!(
+                std::env::var("OPBOX_REQUIRE_GPU").as_deref(),
+                Ok("1"),
+                "OPBOX_REQUIRE_GPU=1 but {why}"
+            );
+            eprintln!("skipped the CUDA half: {why}");
+            return;
+        }
+    }
+    let before = live_tensors_on_this_thread();
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])
+        .and_then(|t| t.to(Device::Cuda(0)))
+        .expect("a CUDA tensor");
+    // Dispatched on the tensor's device to the plugin's CUDA kernel, which reads the host's
+    // device memory through the header and allocates its result through the host.
+    let y: Tensor = scale
+        .call((&x, 3.0))
+        .expect("the plugin's CUDA kernel runs");
+    assert_eq!(y.device(), Device::Cuda(0));
+    assert_eq!(
+        y.to(Device::Cpu).unwrap().to_vec::<f32>().unwrap(),
+        [3.0, 6.0, 9.0]
+    );
+    drop((x, y));
+    assert_eq!(live_tensors_on_this_thread(), before);
+    println!("CUDA: rplug::scale ran from the host on cuda:0");
+}
