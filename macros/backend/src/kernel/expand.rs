@@ -408,7 +408,7 @@ fn emit(
             #(#reads)*
             #d::grid::run_grid(prepared, |__opbox_block: &#d::grid::ThreadCtx| {
                 #(#views)*
-                __opbox_block.#each_thread(#publish, move |__opbox_ctx| __opbox_body(__opbox_ctx, #(#call_args),*));
+                __opbox_block.#each_thread(#publish, #[inline(always)] move |__opbox_ctx| __opbox_body(__opbox_ctx, #(#call_args),*));
             })
         }
 

@@ -47,28 +47,32 @@ pub(crate) struct DivergentBarrier {
 
 /// Stack size of a thread's coroutine: DSL bodies are small and never recurse; debug builds
 /// need the most.
-const STACK_BYTES: usize = 256 << 10;
+const STACK_BYTES: usize = 32 << 10;
 
 thread_local! {
     /// Stacks of finished coroutines, reused by the next block on this worker.
     static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
 }
 
-fn take_stack() -> DefaultStack {
-    STACKS
-        .with(|s| s.borrow_mut().pop())
-        .unwrap_or_else(|| match DefaultStack::new(STACK_BYTES) {
-            Ok(stack) => stack,
+/// `count` stacks: the pool's, then new ones.
+fn take_stacks(count: usize) -> Vec<DefaultStack> {
+    let mut stacks = STACKS.with(|s| {
+        let mut pool = s.borrow_mut();
+        let keep = pool.len().saturating_sub(count);
+        pool.split_off(keep)
+    });
+    while stacks.len() < count {
+        match DefaultStack::new(STACK_BYTES) {
+            Ok(stack) => stacks.push(stack),
             Err(e) => std::panic::resume_unwind(Box::new(format!(
                 "a coroutine stack for a block thread could not be allocated: {e}"
             ))),
-        })
+        }
+    }
+    stacks
 }
 
 type Thread = Coroutine<(), u32, (), DefaultStack>;
-
-/// A thread's run: what its coroutine executes, the barrier numbers it yields.
-type ThreadRun<'a> = Box<dyn FnOnce(&Yielder<(), u32>, ()) + 'a>;
 
 impl ThreadCtx {
     /// Suspends this thread at barrier `site` until every thread of its block is there.
@@ -91,13 +95,20 @@ impl ThreadCtx {
         let [bx, by, bz] = self.block_dim;
         let count = bx as usize * by as usize * bz as usize;
         let _reset = publish.then_some(Published);
-        let body = &body;
+        // Raw pointers, so each thread's closure is 'static (as corosensei requires) and
+        // allocates nothing: what they point at outlives every coroutine, each of which is
+        // finished or dropped (unwinding its stack) before this function returns or unwinds.
+        let body: *const (dyn Fn(&ThreadCtx) + '_) = &body;
+        // SAFETY: only the lifetime changes (the layout of a fat pointer does not depend on it);
+        // the pointee outlives the coroutines, as above.
+        let body: *const (dyn Fn(&ThreadCtx) + 'static) = unsafe { std::mem::transmute(body) };
         let warps = RefCell::new(vec![
             WarpExchange::default();
             count.div_ceil(WARP_SIZE as usize)
         ]);
         let warps_ptr: *const RefCell<Vec<WarpExchange>> = &warps;
         let mut threads: Vec<Thread> = Vec::with_capacity(count);
+        let mut stacks = take_stacks(count);
         for t in 0..count as u32 {
             let thread = [t % bx, (t / bx) % by, t / (bx * by)];
             let base = *self;
@@ -111,14 +122,13 @@ impl ThreadCtx {
                 if publish {
                     ctx.publish();
                 }
-                body(&ctx);
+                // SAFETY: `body` outlives this coroutine (see above).
+                unsafe { (*body)(&ctx) };
             };
-            let run: ThreadRun<'_> = Box::new(run);
-            // SAFETY: corosensei asks for 'static because a coroutine may outlive its maker;
-            // these do not: every one is finished or dropped (which unwinds its stack) before
-            // this function returns or unwinds, while `body`, `warps` and `self` are borrowed.
-            let run: ThreadRun<'static> = unsafe { std::mem::transmute(run) };
-            threads.push(Coroutine::with_stack(take_stack(), run));
+            let Some(stack) = stacks.pop() else {
+                break;
+            };
+            threads.push(Coroutine::with_stack(stack, run));
         }
         let mut state = vec![State::Runnable; count];
         loop {
