@@ -11,7 +11,7 @@ use crate::build_options::BuildOptions;
 use crate::builtin::BuiltinDecl;
 use crate::native::FieldType;
 
-use super::dsl_prelude::DSL_PRELUDE;
+use super::dsl_prelude::{DSL_PRELUDE, DSL_SECTIONS};
 
 /// Marks a placeholder; never in the text the macro writes otherwise.
 const MARK: char = '\u{1}';
@@ -62,6 +62,18 @@ pub struct DslCode {
     pub callees: &'static [&'static DslFn],
     /// Named-type slot `i` is `named[i]`'s C++ type.
     pub named: &'static [FieldType],
+    /// The optional helpers the code calls ([`needed_sections`]), so its kernels' preambles
+    /// take their sections.
+    pub needs: &'static [&'static str],
+}
+
+/// Which of [`DSL_SECTIONS`]' helper names `cpp` calls: what a [`DslCode`]'s `needs` holds.
+pub fn needed_sections(cpp: &str) -> Vec<&'static str> {
+    DSL_SECTIONS
+        .iter()
+        .flat_map(|(names, _)| names.iter().copied())
+        .filter(|n| cpp.contains(n))
+        .collect()
 }
 
 impl DslCode {
@@ -135,6 +147,20 @@ pub fn dsl_build_options(user: Option<&BuildOptions>, kernel: &DslCode) -> Build
     let mut fns = Vec::new();
     reachable(kernel.callees, &mut fns, 0);
     let mut preamble = String::from(DSL_PRELUDE);
+    // The optional helpers the kernel or any callee calls.
+    let needs: Vec<&str> = std::iter::once(kernel.needs)
+        .chain(fns.iter().filter_map(|f| match &f.body {
+            DslBody::Code(code) => Some(code.needs),
+            DslBody::Builtin(_) => None,
+        }))
+        .flatten()
+        .copied()
+        .collect();
+    for (names, section) in DSL_SECTIONS {
+        if names.iter().any(|n| needs.contains(n)) {
+            preamble.push_str(section);
+        }
+    }
     if !out.preamble.is_empty() {
         preamble.push_str(&out.preamble);
         if !out.preamble.ends_with('\n') {
@@ -169,6 +195,7 @@ mod tests {
             template: "__device__ inline float opbox_dev_helper(float x) { return x; }\n",
             callees: &[],
             named: &[],
+            needs: &[],
         }),
     };
 
@@ -182,12 +209,14 @@ mod tests {
             template: "\u{1}N0\u{1} v = \u{1}C0\u{1}(1.0f);",
             callees: &ONE,
             named: &F32,
+            needs: &[],
         };
         assert_eq!(code.text(), "float v = opbox_dev_helper(1.0f);");
         let bad = DslCode {
             template: "x \u{1}C3\u{1} y",
             callees: &[],
             named: &[],
+            needs: &[],
         };
         assert!(bad.text().contains("#error"));
     }
@@ -198,6 +227,7 @@ mod tests {
             template: "KERNEL \u{1}C0\u{1}",
             callees: &TWICE,
             named: &[],
+            needs: &[],
         };
         let opts = dsl_build_options(None, &kernel);
         assert!(opts

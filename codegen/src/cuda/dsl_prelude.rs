@@ -189,71 +189,6 @@ template <class T> struct Slice {
   __device__ unsigned int len() const { return n; }
 };
 
-// `x.load4(i)` / `y.store4(i, v)`: elements 4i..4i+3 of an f32 slice as one float4, a 16-byte
-// load or store where the address allows it (a view at an odd offset takes four plain ones, so a
-// misaligned tensor is slower, never a fault). Debug builds trap on a vector past the end.
-template <class T, class I> __device__ inline float4 load4(const Slice<T>& s, I i) {
-#ifdef OPBOX_DSL_BOUNDS
-  if (!in_bounds(i, s.n / 4u)) __trap();
-#endif
-  const float* p = s.ptr + 4ull * (unsigned long long)i;
-  if ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0) return *reinterpret_cast<const float4*>(p);
-  return make_float4(p[0], p[1], p[2], p[3]);
-}
-template <class I, class V> __device__ inline void store4(const Slice<float>& s, I i, const V& v) {
-#ifdef OPBOX_DSL_BOUNDS
-  if (!in_bounds(i, s.n / 4u)) __trap();
-#endif
-  float* p = s.ptr + 4ull * (unsigned long long)i;
-  if ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0) { *reinterpret_cast<float4*>(p) = make_float4(v.x, v.y, v.z, v.w); return; }
-  p[0] = v.x; p[1] = v.y; p[2] = v.z; p[3] = v.w;
-}
-
-// Atomics on a slice element, as CUDA defines them (relaxed, device scope), each returning the
-// old value. 64-bit signed add, exchange and compare-exchange go through CUDA's unsigned long
-// long forms: two's complement gives the same bits.
-template <class T, class I> __device__ inline T* atomic_at(const Slice<T>& s, I i) {
-#ifdef OPBOX_DSL_BOUNDS
-  if (!in_bounds(i, s.n)) __trap();
-#endif
-  return s.ptr + i;
-}
-template <class T> struct atomic_word { typedef T type; };
-template <> struct atomic_word<long long> { typedef unsigned long long type; };
-#define OPBOX_DSL_ATOMIC(name, cuda) \
-  template <class T, class I> __device__ inline T name(const Slice<T>& s, I i, T v) { \
-    typedef typename atomic_word<T>::type W; \
-    return (T)cuda(reinterpret_cast<W*>(atomic_at(s, i)), (W)v); }
-OPBOX_DSL_ATOMIC(atomic_add, atomicAdd) OPBOX_DSL_ATOMIC(atomic_exch, atomicExch)
-#undef OPBOX_DSL_ATOMIC
-template <class T, class I> __device__ inline T atomic_min(const Slice<T>& s, I i, T v) { return atomicMin(atomic_at(s, i), v); }
-template <class T, class I> __device__ inline T atomic_max(const Slice<T>& s, I i, T v) { return atomicMax(atomic_at(s, i), v); }
-template <class T, class I> __device__ inline T atomic_cas(const Slice<T>& s, I i, T compare, T v) {
-  typedef typename atomic_word<T>::type W;
-  return (T)atomicCAS(reinterpret_cast<W*>(atomic_at(s, i)), (W)compare, (W)v);
-}
-
-// Warp operations over the full mask (every lane of the warp takes part), the CPU build's
-// emulation (`opbox::dsl` warp fns) computes the same; the reductions are a butterfly of
-// shfl_xor with the DSL's own add and max, so every lane gets the same bits on both sides.
-template <class T> __device__ inline T shfl_down(T v, unsigned int d) { return __shfl_down_sync(0xffffffffu, v, d); }
-template <class T> __device__ inline T shfl_xor(T v, unsigned int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
-template <class T> __device__ inline T shfl_idx(T v, unsigned int l) { return __shfl_sync(0xffffffffu, v, l); }
-__device__ inline unsigned int ballot(bool p) { return __ballot_sync(0xffffffffu, p); }
-__device__ inline bool any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
-__device__ inline bool all(bool p) { return __all_sync(0xffffffffu, p) != 0; }
-__device__ inline unsigned int lane_id() {
-  return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u;
-}
-template <class T> __device__ inline T warp_reduce_sum(T v) {
-  for (unsigned int o = 16; o > 0; o >>= 1) v = add(v, shfl_xor(v, o));
-  return v;
-}
-template <class T> __device__ inline T warp_reduce_max(T v) {
-  for (unsigned int o = 16; o > 0; o >>= 1) v = max(v, shfl_xor(v, o));
-  return v;
-}
-
 // Range loops, as Rust's iterators step: `a..b` (exclusive) and `.step_by(s)`; the next index
 // is computed without overflowing past the end.
 template <class T> __device__ inline T step_next(T i, T end, unsigned long long s) {
@@ -277,6 +212,100 @@ OPBOX_DSL_XYZ(grid_dim, gridDim.x, gridDim.y, gridDim.z)
 OPBOX_DSL_XYZ(global_id, blockIdx.x * blockDim.x + threadIdx.x, blockIdx.y * blockDim.y + threadIdx.y,
   blockIdx.z * blockDim.z + threadIdx.z)
 #undef OPBOX_DSL_XYZ
+}  // namespace opbox_dsl
+"#;
+
+/// Helpers only some kernels call, each in its own reopening of the namespace: a kernel's
+/// preamble takes a section when its code (or a callee's) names one of the section's helpers,
+/// so a kernel pays NVRTC's parse only for what it uses (issue 12's compile-time goal).
+/// `(the names that pull it in, the C++)`.
+pub const DSL_SECTIONS: &[(&[&str], &str)] = &[
+    (&["opbox_dsl::load4", "opbox_dsl::store4"], DSL_VEC4),
+    (&["opbox_dsl::atomic_"], DSL_ATOMICS_CPP),
+    (
+        &[
+            "opbox_dsl::shfl_",
+            "opbox_dsl::ballot",
+            "opbox_dsl::any",
+            "opbox_dsl::all",
+            "opbox_dsl::lane_id",
+            "opbox_dsl::warp_reduce",
+        ],
+        DSL_WARP,
+    ),
+];
+
+const DSL_VEC4: &str = r#"namespace opbox_dsl {
+// `x.load4(i)` / `y.store4(i, v)`: elements 4i..4i+3 of an f32 slice as one float4, a 16-byte
+// load or store where the address allows it (a view at an odd offset takes four plain ones, so a
+// misaligned tensor is slower, never a fault). Debug builds trap on a vector past the end.
+template <class T, class I> __device__ inline float4 load4(const Slice<T>& s, I i) {
+#ifdef OPBOX_DSL_BOUNDS
+  if (!in_bounds(i, s.n / 4u)) __trap();
+#endif
+  const float* p = s.ptr + 4ull * (unsigned long long)i;
+  if ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0) return *reinterpret_cast<const float4*>(p);
+  return make_float4(p[0], p[1], p[2], p[3]);
+}
+template <class I, class V> __device__ inline void store4(const Slice<float>& s, I i, const V& v) {
+#ifdef OPBOX_DSL_BOUNDS
+  if (!in_bounds(i, s.n / 4u)) __trap();
+#endif
+  float* p = s.ptr + 4ull * (unsigned long long)i;
+  if ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0) { *reinterpret_cast<float4*>(p) = make_float4(v.x, v.y, v.z, v.w); return; }
+  p[0] = v.x; p[1] = v.y; p[2] = v.z; p[3] = v.w;
+}
+}  // namespace opbox_dsl
+"#;
+
+const DSL_ATOMICS_CPP: &str = r#"namespace opbox_dsl {
+// Atomics on a slice element, as CUDA defines them (relaxed, device scope), each returning the
+// old value. 64-bit signed add, exchange and compare-exchange go through CUDA's unsigned long
+// long forms: two's complement gives the same bits.
+template <class T, class I> __device__ inline T* atomic_at(const Slice<T>& s, I i) {
+#ifdef OPBOX_DSL_BOUNDS
+  if (!in_bounds(i, s.n)) __trap();
+#endif
+  return s.ptr + i;
+}
+template <class T> struct atomic_word { typedef T type; };
+template <> struct atomic_word<long long> { typedef unsigned long long type; };
+#define OPBOX_DSL_ATOMIC(name, cuda) \
+  template <class T, class I> __device__ inline T name(const Slice<T>& s, I i, T v) { \
+    typedef typename atomic_word<T>::type W; \
+    return (T)cuda(reinterpret_cast<W*>(atomic_at(s, i)), (W)v); }
+OPBOX_DSL_ATOMIC(atomic_add, atomicAdd) OPBOX_DSL_ATOMIC(atomic_exch, atomicExch)
+#undef OPBOX_DSL_ATOMIC
+template <class T, class I> __device__ inline T atomic_min(const Slice<T>& s, I i, T v) { return atomicMin(atomic_at(s, i), v); }
+template <class T, class I> __device__ inline T atomic_max(const Slice<T>& s, I i, T v) { return atomicMax(atomic_at(s, i), v); }
+template <class T, class I> __device__ inline T atomic_cas(const Slice<T>& s, I i, T compare, T v) {
+  typedef typename atomic_word<T>::type W;
+  return (T)atomicCAS(reinterpret_cast<W*>(atomic_at(s, i)), (W)compare, (W)v);
+}
+}  // namespace opbox_dsl
+"#;
+
+const DSL_WARP: &str = r#"namespace opbox_dsl {
+// Warp operations over the full mask (every lane of the warp takes part), the CPU build's
+// emulation (`opbox::dsl` warp fns) computes the same; the reductions are a butterfly of
+// shfl_xor with the DSL's own add and max, so every lane gets the same bits on both sides.
+template <class T> __device__ inline T shfl_down(T v, unsigned int d) { return __shfl_down_sync(0xffffffffu, v, d); }
+template <class T> __device__ inline T shfl_xor(T v, unsigned int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+template <class T> __device__ inline T shfl_idx(T v, unsigned int l) { return __shfl_sync(0xffffffffu, v, l); }
+__device__ inline unsigned int ballot(bool p) { return __ballot_sync(0xffffffffu, p); }
+__device__ inline bool any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
+__device__ inline bool all(bool p) { return __all_sync(0xffffffffu, p) != 0; }
+__device__ inline unsigned int lane_id() {
+  return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u;
+}
+template <class T> __device__ inline T warp_reduce_sum(T v) {
+  for (unsigned int o = 16; o > 0; o >>= 1) v = add(v, shfl_xor(v, o));
+  return v;
+}
+template <class T> __device__ inline T warp_reduce_max(T v) {
+  for (unsigned int o = 16; o > 0; o >>= 1) v = max(v, shfl_xor(v, o));
+  return v;
+}
 }  // namespace opbox_dsl
 "#;
 

@@ -101,6 +101,7 @@ pub(super) fn expand(
         cpp.out
     );
     let (callee_list, named_list) = slot_tokens(&named, &callees);
+    let needs = opbox_codegen::cuda::dsl::needed_sections(&text);
     // The const is read from the kernels' generated modules, one level down: its own paths are
     // written as from a child, so they resolve from here through a child module of its own.
     let holder = format_ident!("__opbox_dsl_holder_{}", name);
@@ -126,6 +127,7 @@ pub(super) fn expand(
                     template: #text,
                     callees: #callee_list,
                     named: #named_list,
+                    needs: &[#(#needs),*],
                 }),
             };
         }

@@ -384,6 +384,7 @@ fn emit(
         body_params.push(body_param(&clean, ty));
     }
     let body = rewrite_kernel(&func.block);
+    let needs = opbox_codegen::cuda::dsl::needed_sections(text);
     // The user's lint levels apply to the body, which now lives in `__opbox_body`.
     let lints = func.attrs.iter().filter(|a| {
         ["allow", "warn", "deny", "expect"]
@@ -395,6 +396,7 @@ fn emit(
             template: "",
             callees: #callee_list,
             named: #named_list,
+            needs: &[#(#needs),*],
         };
 
         fn __opbox_build_options() -> &'static ::opbox::__private::BuildOptions {
