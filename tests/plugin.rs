@@ -83,14 +83,20 @@ fn c_plugin(source: &str, name: &str, defines: &[&str]) -> PathBuf {
     out
 }
 
-/// An example cdylib next to this test's binary (`cargo test` builds examples).
+/// An example cdylib next to this test's binary (`cargo test` builds examples), or in
+/// `OPBOX_PLUGIN_DIR` (scripts/gpu-check ships them there).
 fn rust_plugin(example: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps");
-    let path = dir.join("examples").join(library_file(example));
+    let dir = match std::env::var_os("OPBOX_PLUGIN_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let exe = std::env::current_exe().expect("the test binary's path");
+            exe.parent()
+                .and_then(Path::parent)
+                .expect("target/<profile>/deps")
+                .join("examples")
+        }
+    };
+    let path = dir.join(library_file(example));
     assert!(
         path.is_file(),
         "the plugin {} is not built: `cargo test` builds it, or run `cargo build --example {example}`",

@@ -4,17 +4,28 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The `opbox` binary: cargo's, or `OPBOX_CLI_BIN` (scripts/gpu-check ships it).
+fn opbox_bin() -> PathBuf {
+    std::env::var_os("OPBOX_CLI_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_opbox")))
+}
+
+/// The example plugin beside cargo's binary, or in `OPBOX_PLUGIN_DIR`.
 fn example_plugin() -> PathBuf {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_opbox"));
-    let path = bin
-        .parent()
-        .expect("the bin dir")
-        .join("examples")
-        .join(format!(
-            "{}plugin{}",
-            std::env::consts::DLL_PREFIX,
-            std::env::consts::DLL_SUFFIX
-        ));
+    let dir = std::env::var_os("OPBOX_PLUGIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_BIN_EXE_opbox"))
+                .parent()
+                .expect("the bin dir")
+                .join("examples")
+        });
+    let path = dir.join(format!(
+        "{}plugin{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
     assert!(
         path.is_file(),
         "the example plugin {} is not built: `cargo test` builds it, or run `cargo build --example plugin`",
@@ -24,10 +35,7 @@ fn example_plugin() -> PathBuf {
 }
 
 fn opbox(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_opbox"))
-        .args(args)
-        .output()
-        .expect("runs");
+    let out = Command::new(opbox_bin()).args(args).output().expect("runs");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
