@@ -12,9 +12,7 @@
 //! Without a GPU it prints "skipped: no GPU" and exits 0.
 
 use std::process::ExitCode;
-use std::time::Instant;
 
-use opbox::cuda::synchronize;
 use opbox::prelude::*;
 
 #[path = "common/axpy.rs"]
@@ -34,24 +32,6 @@ fn empty_dsl(x: In<[f32]>) {}
 
 const N: usize = 256 << 20;
 
-/// Median seconds of one call of `f`, over `rounds` synchronized rounds of `per` calls.
-fn time(rounds: usize, per: usize, mut f: impl FnMut() -> opbox::Result<()>) -> opbox::Result<f64> {
-    for _ in 0..per {
-        f()?;
-    }
-    synchronize(0)?;
-    let mut samples = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let t = Instant::now();
-        for _ in 0..per {
-            f()?;
-        }
-        synchronize(0)?;
-        samples.push(t.elapsed().as_secs_f64() / per as f64);
-    }
-    Ok(gpu::median(samples))
-}
-
 fn bench() -> opbox::Result<()> {
     if let Some(why) = gpu::skip_reason() {
         println!("skipped: {why}");
@@ -67,7 +47,7 @@ fn bench() -> opbox::Result<()> {
     // Every variant writes 2 * 1.5 + 2 = 5 everywhere; `out` is cleared between them.
     let checked = |name: &str, f: &mut dyn FnMut() -> opbox::Result<()>| {
         out.fill_(0.0)?;
-        let t = time(5, 10, &mut *f)?;
+        let t = gpu::time(5, 10, &mut *f)?;
         let ok = out
             .to_vec::<f32>()?
             .iter()
@@ -97,8 +77,12 @@ fn bench() -> opbox::Result<()> {
     let mut dsl_l = Vec::new();
     // Interleaved rounds, so drift cannot pass for a difference.
     for _ in 0..15 {
-        ext.push(time(1, 20_000, || empty::launch(single.clone(), &one))?);
-        dsl_l.push(time(1, 20_000, || empty_dsl::launch(single.clone(), &one))?);
+        ext.push(gpu::time(1, 20_000, || {
+            empty::launch(single.clone(), &one)
+        })?);
+        dsl_l.push(gpu::time(1, 20_000, || {
+            empty_dsl::launch(single.clone(), &one)
+        })?);
     }
     let (ext, dsl_l) = (gpu::median(ext) * 1e6, gpu::median(dsl_l) * 1e6);
     println!("dsl bench on {}", opbox::cuda::device(0)?.name);

@@ -50,24 +50,6 @@ const ELEMS: usize = 256;
 /// Spin of B and C: about 1 ms at the H200's clock.
 const SPIN: i64 = 2_000_000;
 
-/// Median seconds of one call of `f`, over `rounds` synchronized rounds of `per` calls.
-fn time(rounds: usize, per: usize, mut f: impl FnMut() -> opbox::Result<()>) -> opbox::Result<f64> {
-    for _ in 0..per {
-        f()?;
-    }
-    synchronize(0)?;
-    let mut samples = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let t = Instant::now();
-        for _ in 0..per {
-            f()?;
-        }
-        synchronize(0)?;
-        samples.push(t.elapsed().as_secs_f64() / per as f64);
-    }
-    Ok(gpu::median(samples))
-}
-
 /// Milliseconds between two timing events around `f`'s work on the default stream.
 fn span_ms(f: impl FnOnce() -> opbox::Result<()>) -> opbox::Result<f64> {
     let dev = opbox::cuda::device(0)?;
@@ -118,19 +100,19 @@ fn bench() -> opbox::Result<()> {
     let mut exec = g.instantiate()?;
     let instantiate_us = t.elapsed().as_secs_f64() * 1e6;
 
-    let stub = time(15, 20, || {
+    let stub = gpu::time(15, 20, || {
         for i in 0..NODES {
             step::launch(cfg.clone(), &bufs[i], &bufs[i + 1], 1.0, ELEMS as u32)?;
         }
         Ok(())
     })? / NODES as f64;
-    let replay = time(15, 200, || exec.launch())? / NODES as f64;
+    let replay = gpu::time(15, 200, || exec.launch())? / NODES as f64;
     let chain_ok = bufs[NODES].to_vec::<f32>()?.iter().all(|v| *v == 1.5);
 
     // Re-binding: alternate between two input/output pairs so each bind changes something.
     let (in2, out2) = (fresh()?, fresh()?);
     let mut flip = false;
-    let io = time(15, 2000, || {
+    let io = gpu::time(15, 2000, || {
         flip = !flip;
         let (i, o) = if flip {
             (&in2, &out2)
@@ -142,7 +124,7 @@ fn bench() -> opbox::Result<()> {
     let others = (0..=NODES)
         .map(|_| fresh())
         .collect::<opbox::Result<Vec<_>>>()?;
-    let all = time(15, 100, || {
+    let all = gpu::time(15, 100, || {
         flip = !flip;
         let mut b = Bindings::new();
         for (k, recorded) in bufs.iter().enumerate() {

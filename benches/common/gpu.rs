@@ -19,3 +19,27 @@ pub fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
     samples[samples.len() / 2]
 }
+
+/// Median seconds of one call of `f`, over `rounds` synchronized rounds of `per` calls (after
+/// one unmeasured round).
+#[allow(dead_code)]
+pub fn time(
+    rounds: usize,
+    per: usize,
+    mut f: impl FnMut() -> opbox::Result<()>,
+) -> opbox::Result<f64> {
+    for _ in 0..per {
+        f()?;
+    }
+    opbox::cuda::synchronize(0)?;
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t = std::time::Instant::now();
+        for _ in 0..per {
+            f()?;
+        }
+        opbox::cuda::synchronize(0)?;
+        samples.push(t.elapsed().as_secs_f64() / per as f64);
+    }
+    Ok(median(samples))
+}
