@@ -141,9 +141,11 @@ fn too_many_arguments() {
         err,
         Error::ArgCount {
             op: "abi::add".into(),
+            min: 2,
             expected: 2,
             got: 3,
-            schema: ADD_SCHEMA.into()
+            schema: ADD_SCHEMA.into(),
+            defaulted: vec![],
         }
     );
     assert_eq!(
@@ -160,14 +162,16 @@ fn too_few_arguments_without_defaults() {
         err,
         Error::ArgCount {
             op: "abi::add".into(),
+            min: 2,
             expected: 2,
             got: 1,
-            schema: ADD_SCHEMA.into()
+            schema: ADD_SCHEMA.into(),
+            defaulted: vec![],
         }
     );
     assert_eq!(
         err.to_string(),
-        "abi::add takes 2 arguments (schema: abi::add(int a, int b) -> int), but 1 were given"
+        "abi::add takes 2 arguments (schema: abi::add(int a, int b) -> int), but 1 was given"
     );
 
     let err = fail(&add, Stack::new());
@@ -200,7 +204,20 @@ fn too_few_arguments_without_defaults() {
     let err = fail(&kwonly, stack([StableValue::int(1)]));
     assert_eq!(
         err.to_string(),
-        "abi::kwonly takes 3 arguments (schema: abi::kwonly(int a, int c=4, *, int b) -> int), but 1 were given"
+        "abi::kwonly takes 3 arguments (schema: abi::kwonly(int a, int c=4, *, int b) -> int), but 1 was given"
+    );
+    // Trailing defaults make a range, and the message names them.
+    let defaults = op("abi::defaults");
+    let err = fail(&defaults, Stack::new());
+    assert_eq!(
+        err.to_string(),
+        format!("abi::defaults takes 1 to 7 arguments (b, c, d, s, l and t have a default) (schema: {}), but 0 were given", defaults.schema())
+    );
+    let count = op("abi::count");
+    let err = fail(&count, stack([StableValue::int(1), StableValue::int(2)]));
+    assert_eq!(
+        err.to_string(),
+        "abi::count takes at most 1 argument (n has a default) (schema: abi::count(int n=3) -> int), but 2 were given"
     );
     let mut s = stack([
         StableValue::int(1),

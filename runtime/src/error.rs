@@ -31,13 +31,19 @@ pub enum Error {
         got: String,
     },
 
-    /// A boxed call with the wrong number of arguments.
-    #[error("{op} takes {expected} arguments (schema: {schema}), but {got} were given")]
+    /// A boxed call with the wrong number of arguments: more than the schema lists, or fewer
+    /// than those before its trailing defaults (which a call may leave out). Pass the
+    /// arguments in the schema's order.
+    #[error("{op} takes {} (schema: {schema}), but {got} {} given", arg_range(*min, *expected, defaulted), if *got == 1 { "was" } else { "were" })]
     ArgCount {
         op: String,
+        /// The fewest a call may pass: the arguments before the trailing defaulted ones.
+        min: usize,
         expected: usize,
         got: usize,
         schema: String,
+        /// The trailing arguments a call may leave out.
+        defaulted: Vec<String>,
     },
 
     /// A typed call asked for a Rust type the op's return cannot be read as.
@@ -280,4 +286,25 @@ impl From<&str> for Error {
     fn from(s: &str) -> Error {
         Error::Message(s.to_string())
     }
+}
+
+/// "3 arguments", "2 to 3 arguments (alpha has a default)" or "at most 1 argument (n has a
+/// default)".
+fn arg_range(min: usize, max: usize, defaulted: &[String]) -> String {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    if min >= max || defaulted.is_empty() {
+        return format!("{max} argument{}", plural(max));
+    }
+    let names = match defaulted {
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        [] => String::new(),
+    };
+    let verb = if defaulted.len() == 1 { "has" } else { "have" };
+    let count = if min == 0 {
+        format!("at most {max} argument{}", plural(max))
+    } else {
+        format!("{min} to {max} arguments")
+    };
+    format!("{count} ({names} {verb} a default)")
 }

@@ -74,12 +74,7 @@ impl<'a> KernelArgs<'a> {
     #[cold]
     #[inline(never)]
     fn count_error(&self) -> Error {
-        Error::ArgCount {
-            op: self.op.to_string(),
-            expected: self.schema.arguments.len(),
-            got: self.values.len(),
-            schema: self.schema.to_string(),
-        }
+        super::op::arg_count(self.op, self.schema, self.values.len())
     }
 }
 
@@ -238,12 +233,9 @@ fn refuse(op: &BoxedOp, why: Refusal) -> i32 {
             "{}: the stack pointer is null, but the call passes {values} values",
             op.name
         )),
-        Refusal::Counts(num_args, _) if num_args != schema.arguments.len() => Error::ArgCount {
-            op: op.name.to_string(),
-            expected: schema.arguments.len(),
-            got: num_args,
-            schema: schema.to_string(),
-        },
+        Refusal::Counts(num_args, _) if num_args != schema.arguments.len() => {
+            super::op::arg_count(op.name, schema, num_args)
+        }
         Refusal::Counts(_, num_outputs) => Error::ReturnCount {
             op: op.name.to_string(),
             expected: schema.returns.len(),

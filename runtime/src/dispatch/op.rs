@@ -319,11 +319,25 @@ fn mixed_devices_error(
 #[cold]
 #[inline(never)]
 fn arg_count_error(entry: &OpEntry, got: usize) -> Error {
+    arg_count(entry.name, entry.schema, got)
+}
+
+/// [`Error::ArgCount`] for a call of `op` (`schema`) with `got` arguments: the range it takes
+/// runs from its last argument without a default (those after it are filled in).
+#[cold]
+pub(crate) fn arg_count(op: &str, schema: &Schema, got: usize) -> Error {
+    let args = &schema.arguments;
+    let min = args
+        .iter()
+        .rposition(|a| a.default.is_none())
+        .map_or(0, |i| i + 1);
     Error::ArgCount {
-        op: entry.name.to_string(),
-        expected: entry.schema.arguments.len(),
+        op: op.to_string(),
+        min,
+        expected: args.len(),
         got,
-        schema: entry.schema.to_string(),
+        schema: schema.to_string(),
+        defaulted: args[min..].iter().map(|a| a.name.to_string()).collect(),
     }
 }
 

@@ -377,11 +377,14 @@ fn arg_count(decl: &KernelDecl, got: usize) -> Error {
         .iter()
         .filter(|p| p.kind.in_launch_abi())
         .count();
+    // A kernel's parameters have no defaults.
     Error::ArgCount {
         op: format!("kernel {}", decl.rust_name),
+        min: expected,
         expected,
         got,
         schema: decl.rust_signature(),
+        defaulted: Vec::new(),
     }
 }
 

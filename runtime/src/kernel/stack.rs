@@ -52,11 +52,14 @@ pub fn launch_stack(
 }
 
 fn count_error(decl: &KernelDecl, got: usize) -> Error {
+    // A kernel's parameters have no defaults.
     Error::ArgCount {
         op: format!("kernel {}", decl.rust_name),
+        min: decl.params.len(),
         expected: decl.params.len(),
         got,
         schema: decl.rust_signature(),
+        defaulted: Vec::new(),
     }
 }
 
