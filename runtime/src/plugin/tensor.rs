@@ -10,8 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::abi::plugin_v1::{TensorHeader, TensorVTable, TENSOR_FLAG_READ_ONLY};
-use crate::tensor::dlpack::codes::{to_dl_device, to_dl_dtype};
-use crate::tensor::dlpack::ffi::DLTensor;
+use crate::tensor::dlpack::export::dl_tensor;
 use crate::tensor::dlpack::import::wrap_dltensor;
 use crate::{Error, Result, Tensor};
 
@@ -35,13 +34,14 @@ fn is_ours(header: &TensorHeader) -> bool {
 
 /// The header of `t`, refcount `refcount` (0: borrowed).
 fn header_of(t: &Tensor, refcount: u64) -> Result<TensorHeader> {
-    let device = to_dl_device(t.device())?;
-    let ndim = i32::try_from(t.dim()).map_err(|_| {
-        Error::InvalidArgument(format!(
-            "plugin ABI: {} dimensions do not fit int32",
-            t.dim()
-        ))
-    })?;
+    // Read-only for every reader (the ABI says so); the casts only match DLPack's types, and
+    // point at the tensor's own shape and strides, so a borrowed header allocates nothing.
+    let dl = dl_tensor(
+        t,
+        t.shape().as_ptr().cast::<i64>().cast_mut(),
+        t.strides().as_ptr().cast::<i64>().cast_mut(),
+        "plugin ABI",
+    )?;
     Ok(TensorHeader {
         vtable: &VTABLE,
         manager_ctx: t.as_raw(),
@@ -51,20 +51,7 @@ fn header_of(t: &Tensor, refcount: u64) -> Result<TensorHeader> {
         } else {
             0
         },
-        dl: DLTensor {
-            data: if t.numel() == 0 {
-                std::ptr::null_mut()
-            } else {
-                t.data_ptr().cast_mut()
-            },
-            device,
-            ndim,
-            dtype: to_dl_dtype(t.dtype()),
-            // Read-only for every reader (the ABI says so); the casts only match DLPack's types.
-            shape: t.shape().as_ptr().cast::<i64>().cast_mut(),
-            strides: t.strides().as_ptr().cast::<i64>().cast_mut(),
-            byte_offset: 0,
-        },
+        dl,
     })
 }
 

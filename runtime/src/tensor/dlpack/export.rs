@@ -24,22 +24,30 @@ struct Exported {
 }
 
 /// The `DLTensor` of `t`, its shape and strides written to `dims` (which the caller keeps alive
-/// and unmoved-in-heap as long as the DLTensor is used). This is also the plugin tensor header's
-/// export.
+/// and unmoved-in-heap as long as the DLTensor is used).
 pub(crate) fn describe(t: &Tensor, dims: &mut Vec<i64>) -> Result<DLTensor> {
-    let device = to_dl_device(t.device())?;
-    let ndim = i32::try_from(t.dim()).map_err(|_| {
-        Error::InvalidArgument(format!(
-            "to_dlpack: {} dimensions do not fit int32",
-            t.dim()
-        ))
-    })?;
     dims.clear();
     dims.reserve_exact(2 * t.dim());
     // usize/isize sizes and strides fit i64 on every target opbox builds for.
     dims.extend(t.shape().iter().map(|&d| d as i64));
     dims.extend(t.strides().iter().map(|&s| s as i64));
     let (shape, strides) = dims.split_at_mut(t.dim());
+    dl_tensor(t, shape.as_mut_ptr(), strides.as_mut_ptr(), "to_dlpack")
+}
+
+/// The `DLTensor` of `t` over the caller's `shape` and `strides` arrays (alive while it is
+/// used): what DLPack export and the plugin ABI's tensor header both hand out. `what` names the
+/// caller in the error for a rank past int32.
+pub(crate) fn dl_tensor(
+    t: &Tensor,
+    shape: *mut i64,
+    strides: *mut i64,
+    what: &str,
+) -> Result<DLTensor> {
+    let device = to_dl_device(t.device())?;
+    let ndim = i32::try_from(t.dim()).map_err(|_| {
+        Error::InvalidArgument(format!("{what}: {} dimensions do not fit int32", t.dim()))
+    })?;
     Ok(DLTensor {
         // The spec asks for null when there are no elements. Otherwise the first element's
         // address with byte_offset 0, as PyTorch and CuPy export: consumers that ignore
@@ -52,8 +60,8 @@ pub(crate) fn describe(t: &Tensor, dims: &mut Vec<i64>) -> Result<DLTensor> {
         device,
         ndim,
         dtype: to_dl_dtype(t.dtype()),
-        shape: shape.as_mut_ptr(),
-        strides: strides.as_mut_ptr(),
+        shape,
+        strides,
         byte_offset: 0,
     })
 }

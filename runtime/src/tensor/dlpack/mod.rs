@@ -53,7 +53,7 @@
 pub mod ffi;
 
 pub(crate) mod codes;
-mod export;
+pub(crate) mod export;
 pub(crate) mod import;
 
 #[cfg(test)]
