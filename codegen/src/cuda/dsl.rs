@@ -11,7 +11,7 @@ use crate::build_options::BuildOptions;
 use crate::builtin::BuiltinDecl;
 use crate::native::FieldType;
 
-use super::dsl_prelude::{DSL_PRELUDE, DSL_SECTIONS};
+use super::dsl_prelude::{dsl_sections, DSL_PRELUDE};
 
 /// Marks a placeholder; never in the text the macro writes otherwise.
 const MARK: char = '\u{1}';
@@ -67,12 +67,12 @@ pub struct DslCode {
     pub needs: &'static [&'static str],
 }
 
-/// Which of [`DSL_SECTIONS`]' helper names `cpp` calls: what a [`DslCode`]'s `needs` holds.
-pub fn needed_sections(cpp: &str) -> Vec<&'static str> {
-    DSL_SECTIONS
-        .iter()
-        .flat_map(|(names, _)| names.iter().copied())
-        .filter(|n| cpp.contains(n))
+/// Which of the [`dsl_sections`]' helpers `cpp` calls: what a [`DslCode`]'s `needs` holds.
+pub fn needed_sections(cpp: &str) -> Vec<String> {
+    dsl_sections()
+        .into_iter()
+        .flat_map(|(calls, _)| calls)
+        .filter(|c| cpp.contains(c.as_str()))
         .collect()
 }
 
@@ -156,8 +156,8 @@ pub fn dsl_build_options(user: Option<&BuildOptions>, kernel: &DslCode) -> Build
         .flatten()
         .copied()
         .collect();
-    for (names, section) in DSL_SECTIONS {
-        if names.iter().any(|n| needs.contains(n)) {
+    for (calls, section) in dsl_sections() {
+        if calls.iter().any(|c| needs.contains(&c.as_str())) {
             preamble.push_str(section);
         }
     }

@@ -216,24 +216,24 @@ OPBOX_DSL_XYZ(global_id, blockIdx.x * blockDim.x + threadIdx.x, blockIdx.y * blo
 "#;
 
 /// Helpers only some kernels call, each in its own reopening of the namespace: a kernel's
-/// preamble takes a section when its code (or a callee's) names one of the section's helpers,
+/// preamble takes a section when its code (or a callee's) calls one of the section's helpers,
 /// so a kernel pays NVRTC's parse only for what it uses (issue 12's compile-time goal).
-/// `(the names that pull it in, the C++)`.
-pub const DSL_SECTIONS: &[(&[&str], &str)] = &[
-    (&["opbox_dsl::load4", "opbox_dsl::store4"], DSL_VEC4),
-    (&["opbox_dsl::atomic_"], DSL_ATOMICS_CPP),
-    (
-        &[
-            "opbox_dsl::shfl_",
-            "opbox_dsl::ballot",
-            "opbox_dsl::any",
-            "opbox_dsl::all",
-            "opbox_dsl::lane_id",
-            "opbox_dsl::warp_reduce",
-        ],
-        DSL_WARP,
-    ),
-];
+/// `(the calls that pull it in, as the emitted C++ spells them, the C++)`; the atomics' and warp
+/// fns' names come from their tables.
+pub fn dsl_sections() -> [(Vec<String>, &'static str); 3] {
+    let call = |name: &str| format!("opbox_dsl::{name}(");
+    [
+        (["load4", "store4"].map(call).to_vec(), DSL_VEC4),
+        (
+            DSL_ATOMICS.iter().map(|a| call(a.rust)).collect(),
+            DSL_ATOMICS_CPP,
+        ),
+        (
+            DSL_WARP_FNS.iter().map(|f| call(f.rust)).collect(),
+            DSL_WARP,
+        ),
+    ]
+}
 
 const DSL_VEC4: &str = r#"namespace opbox_dsl {
 // `x.load4(i)` / `y.store4(i, v)`: elements 4i..4i+3 of an f32 slice as one float4, a 16-byte

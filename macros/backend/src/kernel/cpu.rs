@@ -10,7 +10,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 
-use super::lower::compound;
+use super::lower::{compound, is_shared_fn, shared_call};
 
 struct Rewrite {
     /// In a kernel's body, whose thread indices are its `__opbox_ctx` parameter (a `#[device]`
@@ -49,10 +49,11 @@ impl VisitMut for Rewrite {
     /// `let tile = shared::<T, N>();` binds a view that the body writes through: `mut` on the
     /// CPU, as a `__shared__` array is writable in C++.
     fn visit_local_mut(&mut self, local: &mut syn::Local) {
-        let is_shared = local.init.as_ref().is_some_and(|init| {
-            matches!(&*init.expr, syn::Expr::Call(c) if matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.len() == 1 && p.path.segments[0].ident == "shared"))
-        });
-        if is_shared {
+        if local
+            .init
+            .as_ref()
+            .is_some_and(|init| shared_call(&init.expr).is_some())
+        {
             if let syn::Pat::Ident(p) = &mut local.pat {
                 p.mutability = Some(Default::default());
             }
@@ -103,9 +104,7 @@ impl VisitMut for Rewrite {
                     Some(quote_spanned!(c.span()=> __opbox_ctx.sync_threads(#site)))
                 }
                 // `shared::<T, N>()`: N may be a #[constexpr] param, a value on the CPU.
-                syn::Expr::Path(p)
-                    if p.path.segments.len() == 1 && p.path.segments[0].ident == "shared" =>
-                {
+                syn::Expr::Path(p) if is_shared_fn(p) => {
                     shared_args(&p.path.segments[0].arguments).map(|(t, n)| {
                         let site = self.shared;
                         self.shared += 1;

@@ -1239,17 +1239,16 @@ impl<'e> Lowering<'e> {
         }
         let args: Vec<Expr> = c.args.iter().map(|a| self.expr(a)).collect();
         let ty = match f.returns {
-            WarpReturns::U32 => {
+            // The votes: a predicate in, a mask (`ballot`) or a bool out.
+            WarpReturns::U32 | WarpReturns::Bool => {
                 for a in &args {
                     self.infer.unify(&a.ty, &Ty::Prim(ElemType::Bool));
                 }
-                Ty::Prim(ElemType::U32)
-            }
-            WarpReturns::Bool => {
-                for a in &args {
-                    self.infer.unify(&a.ty, &Ty::Prim(ElemType::Bool));
-                }
-                Ty::Prim(ElemType::Bool)
+                Ty::Prim(if f.returns == WarpReturns::U32 {
+                    ElemType::U32
+                } else {
+                    ElemType::Bool
+                })
             }
             WarpReturns::Value => {
                 if let Some(lane) = args.get(1) {
@@ -1436,20 +1435,19 @@ impl<'e> Lowering<'e> {
 }
 
 /// `shared::<..>()`, the one form a shared array is made in.
-fn shared_call(e: &syn::Expr) -> Option<&syn::ExprCall> {
+pub(crate) fn shared_call(e: &syn::Expr) -> Option<&syn::ExprCall> {
     match strip_parens(e) {
         syn::Expr::Call(c) => match &*c.func {
-            syn::Expr::Path(p)
-                if p.qself.is_none()
-                    && p.path.segments.len() == 1
-                    && p.path.segments[0].ident == "shared" =>
-            {
-                Some(c)
-            }
+            syn::Expr::Path(p) if is_shared_fn(p) => Some(c),
             _ => None,
         },
         _ => None,
     }
+}
+
+/// `shared` (with its generic arguments), the fn a shared array is made with.
+pub(crate) fn is_shared_fn(p: &syn::ExprPath) -> bool {
+    p.qself.is_none() && p.path.segments.len() == 1 && p.path.segments[0].ident == "shared"
 }
 
 /// The type of the value a branch assigns to `name` last (a `let x = if ..` branch's tail).
