@@ -30,7 +30,7 @@ mod tag;
 mod typed_key;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use convert::{FromStable, IntoStable, Mismatch};
 pub use list::List;

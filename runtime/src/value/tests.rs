@@ -2,35 +2,25 @@
 //! bad raw values, conversions and the stack. Small enough to run under miri
 //! (`cargo +nightly miri test -p opbox-runtime value::`).
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
-
-use super::live::live_boxes;
+use super::live::live_boxes_on_this_thread;
 use super::{FromStable, IntoStable, List, Mismatch, StableValue, Stack, Tag, INLINE_SLOTS};
 use crate::tensor::live_tensors_on_this_thread;
 use crate::{DType, Device, Scalar, Tensor};
 
-/// The string/list box counter is global, so tests that read it take turns.
-static LIVE_LOCK: Mutex<()> = Mutex::new(());
-
-/// Live boxes (global, serialized by `LIVE_LOCK`) plus tensors made minus tensors dropped on
-/// this thread (so tensor tests running in parallel cannot disturb the count).
+/// Boxes and tensors made minus those freed on this thread, so tests running in parallel
+/// cannot disturb the count.
 fn live() -> isize {
-    live_boxes() + live_tensors_on_this_thread()
+    live_boxes_on_this_thread() + live_tensors_on_this_thread()
 }
 
-/// Holds the lock and remembers the count; `assert_balanced` checks nothing leaked or was
-/// freed twice since.
-struct Balance {
-    _guard: MutexGuard<'static, ()>,
+/// Remembers the count; `assert_balanced` checks nothing leaked or was freed twice since.
+/// Other modules' ownership tests (the plugin ABI's) use it too.
+pub(crate) struct Balance {
     start: isize,
 }
 
-fn balance() -> Balance {
-    let guard = LIVE_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
-    Balance {
-        _guard: guard,
-        start: live(),
-    }
+pub(crate) fn balance() -> Balance {
+    Balance { start: live() }
 }
 
 impl Balance {
@@ -39,7 +29,7 @@ impl Balance {
     }
 
     #[track_caller]
-    fn assert_balanced(&self) {
+    pub(crate) fn assert_balanced(&self) {
         assert_eq!(
             self.delta(),
             0,
@@ -701,19 +691,25 @@ fn values_move_between_threads() {
     let mut stack = Stack::new();
     // An owned handle: a stack that borrows `&t` could not be sent to another thread.
     stack.push(t.clone()).push("s").push(vec![1i64, 2]);
-    let back = std::thread::spawn(move || {
+    let (back, freed_there) = std::thread::spawn(move || {
         let n = stack.len();
+        let before = live_boxes_on_this_thread();
         drop(stack);
-        n
+        (n, live_boxes_on_this_thread() - before)
     })
     .join()
     .unwrap();
     assert_eq!(back, 3);
     assert_eq!(t.ref_count(), 1);
     drop(t);
-    // The tensor was made and dropped here; the boxes were freed on the other thread, and the
-    // box counter is global.
-    b.assert_balanced();
+    // The tensor was made and dropped here; the two boxes were made here and freed on the
+    // other thread: the two threads' counts together balance.
+    assert_eq!(freed_there, -2, "the other thread frees both boxes");
+    assert_eq!(
+        b.delta() + freed_there,
+        0,
+        "live handles changed: a leak (> 0) or a double free (< 0)"
+    );
 }
 
 #[test]
