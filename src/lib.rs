@@ -150,7 +150,7 @@ pub mod cuda {
         compile_ahead, compile_cached, compile_for_arch, compile_for_device, cuda_include_options,
         default_cache, device, device_count, nvrtc, probe, synchronize, translation_unit,
         ArchVariant, Artifact, CacheOutcome, Compiled, CudaDevice, DiskCache, ImageKind,
-        LoadedKernel, Lookup, Target,
+        KernelReport, LoadedKernel, Lookup, Target,
     };
     pub use opbox_runtime::kernel::Stream;
 

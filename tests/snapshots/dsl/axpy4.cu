@@ -52,9 +52,8 @@ __global__ void axpy4(const float* x__p, const float* y__p, float* out__p, float
       {
         unsigned int opbox_i0 = opbox_dsl::mul(4u, i);
         const unsigned int opbox_e0 = n;
-        while (opbox_i0 < opbox_e0) {
+        for (; opbox_i0 < opbox_e0; ++opbox_i0) {
           unsigned int j = opbox_i0;
-          opbox_i0 = opbox_dsl::step_next(opbox_i0, opbox_e0, 1ull);
 #line 46 "examples/dsl.rs"
           out[j] = opbox_dsl::add(opbox_dsl::mul(a, x[j]), y[j]);
         }

@@ -267,6 +267,12 @@ impl<'a> Cpp<'a> {
                     self.indent += 1;
                     self.push(&format!("{t} {var} = {i};"));
                     self.push(&format!("opbox_dsl::step_incl({i}, {e}, {s}, {more});"));
+                } else if step.is_none() {
+                    // `i < e` before the increment, so `++i` cannot overflow; the canonical
+                    // form is the one NVRTC counts trips of and unrolls (a tile's inner loop).
+                    self.push(&format!("for (; {i} < {e}; ++{i}) {{"));
+                    self.indent += 1;
+                    self.push(&format!("{t} {var} = {i};"));
                 } else {
                     self.push(&format!("while ({i} < {e}) {{"));
                     self.indent += 1;

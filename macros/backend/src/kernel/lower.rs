@@ -464,18 +464,14 @@ impl<'e> Lowering<'e> {
                 .map(|i| i.to_string())
                 .filter(|n| self.constexprs.contains(n)),
             syn::GenericArgument::Const(syn::Expr::Block(b)) => match b.block.stmts.as_slice() {
-                [syn::Stmt::Expr(syn::Expr::Path(p), None)] => p
-                    .path
-                    .get_ident()
-                    .map(|i| i.to_string())
-                    .filter(|n| self.constexprs.contains(n)),
+                [syn::Stmt::Expr(e, None)] => self.const_len(e),
                 _ => None,
             },
             _ => None,
         };
         let name = self.declare(ident, Ty::Slice(Elem::Prim(elem), true));
         let Some(len_cpp) = len_cpp else {
-            self.err(len.span(), "a shared array's length is fixed when the kernel is compiled: a positive integer literal (`shared::<f32, 256>()`) or a #[constexpr] parameter (`shared::<f32, BLOCK>()`)");
+            self.err(len.span(), "a shared array's length is fixed when the kernel is compiled: a positive integer literal (`shared::<f32, 256>()`), a #[constexpr] parameter (`shared::<f32, BLOCK>()`), or literals and #[constexpr] parameters under `+ - * /` in braces (`shared::<f32, { TILE * TILE }>()`)");
             return None;
         };
         Some(Stmt {
@@ -485,6 +481,38 @@ impl<'e> Lowering<'e> {
                 elem,
                 len: len_cpp,
             },
+        })
+    }
+
+    /// A shared array's length written as `{ TILE * TILE }`: integer literals and `#[constexpr]`
+    /// params under `+ - * /` and parentheses, as C++ (where the params are template constants).
+    fn const_len(&self, e: &syn::Expr) -> Option<String> {
+        Some(match e {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(n),
+                ..
+            }) => format!("{}u", n.base10_digits().parse::<u32>().ok()?),
+            syn::Expr::Path(p) => p
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .filter(|n| self.constexprs.contains(n))?,
+            syn::Expr::Paren(p) => format!("({})", self.const_len(&p.expr)?),
+            syn::Expr::Binary(b) => {
+                let op = match b.op {
+                    syn::BinOp::Add(_) => "+",
+                    syn::BinOp::Sub(_) => "-",
+                    syn::BinOp::Mul(_) => "*",
+                    syn::BinOp::Div(_) => "/",
+                    _ => return None,
+                };
+                format!(
+                    "({} {op} {})",
+                    self.const_len(&b.left)?,
+                    self.const_len(&b.right)?
+                )
+            }
+            _ => return None,
         })
     }
 

@@ -22,6 +22,8 @@ pub struct CudaDevice {
     /// `(major, minor)`, e.g. `(9, 0)` for an H200.
     pub compute_capability: (u32, u32),
     pub name: String,
+    /// Streaming multiprocessors (132 on an H200): what a grid-stride kernel sizes its grid by.
+    pub multiprocessors: u32,
 }
 
 static DEVICES: [OnceLock<CudaDevice>; MAX_DEVICES] = [const { OnceLock::new() }; MAX_DEVICES];
@@ -69,6 +71,11 @@ fn create(ordinal: usize) -> Result<CudaDevice> {
     let context = CudaContext::new(ordinal).map_err(what)?;
     let (major, minor) = context.compute_capability().map_err(what)?;
     let name = context.name().map_err(what)?;
+    let multiprocessors = context
+        .attribute(
+            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )
+        .map_err(what)?;
     let stream = context.default_stream();
     Ok(CudaDevice {
         ordinal,
@@ -76,6 +83,7 @@ fn create(ordinal: usize) -> Result<CudaDevice> {
         stream,
         compute_capability: (major.max(0) as u32, minor.max(0) as u32),
         name,
+        multiprocessors: multiprocessors.max(1) as u32,
     })
 }
 

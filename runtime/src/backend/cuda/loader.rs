@@ -162,7 +162,9 @@ fn load(decl: &KernelDecl, values: &[ConstValue], dev: &CudaDevice) -> Result<Lo
         kernel: decl.rust_name.to_string(),
         message: "the cached module has no symbol for this kernel".into(),
     })?;
-    function_of(decl, module, lowered_name, kind, dev)
+    let loaded = function_of(decl, module, lowered_name, kind, dev)?;
+    super::report::report_if_asked(&decl.rust_name, &loaded);
+    Ok(loaded)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

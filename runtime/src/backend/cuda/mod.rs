@@ -28,6 +28,7 @@ pub mod loader;
 pub(crate) mod memory;
 pub mod nvrtc;
 pub mod probe;
+pub mod report;
 mod single_flight;
 pub mod stream;
 pub mod submit;
@@ -45,6 +46,7 @@ pub use jit::{
     translation_unit, CacheOutcome, Compiled,
 };
 pub use loader::LoadedKernel;
+pub use report::KernelReport;
 pub use submit::synchronize;
 pub use target::{ArchVariant, Target};
 pub use toolkit::include_options as cuda_include_options;

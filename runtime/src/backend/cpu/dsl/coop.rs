@@ -14,7 +14,7 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::grid::{Published, ThreadCtx};
 use super::ops::{Arith, Num};
-use super::warp::{WarpExchange, WarpOp, WarpValue, WARP_SIZE};
+use super::warp::{Combine, WarpExchange, WarpOp, WarpValue, WARP_SIZE};
 
 /// What a thread's context points at while it runs as a coroutine.
 pub(crate) struct Coop {
@@ -279,22 +279,23 @@ impl ThreadCtx {
         self.linear_thread() % WARP_SIZE
     }
 
-    /// The warp's sum, in every lane: five rounds of `shfl_xor` with the DSL's `+`.
+    /// The warp's sum, in every lane: five rounds of `shfl_xor` with the DSL's `+`, in one
+    /// exchange.
     pub fn warp_reduce_sum<T: WarpValue + Arith>(&self, v: T) -> T {
-        let mut v = v;
-        for o in [16, 8, 4, 2, 1] {
-            v = v.add(self.shfl_xor(v, o));
+        fn add<T: WarpValue + Arith>(a: u64, b: u64) -> u64 {
+            T::from_bits64(a).add(T::from_bits64(b)).to_bits64()
         }
-        v
+        let op = WarpOp::Butterfly(Combine(add::<T>));
+        T::from_bits64(self.exchange(op, v.to_bits64()))
     }
 
-    /// The warp's maximum (the DSL's `max`), in every lane.
+    /// The warp's maximum (the DSL's `max`), in every lane, likewise.
     pub fn warp_reduce_max<T: WarpValue + Num>(&self, v: T) -> T {
-        let mut v = v;
-        for o in [16, 8, 4, 2, 1] {
-            v = v.max(self.shfl_xor(v, o));
+        fn max<T: WarpValue + Num>(a: u64, b: u64) -> u64 {
+            T::from_bits64(a).max(T::from_bits64(b)).to_bits64()
         }
-        v
+        let op = WarpOp::Butterfly(Combine(max::<T>));
+        T::from_bits64(self.exchange(op, v.to_bits64()))
     }
 
     fn diverged(&self, what: String) -> ! {

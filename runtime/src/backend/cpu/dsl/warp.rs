@@ -9,7 +9,7 @@
 pub const WARP_SIZE: u32 = 32;
 
 /// Which exchange a lane asks for, with its argument.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum WarpOp {
     /// From lane `lane + delta`, or the lane's own value past the warp's end.
     Down(u32),
@@ -21,6 +21,20 @@ pub(crate) enum WarpOp {
     Ballot,
     Any,
     All,
+    /// `warp_reduce_sum`/`max`: the five `shfl_xor` rounds (16, 8, 4, 2, 1) of a butterfly,
+    /// each lane combining its value with its partner's by this function of their bits. Done
+    /// in one exchange, it gives every lane what the five shuffles would, bit for bit.
+    Butterfly(Combine),
+}
+
+/// How a butterfly combines two lanes' values (the DSL's `+` or `max` of their type).
+#[derive(Clone, Copy)]
+pub(crate) struct Combine(pub fn(u64, u64) -> u64);
+
+impl std::fmt::Debug for Combine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("warp reduction")
+    }
 }
 
 impl WarpOp {
@@ -70,6 +84,25 @@ impl WarpExchange {
         let live = (0..WARP_SIZE as usize)
             .filter(|l| self.deposits[*l].is_some())
             .fold(0u32, |m, l| m | (1 << l));
+        if let WarpOp::Butterfly(Combine(combine)) = first {
+            let mut v: [Option<u64>; WARP_SIZE as usize] = std::array::from_fn(value);
+            for o in [16, 8, 4, 2, 1] {
+                let before = v;
+                for (lane, slot) in v.iter_mut().enumerate() {
+                    if let Some(own) = *slot {
+                        // A missing partner gives the reader its own value, as a shuffle does.
+                        *slot = Some(combine(own, before[lane ^ o].unwrap_or(own)));
+                    }
+                }
+            }
+            for (lane, r) in v.iter().enumerate() {
+                if let Some(r) = r {
+                    self.results[lane] = *r;
+                }
+            }
+            self.deposits = [None; WARP_SIZE as usize];
+            return Ok(());
+        }
         for lane in 0..WARP_SIZE as usize {
             let Some((op, own)) = self.deposits[lane] else {
                 continue;
@@ -96,6 +129,7 @@ impl WarpExchange {
                 WarpOp::Ballot => u64::from(mask),
                 WarpOp::Any => u64::from(mask != 0),
                 WarpOp::All => u64::from(mask == live),
+                WarpOp::Butterfly(_) => own,
             };
         }
         self.deposits = [None; WARP_SIZE as usize];
@@ -169,6 +203,36 @@ mod tests {
         assert_eq!(run(&all)[0], 1, "lanes past a 20-thread block do not vote");
         let any: Vec<(WarpOp, u64)> = (0..32).map(|_| (WarpOp::Any, 0)).collect();
         assert_eq!(run(&any)[7], 0);
+    }
+
+    /// One butterfly exchange gives what five `shfl_xor` exchanges give, with the lanes past a
+    /// partial warp's end reading their own values.
+    #[test]
+    fn a_butterfly_is_five_xor_shuffles() {
+        fn add(a: u64, b: u64) -> u64 {
+            u64::from((f32::from_bits(a as u32) + f32::from_bits(b as u32)).to_bits())
+        }
+        for lanes in [32usize, 20] {
+            let start: Vec<u64> = (0..lanes)
+                .map(|l| u64::from((l as f32 * 0.1 + 1e7 * (l % 3) as f32).to_bits()))
+                .collect();
+            let mut shuffled = start.clone();
+            for o in [16, 8, 4, 2, 1] {
+                let ops: Vec<(WarpOp, u64)> =
+                    shuffled.iter().map(|v| (WarpOp::Xor(o), *v)).collect();
+                let partner = run(&ops);
+                shuffled = shuffled
+                    .iter()
+                    .zip(&partner)
+                    .map(|(a, b)| add(*a, *b))
+                    .collect();
+            }
+            let ops: Vec<(WarpOp, u64)> = start
+                .iter()
+                .map(|v| (WarpOp::Butterfly(Combine(add)), *v))
+                .collect();
+            assert_eq!(run(&ops), shuffled, "{lanes} lanes");
+        }
     }
 
     #[test]

@@ -1,0 +1,120 @@
+// dsl::sum, dsl::softmax and dsl::matmul's algorithms written by hand (examples/dsl_ops/
+// kernels.rs has the #[kernel] versions): the baseline benches/dsl_ops_gpu.rs measures the DSL
+// against, same launch shapes. Block sizes are the ops': 256 threads, 32x32 tiles.
+
+#define OPBOX_RED_BLOCK 256
+#define OPBOX_TILE 32
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// total[0] += sum(x): float4s a grid stride apart, two in flight; warp shuffles, one shared
+// slot a warp, one atomic a block.
+extern "C" __global__ void sum_f32_hand(const float* __restrict__ x, float* total, unsigned int n) {
+    __shared__ float warp_sums[32];
+    const unsigned int t = threadIdx.x;
+    const unsigned int stride = gridDim.x * OPBOX_RED_BLOCK;
+    const unsigned int n4 = n / 4;
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+    float a = 0.0f, b = 0.0f;
+    unsigned int i = blockIdx.x * OPBOX_RED_BLOCK + t;
+    for (; i + stride < n4; i += 2 * stride) {
+        float4 p = x4[i];
+        float4 q = x4[i + stride];
+        a += (p.x + p.y) + (p.z + p.w);
+        b += (q.x + q.y) + (q.z + q.w);
+    }
+    if (i < n4) {
+        float4 p = x4[i];
+        a += (p.x + p.y) + (p.z + p.w);
+    }
+    unsigned int tail = 4 * n4 + blockIdx.x * OPBOX_RED_BLOCK + t;
+    if (tail < n) a += x[tail];
+    float s = warp_sum(a + b);
+    if ((t & 31) == 0) warp_sums[t / 32] = s;
+    __syncthreads();
+    float w = (t & 31) < OPBOX_RED_BLOCK / 32 ? warp_sums[t & 31] : 0.0f;
+    float block_sum = warp_sum(w);
+    if (t == 0) atomicAdd(total, block_sum);
+}
+
+// Row-wise softmax of [rows, d], one block a row, d a multiple of 4: the max; exp(x - max)
+// written and summed; the written row scaled by the sum's inverse.
+extern "C" __global__ void softmax_rows_hand(const float* __restrict__ x, float* y, unsigned int d) {
+    __shared__ float partial[32];
+    const unsigned int t = threadIdx.x, lane = t & 31;
+    const unsigned int d4 = d / 4;
+    const float4* row = reinterpret_cast<const float4*>(x) + (size_t)blockIdx.x * d4;
+    float4* out = reinterpret_cast<float4*>(y) + (size_t)blockIdx.x * d4;
+    float m = __int_as_float(0xff800000);
+    for (unsigned int j = t; j < d4; j += OPBOX_RED_BLOCK) {
+        float4 v = row[j];
+        m = fmaxf(m, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+    }
+    m = warp_max(m);
+    if (lane == 0) partial[t / 32] = m;
+    __syncthreads();
+    const float row_max = warp_max(lane < OPBOX_RED_BLOCK / 32 ? partial[lane] : __int_as_float(0xff800000));
+    __syncthreads();
+    float s = 0.0f;
+    for (unsigned int j = t; j < d4; j += OPBOX_RED_BLOCK) {
+        float4 v = row[j];
+        float4 e = make_float4(expf(v.x - row_max), expf(v.y - row_max), expf(v.z - row_max), expf(v.w - row_max));
+        s += (e.x + e.y) + (e.z + e.w);
+        out[j] = e;
+    }
+    s = warp_sum(s);
+    if (lane == 0) partial[t / 32] = s;
+    __syncthreads();
+    const float inv = 1.0f / warp_sum(lane < OPBOX_RED_BLOCK / 32 ? partial[lane] : 0.0f);
+    for (unsigned int j = t; j < d4; j += OPBOX_RED_BLOCK) {
+        float4 e = out[j];
+        out[j] = make_float4(e.x * inv, e.y * inv, e.z * inv, e.w * inv);
+    }
+}
+
+// c = a . b, row-major [m, k] . [k, n]: 32x32 tiles of a and b in shared memory, blocks of
+// 32x8 threads, each computing four outputs of one column, rows 8 apart.
+extern "C" __global__ void matmul_tiled_hand(const float* __restrict__ a, const float* __restrict__ b,
+                                             float* __restrict__ c, unsigned int m, unsigned int n,
+                                             unsigned int k) {
+    __shared__ float a_tile[OPBOX_TILE * OPBOX_TILE];
+    __shared__ float b_tile[OPBOX_TILE * OPBOX_TILE];
+    const unsigned int tx = threadIdx.x, ty = threadIdx.y, rows = OPBOX_TILE / 4;
+    const unsigned int col = blockIdx.x * OPBOX_TILE + tx;
+    const unsigned int row0 = blockIdx.y * OPBOX_TILE + ty;
+    float acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;
+    for (unsigned int k0 = 0; k0 < k; k0 += OPBOX_TILE) {
+#pragma unroll
+        for (unsigned int r = 0; r < 4; ++r) {
+            const unsigned int tr = ty + r * rows;
+            const unsigned int ar = blockIdx.y * OPBOX_TILE + tr, ac = k0 + tx;
+            a_tile[tr * OPBOX_TILE + tx] = ar < m && ac < k ? a[ar * k + ac] : 0.0f;
+            const unsigned int br = k0 + tr;
+            b_tile[tr * OPBOX_TILE + tx] = br < k && col < n ? b[br * n + col] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (unsigned int kk = 0; kk < OPBOX_TILE; ++kk) {
+            const float bv = b_tile[kk * OPBOX_TILE + tx];
+            acc0 += a_tile[ty * OPBOX_TILE + kk] * bv;
+            acc1 += a_tile[(ty + rows) * OPBOX_TILE + kk] * bv;
+            acc2 += a_tile[(ty + 2 * rows) * OPBOX_TILE + kk] * bv;
+            acc3 += a_tile[(ty + 3 * rows) * OPBOX_TILE + kk] * bv;
+        }
+        __syncthreads();
+    }
+    if (col < n) {
+        if (row0 < m) c[row0 * n + col] = acc0;
+        if (row0 + rows < m) c[(row0 + rows) * n + col] = acc1;
+        if (row0 + 2 * rows < m) c[(row0 + 2 * rows) * n + col] = acc2;
+        if (row0 + 3 * rows < m) c[(row0 + 3 * rows) * n + col] = acc3;
+    }
+}

@@ -1,0 +1,125 @@
+//! `dsl::sum`, `dsl::softmax` and `dsl::matmul` (examples/dsl_ops): the same `#[kernel]` bodies
+//! on the CPU against plain Rust loops, compiled by NVRTC, and on a GPU against both. A custom
+//! harness (harness = false) that counts and prints its skips.
+
+mod harness;
+
+#[path = "../examples/dsl_ops/check.rs"]
+#[allow(dead_code)]
+mod check;
+#[path = "../examples/dsl_ops/hand.rs"]
+mod hand;
+#[path = "../examples/dsl_ops/kernels.rs"]
+mod kernels;
+#[path = "../examples/dsl_ops/ops.rs"]
+mod ops;
+
+use std::process::ExitCode;
+
+use harness::{expect_err, s, with_gpu, with_nvrtc, Outcome, Test, TestResult};
+use opbox::prelude::*;
+
+fn cpu_reference() -> TestResult {
+    check::Run::on(Device::Cpu)
+        .map_err(s)?
+        .against_reference()?;
+    Ok(Outcome::Pass)
+}
+
+/// The CPU ops run one-warp blocks; the same kernels at CUDA's block size (shared memory and
+/// barriers between warps) give the same results on the CPU too.
+fn cpu_kernels_at_cudas_block_size() -> TestResult {
+    let n = 100_003;
+    let x = check::exact_input(n, 5);
+    let t = Tensor::from_vec(x.clone(), &[n]).map_err(s)?;
+    let total = Tensor::zeros(&[], DType::F32, Device::Cpu).map_err(s)?;
+    let cfg = LaunchConfig::single().grid(7, 1, 1).block(ops::BLOCK, 1, 1);
+    kernels::sum_f32::launch(cfg, &t, &total, n as u32, ops::BLOCK).map_err(s)?;
+    check::sum_matches(&x, total.to_vec::<f32>().map_err(s)?[0])?;
+    for d in [1000, 1027, 8192] {
+        let x = check::input(3 * d, d as u32);
+        let t = Tensor::from_vec(x.clone(), &[3, d]).map_err(s)?;
+        let y = t.empty_like().map_err(s)?;
+        let cfg = LaunchConfig::single().grid(3, 1, 1).block(ops::BLOCK, 1, 1);
+        kernels::softmax_rows::launch(cfg, &t, &y, d as u32, ops::BLOCK).map_err(s)?;
+        check::softmax_matches(&x, d, &y.to_vec::<f32>().map_err(s)?)?;
+    }
+    Ok(Outcome::Pass)
+}
+
+/// The ops refuse what their kernels cannot take, naming the op and the fix.
+fn cpu_refusals() -> TestResult {
+    let sum = opbox::op("dsl::sum").map_err(s)?;
+    let matmul = opbox::op("dsl::matmul").map_err(s)?;
+    let ints = Tensor::from_vec(vec![1i32, 2, 3], &[3]).map_err(s)?;
+    expect_err(
+        sum.call::<_, Tensor>((&ints,)),
+        "sum of i32 accepted",
+        &["dsl::sum", "f32"],
+    )?;
+    let a = Tensor::zeros(&[2, 3], DType::F32, Device::Cpu).map_err(s)?;
+    expect_err(
+        matmul.call::<_, Tensor>((&a, &a)),
+        "[2, 3]·[2, 3] accepted",
+        &[
+            "dsl::matmul",
+            "a is [2, 3] and b is [2, 3]",
+            "columns must equal b's rows",
+        ],
+    )?;
+    let v = Tensor::zeros(&[3], DType::F32, Device::Cpu).map_err(s)?;
+    expect_err(
+        matmul.call::<_, Tensor>((&v, &a)),
+        "a vector accepted",
+        &["dsl::matmul multiplies 2-D matrices", "[3]"],
+    )?;
+    Ok(Outcome::Pass)
+}
+
+/// The DSL kernels at the constexprs the ops launch them with, and their hand-written twins.
+fn nvrtc_compiles() -> TestResult {
+    with_nvrtc(|| {
+        let hand = [
+            &hand::sum_f32_hand::DECL,
+            &hand::softmax_rows_hand::DECL,
+            &hand::matmul_tiled_hand::DECL,
+        ];
+        let hand = hand.into_iter().map(|d| (d, vec![]));
+        for (decl, consts) in check::kernels().into_iter().chain(hand) {
+            opbox::cuda::compile_for_arch(decl, &consts, "sm_90")
+                .map_err(|e| format!("{}: {e}", decl.rust_name))?;
+        }
+        Ok(Outcome::Pass)
+    })
+}
+
+fn gpu_matches_cpu_and_reference() -> TestResult {
+    with_gpu(|| {
+        let cpu = check::Run::on(Device::Cpu).map_err(s)?;
+        let cuda = check::Run::on(Device::Cuda(0)).map_err(s)?;
+        cuda.against_reference()?;
+        cuda.against(&cpu)?;
+        Ok(Outcome::Pass)
+    })
+}
+
+const TESTS: &[Test] = &[
+    ("cpu_sum_softmax_matmul_match_plain_rust", cpu_reference),
+    (
+        "cpu_kernels_at_cudas_block_size_match_too",
+        cpu_kernels_at_cudas_block_size,
+    ),
+    ("cpu_ops_refuse_wrong_dtypes_and_shapes", cpu_refusals),
+    (
+        "nvrtc_sum_softmax_matmul_and_hand_twins_compile",
+        nvrtc_compiles,
+    ),
+    (
+        "gpu_sum_softmax_matmul_match_cpu_and_plain_rust",
+        gpu_matches_cpu_and_reference,
+    ),
+];
+
+fn main() -> ExitCode {
+    harness::run(TESTS)
+}
