@@ -284,6 +284,23 @@ fn block_sums(x: In<[u32]>, partial: Out<[u32]>, n: u32, #[constexpr] BLOCK: u32
     }
 }
 
+/// Each block's elements reversed through the launch's dynamic shared memory, whose size (one
+/// f32 a thread) the launch chooses: `buf.len()` is what it holds.
+#[kernel]
+fn reverse_blocks(x: In<[f32]>, out: Out<[f32]>, n: u32) {
+    let buf = shared_dyn::<f32>();
+    let t = thread_id_x();
+    let i = global_id_x();
+    if t < buf.len() {
+        buf[t] = if i < n { x[i] } else { -1.0 };
+    }
+    sync_threads();
+    let from = block_dim_x() - 1 - t;
+    if i < n && from < buf.len() {
+        out[i] = buf[from];
+    }
+}
+
 /// Whether this is an odd thread: the macro cannot see into it, so the barrier after the
 /// early return below is only found when the kernel runs.
 #[device]
@@ -369,6 +386,7 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&hmix::DECL, vec![]),
         (&atomics::DECL, vec![]),
         (&block_sums::DECL, vec![ConstValue::U32(128)]),
+        (&reverse_blocks::DECL, vec![]),
         (&warps::DECL, vec![]),
         (&diverges::DECL, vec![]),
         (&scale_kernel::DECL, vec![]),
@@ -671,6 +689,33 @@ fn run_block_sums(device: Device) -> opbox::Result<Vec<u32>> {
     partial.to_vec()
 }
 
+/// `reverse_blocks` over 200 elements in blocks of 64, with 64 f32s of dynamic shared memory.
+fn run_reverse_blocks(device: Device) -> opbox::Result<Vec<f32>> {
+    let n = 200usize;
+    let x = Tensor::from_vec((0..n).map(|i| i as f32).collect(), &[n])?.to(device)?;
+    let out = Tensor::zeros(&[n], DType::F32, device)?;
+    let cfg = LaunchConfig::single()
+        .grid(n.div_ceil(64) as u32, 1, 1)
+        .block(64, 1, 1)
+        .shared_mem(64 * 4);
+    reverse_blocks::launch(cfg, &x, &out, n as u32)?;
+    out.to_vec()
+}
+
+/// Element `i` of block `b` comes from element `63 - i` of the block, or is -1 past the end.
+fn reverse_blocks_reference() -> Vec<f32> {
+    (0..200usize)
+        .map(|i| {
+            let from = i / 64 * 64 + 63 - i % 64;
+            if from < 200 {
+                from as f32
+            } else {
+                -1.0
+            }
+        })
+        .collect()
+}
+
 fn block_sums_reference() -> Vec<u32> {
     (0..1000u32)
         .map(|i| i * 3 + 1)
@@ -929,6 +974,10 @@ fn cpu_barriers() -> TestResult {
     let got = run_block_sums(Device::Cpu).map_err(s)?;
     let want = block_sums_reference();
     ensure(got == want, || format!("block sums {got:?}, want {want:?}"))?;
+    let got = run_reverse_blocks(Device::Cpu).map_err(s)?;
+    ensure(got == reverse_blocks_reference(), || {
+        format!("reverse_blocks through dynamic shared memory: {got:?}")
+    })?;
     // Threads that leave before a barrier the others wait at end the launch with an error.
     let out = Tensor::zeros(&[64], DType::U32, Device::Cpu).map_err(s)?;
     match diverges::launch(LaunchConfig::for_elems(64), &out) {
@@ -1206,6 +1255,10 @@ fn gpu_matches_cpu() -> TestResult {
         ensure(same16(&hc, &hg), || {
             format!("hmix differs: {hc:?} vs {hg:?}")
         })?;
+        ensure(
+            run_reverse_blocks(cuda).map_err(s)? == reverse_blocks_reference(),
+            || "reverse_blocks (dynamic shared memory) differs on CUDA".into(),
+        )?;
         ensure(
             run_places(cuda).map_err(s)? == run_places(Device::Cpu).map_err(s)?,
             || "places differs".into(),

@@ -193,11 +193,34 @@ impl<'a> Cpp<'a> {
                 let e = self.expr(e);
                 self.push(&format!("{e};"));
             }
-            StmtKind::Shared { name, elem, len } => {
+            StmtKind::Shared {
+                name,
+                elem,
+                len: Some(len),
+            } => {
                 let t = prim_name(*elem);
                 self.push(&format!("__shared__ {t} {name}__s[{len}];"));
                 self.push(&format!(
                     "const opbox_dsl::Slice<{t}> {name}{{{name}__s, (unsigned int)({len})}};"
+                ));
+            }
+            // Every `extern __shared__` array of a kernel starts at the dynamic region; its size
+            // is the launch's, which PTX reads from %dynamic_smem_size.
+            StmtKind::Shared {
+                name,
+                elem,
+                len: None,
+            } => {
+                let t = prim_name(*elem);
+                self.push(&format!(
+                    "extern __shared__ __align__(16) unsigned char {name}__d[];"
+                ));
+                self.push(&format!("unsigned int {name}__bytes;"));
+                self.push(&format!(
+                    "asm(\"mov.u32 %0, %%dynamic_smem_size;\" : \"=r\"({name}__bytes));"
+                ));
+                self.push(&format!(
+                    "const opbox_dsl::Slice<{t}> {name}{{reinterpret_cast<{t}*>({name}__d), {name}__bytes / (unsigned int)sizeof({t})}};"
                 ));
             }
             StmtKind::Assign { place, op, value } => {

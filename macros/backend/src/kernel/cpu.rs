@@ -10,7 +10,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 
-use super::lower::{compound, is_shared_fn, shared_call};
+use super::lower::{compound, is_dynamic_shared, is_shared_fn, shared_call};
 
 struct Rewrite {
     /// In a kernel's body, whose thread indices are its `__opbox_ctx` parameter (a `#[device]`
@@ -103,6 +103,14 @@ impl VisitMut for Rewrite {
                     self.barriers += 1;
                     Some(quote_spanned!(c.span()=> __opbox_ctx.sync_threads(#site)))
                 }
+                // `shared_dyn::<T>()`: the launch's dynamic shared memory.
+                syn::Expr::Path(p) if is_dynamic_shared(p) => match &p.path.segments[0].arguments {
+                    syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => {
+                        let t = &a.args[0];
+                        Some(quote_spanned!(c.span()=> __opbox_ctx.shared_dyn::<#t>()))
+                    }
+                    _ => None,
+                },
                 // `shared::<T, N>()`: N may be a #[constexpr] param, a value on the CPU.
                 syn::Expr::Path(p) if is_shared_fn(p) => {
                     shared_args(&p.path.segments[0].arguments).map(|(t, n)| {

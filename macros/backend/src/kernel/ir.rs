@@ -285,11 +285,12 @@ pub(crate) enum StmtKind {
     },
     Expr(Expr),
     /// `let tile = shared::<T, N>();`: a block-shared array of `len` (a C++ constant: a literal
-    /// or a `#[constexpr]` param) elements, seen as a written slice.
+    /// or a `#[constexpr]` param) elements, seen as a written slice; with no `len`,
+    /// `shared_dyn::<T>()`: the launch's dynamic shared memory, as many `T`s as it holds.
     Shared {
         name: String,
         elem: ElemType,
-        len: String,
+        len: Option<String>,
     },
     Assign {
         place: Expr,

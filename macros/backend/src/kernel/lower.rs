@@ -431,6 +431,9 @@ impl<'e> Lowering<'e> {
             Some(syn::PathArguments::AngleBracketed(a)) => a.args.into_iter().collect(),
             _ => Vec::new(),
         };
+        if matches!(call.func.as_ref(), syn::Expr::Path(p) if is_dynamic_shared(p)) {
+            return self.dynamic_shared(ident, call, &args, line);
+        }
         let [syn::GenericArgument::Type(elem_ty), len] = args.as_slice() else {
             self.err(call.span(), "write a shared array as `shared::<T, N>()`: an element type and a length (`shared::<f32, 256>()`)");
             // Declared all the same, so that its uses report nothing more.
@@ -479,7 +482,40 @@ impl<'e> Lowering<'e> {
             kind: StmtKind::Shared {
                 name,
                 elem,
-                len: len_cpp,
+                len: Some(len_cpp),
+            },
+        })
+    }
+
+    /// `let buf = shared_dyn::<T>();` (see [`StmtKind::Shared`] with no length).
+    fn dynamic_shared(
+        &mut self,
+        ident: &syn::Ident,
+        call: &syn::ExprCall,
+        args: &[syn::GenericArgument],
+        line: usize,
+    ) -> Option<Stmt> {
+        let elem = match args {
+            [syn::GenericArgument::Type(t)] => match self.ty(t) {
+                Ty::Prim(e) => Some(e),
+                _ => None,
+            },
+            _ => None,
+        };
+        let name = self.declare(
+            ident,
+            Ty::Slice(Elem::Prim(elem.unwrap_or(ElemType::U8)), true),
+        );
+        let Some(elem) = elem else {
+            self.err(call.span(), "write the launch's dynamic shared memory as `shared_dyn::<T>()`, T one of the DSL's scalar types (`shared_dyn::<f32>()`); its length is the launch's `shared_mem` bytes over T's size");
+            return None;
+        };
+        Some(Stmt {
+            line,
+            kind: StmtKind::Shared {
+                name,
+                elem,
+                len: None,
             },
         })
     }
@@ -1122,7 +1158,7 @@ impl<'e> Lowering<'e> {
                 return self.warp(c, f);
             }
         }
-        if path.segments.len() == 1 && last == "shared" {
+        if path.segments.len() == 1 && (last == "shared" || last == "shared_dyn") {
             self.err(c.span(), "bind a shared array to a name where it is made: `let tile = shared::<f32, 256>();`");
             return self.unknown();
         }
@@ -1473,9 +1509,16 @@ pub(crate) fn shared_call(e: &syn::Expr) -> Option<&syn::ExprCall> {
     }
 }
 
-/// `shared` (with its generic arguments), the fn a shared array is made with.
+/// `shared` or `shared_dyn` (with its generic arguments), the fns a shared array is made with.
 pub(crate) fn is_shared_fn(p: &syn::ExprPath) -> bool {
-    p.qself.is_none() && p.path.segments.len() == 1 && p.path.segments[0].ident == "shared"
+    p.qself.is_none()
+        && p.path.segments.len() == 1
+        && (p.path.segments[0].ident == "shared" || is_dynamic_shared(p))
+}
+
+/// `shared_dyn::<T>()`: the launch's dynamic shared memory.
+pub(crate) fn is_dynamic_shared(p: &syn::ExprPath) -> bool {
+    p.path.segments.len() == 1 && p.path.segments[0].ident == "shared_dyn"
 }
 
 /// The type of the value a branch assigns to `name` last (a `let x = if ..` branch's tail).

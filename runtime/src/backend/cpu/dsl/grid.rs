@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::coop::{Coop, DivergentBarrier};
-use super::shared::{BlockMemory, SharedTooLarge, SHARED_ARG};
+use super::shared::{BlockMemory, SharedTooLarge, DYNAMIC_SHARED_ARG, SHARED_ARG};
 use crate::error::{Error, Result};
 use crate::kernel::view::{InOut, OutOfBounds};
 use crate::kernel::{LaunchConfig, PreparedLaunch};
@@ -88,6 +88,18 @@ impl ThreadCtx {
         let raw = memory.region(site, len, std::mem::size_of::<T>());
         // SAFETY: the region holds `len` zero-initialized `T`s (every DSL element type is valid
         // as zero bytes), 16-aligned, for the block's run; only views of the block touch it.
+        unsafe { InOut::__from_raw(raw) }
+    }
+
+    /// The launch's dynamic shared memory as `T`s (`shared_dyn::<T>()`): as many as its
+    /// `shared_mem_bytes` hold, zeroed when the block's first thread asks.
+    #[inline]
+    pub fn shared_dyn<T: Copy>(&self) -> InOut<[T]> {
+        // SAFETY: as in `shared`.
+        let memory = unsafe { &*self.memory };
+        let raw = memory.dynamic(std::mem::size_of::<T>());
+        // SAFETY: the region holds `len` zero-initialized `T`s, 16-aligned, for the block's run;
+        // only views of the block touch it.
         unsafe { InOut::__from_raw(raw) }
     }
 }
@@ -236,7 +248,7 @@ pub fn run_grid<F: Fn(&ThreadCtx) + Sync>(prepared: &PreparedLaunch<'_>, run: F)
             ((b / u64::from(gx)) % u64::from(gy)) as u32,
             (b / (u64::from(gx) * u64::from(gy))) as u32,
         ];
-        let memory = BlockMemory::default();
+        let memory = BlockMemory::with_dynamic(cfg.shared_mem_bytes);
         run(&ThreadCtx {
             thread: [0; 3],
             block,
@@ -285,6 +297,10 @@ fn unwind_error(prepared: &PreparedLaunch<'_>, payload: Box<dyn std::any::Any + 
     let payload = match payload.downcast::<OutOfBounds>() {
         Ok(oob) => {
             let param = match oob.arg.checked_sub(SHARED_ARG) {
+                _ if oob.arg == DYNAMIC_SHARED_ARG => {
+                    "the dynamic shared memory (shared_dyn, sized by the launch's shared_mem)"
+                        .to_string()
+                }
                 Some(site) => format!("shared array #{site}"),
                 None => decl
                     .params

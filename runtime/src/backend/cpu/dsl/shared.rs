@@ -15,11 +15,17 @@ pub(crate) const SHARED_ARG: u32 = u32::MAX / 2;
 /// One call site's array: 16-byte aligned storage (any DSL element fits) and its length.
 type Region = (Box<[u128]>, usize);
 
-/// The regions of one block, by call site.
+/// The regions of one block, by call site, and its dynamic shared memory.
 #[derive(Default)]
 pub struct BlockMemory {
     regions: RefCell<Vec<Option<Region>>>,
+    /// The launch's `shared_mem_bytes`, made (zeroed) when the block first asks for it.
+    dynamic_bytes: u32,
+    dynamic: RefCell<Option<Box<[u128]>>>,
 }
+
+/// Launch-argument index of the dynamic shared memory in out-of-bounds reports.
+pub(crate) const DYNAMIC_SHARED_ARG: u32 = u32::MAX - 1;
 
 /// Why a shared array could not be made: its size overflows the address space.
 #[derive(Debug)]
@@ -29,6 +35,28 @@ pub(crate) struct SharedTooLarge {
 }
 
 impl BlockMemory {
+    /// A block's memory for a launch with `dynamic_bytes` of dynamic shared memory.
+    pub(crate) fn with_dynamic(dynamic_bytes: u32) -> BlockMemory {
+        BlockMemory {
+            dynamic_bytes,
+            ..BlockMemory::default()
+        }
+    }
+
+    /// The dynamic region as `elem_size`-byte elements: one region that every
+    /// `shared_dyn::<T>()` of the block views, as CUDA's `extern __shared__` arrays alias.
+    pub(crate) fn dynamic(&self, elem_size: usize) -> RawSlice {
+        let mut region = self.dynamic.borrow_mut();
+        let bytes = self.dynamic_bytes as usize;
+        let storage =
+            region.get_or_insert_with(|| vec![0u128; bytes.div_ceil(16)].into_boxed_slice());
+        RawSlice {
+            addr: storage.as_ptr() as usize,
+            len: (bytes / elem_size.max(1)) as u32,
+            arg: DYNAMIC_SHARED_ARG,
+        }
+    }
+
     /// Site `site`'s region of `len` elements of `elem_size` bytes, made on first use.
     pub(crate) fn region(&self, site: usize, len: usize, elem_size: usize) -> RawSlice {
         let mut regions = self.regions.borrow_mut();
