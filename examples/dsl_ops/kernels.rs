@@ -4,8 +4,11 @@
 
 use opbox::prelude::*;
 
-/// The sum of `x` added to `total[0]` (zero it first): each thread adds float4s a grid stride
-/// apart, two in flight, then its warp's shuffles and (for more than one warp) one shared slot
+/// The sum of `x` added to `total[0]` (zero it first). Each block takes one contiguous run of
+/// the float4s, which its threads read side by side (`BLOCK` consecutive float4s a step, two
+/// steps in flight): coalesced on a GPU, and on the CPU, where a block's threads run one after
+/// another, each thread's reads stay 16 × `BLOCK` bytes apart inside its block's run instead of
+/// a whole grid apart. Then its warp's shuffles and (for more than one warp) one shared slot
 /// per warp reduce the block, whose first thread adds the block's sum atomically. Launch
 /// `BLOCK` threads (a multiple of 32, at most 1024) in as many blocks as fill the device; any
 /// grid is correct.
@@ -13,19 +16,21 @@ use opbox::prelude::*;
 pub fn sum_f32(x: In<[f32]>, total: InOut<[f32]>, n: u32, #[constexpr] BLOCK: u32) {
     let warp_sums = shared::<f32, 32>();
     let t = thread_id_x();
-    let stride = grid_dim_x() * BLOCK;
     let n4 = n / 4;
+    let run = (n4 + grid_dim_x() - 1) / grid_dim_x();
+    let start = block_id_x() * run;
+    let end = (start + run).min(n4);
     let mut a = 0.0f32;
     let mut b = 0.0f32;
-    let mut i = global_id_x();
-    while i + stride < n4 {
+    let mut i = start + t;
+    while i + BLOCK < end {
         let p = x.load4(i);
-        let q = x.load4(i + stride);
+        let q = x.load4(i + BLOCK);
         a += (p.x + p.y) + (p.z + p.w);
         b += (q.x + q.y) + (q.z + q.w);
-        i += 2 * stride;
+        i += 2 * BLOCK;
     }
-    if i < n4 {
+    if i < end {
         let p = x.load4(i);
         a += (p.x + p.y) + (p.z + p.w);
     }

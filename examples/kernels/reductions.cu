@@ -15,23 +15,25 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
-// total[0] += sum(x): float4s a grid stride apart, two in flight; warp shuffles, one shared
-// slot a warp, one atomic a block.
+// total[0] += sum(x): each block one contiguous run of float4s, read BLOCK at a time, two in
+// flight; warp shuffles, one shared slot a warp, one atomic a block.
 extern "C" __global__ void sum_f32_hand(const float* __restrict__ x, float* total, unsigned int n) {
     __shared__ float warp_sums[32];
     const unsigned int t = threadIdx.x;
-    const unsigned int stride = gridDim.x * OPBOX_RED_BLOCK;
     const unsigned int n4 = n / 4;
+    const unsigned int run = (n4 + gridDim.x - 1) / gridDim.x;
+    const unsigned int start = blockIdx.x * run;
+    const unsigned int end = min(start + run, n4);
     const float4* x4 = reinterpret_cast<const float4*>(x);
     float a = 0.0f, b = 0.0f;
-    unsigned int i = blockIdx.x * OPBOX_RED_BLOCK + t;
-    for (; i + stride < n4; i += 2 * stride) {
+    unsigned int i = start + t;
+    for (; i + OPBOX_RED_BLOCK < end; i += 2 * OPBOX_RED_BLOCK) {
         float4 p = x4[i];
-        float4 q = x4[i + stride];
+        float4 q = x4[i + OPBOX_RED_BLOCK];
         a += (p.x + p.y) + (p.z + p.w);
         b += (q.x + q.y) + (q.z + q.w);
     }
-    if (i < n4) {
+    if (i < end) {
         float4 p = x4[i];
         a += (p.x + p.y) + (p.z + p.w);
     }
