@@ -308,6 +308,24 @@ fn odd_thread() -> bool {
     thread_id_x() % 2 == 1
 }
 
+/// How many rounds this thread wants: 1 for odd threads, hidden from the macro in a #[device] fn.
+#[device]
+fn rounds() -> u32 {
+    thread_id_x() % 2
+}
+
+/// Undefined on CUDA (never launched there): the threads disagree on how often the loop that
+/// holds the barrier runs.
+#[kernel]
+fn disagrees(out: Out<[u32]>) {
+    let mut k = 0u32;
+    while k < rounds() {
+        sync_threads();
+        k += 1;
+    }
+    out[thread_id_x()] = k;
+}
+
 /// Undefined on CUDA (never launched there): odd threads leave before the barrier.
 #[kernel]
 fn diverges(out: Out<[u32]>) {
@@ -389,6 +407,7 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&reverse_blocks::DECL, vec![]),
         (&warps::DECL, vec![]),
         (&diverges::DECL, vec![]),
+        (&disagrees::DECL, vec![]),
         (&scale_kernel::DECL, vec![]),
         (&example::axpy::DECL, vec![]),
         (&example::fused_gelu::DECL, vec![]),
@@ -971,6 +990,23 @@ fn cpu_atomics() -> TestResult {
 }
 
 fn cpu_barriers() -> TestResult {
+    // The split covers these; `warps` exchanges inside expressions, so it keeps coroutines.
+    for (kernel, build, want) in [
+        ("block_sums", block_sums::CPU_BUILD, "split at barriers"),
+        (
+            "reverse_blocks",
+            reverse_blocks::CPU_BUILD,
+            "split at barriers",
+        ),
+        ("diverges", diverges::CPU_BUILD, "split at barriers"),
+        ("disagrees", disagrees::CPU_BUILD, "split at barriers"),
+        ("warps", warps::CPU_BUILD, "coroutines"),
+        ("oob", oob::CPU_BUILD, "thread loop"),
+    ] {
+        ensure(build == want, || {
+            format!("{kernel}'s CPU build is {build:?}, want {want:?}")
+        })?;
+    }
     let got = run_block_sums(Device::Cpu).map_err(s)?;
     let want = block_sums_reference();
     ensure(got == want, || format!("block sums {got:?}, want {want:?}"))?;
@@ -987,6 +1023,14 @@ fn cpu_barriers() -> TestResult {
             || format!("divergence message: {message}"),
         )?,
         other => return Err(format!("a divergent barrier: {other:?}")),
+    }
+    match disagrees::launch(LaunchConfig::for_elems(64), &out) {
+        Err(Error::KernelPanic { message, .. }) => ensure(
+            message.contains("thread 0 and thread 1 disagree on a condition")
+                && message.contains("sync_threads() #0"),
+            || format!("divergent loop message: {message}"),
+        )?,
+        other => return Err(format!("a loop whose threads disagree: {other:?}")),
     }
     Ok(Outcome::Pass)
 }

@@ -182,6 +182,32 @@ pub(crate) fn rewrite(block: &syn::Block) -> syn::Block {
     b
 }
 
+/// A kernel body's pieces rewritten one at a time, in source order (the split at barriers,
+/// `super::fission`): shared arrays keep the numbers a whole-body rewrite gives them.
+pub(crate) struct KernelRewrite(Rewrite);
+
+impl KernelRewrite {
+    pub fn new() -> KernelRewrite {
+        KernelRewrite(Rewrite {
+            kernel: true,
+            barriers: 0,
+            shared: 0,
+        })
+    }
+
+    pub fn stmt(&mut self, s: &syn::Stmt) -> syn::Stmt {
+        let mut s = s.clone();
+        self.0.visit_stmt_mut(&mut s);
+        s
+    }
+
+    pub fn expr(&mut self, e: &syn::Expr) -> syn::Expr {
+        let mut e = e.clone();
+        self.0.visit_expr_mut(&mut e);
+        e
+    }
+}
+
 /// A kernel's body with the DSL's operators, reading its thread indices from `__opbox_ctx`.
 pub(crate) fn rewrite_kernel(block: &syn::Block) -> syn::Block {
     let mut b = block.clone();

@@ -333,7 +333,14 @@ fn emit(
     let (callee_list, named_list) = slot_tokens(named, callees);
     // Only `#[device]` fns read the thread-local context; a kernel without one skips the write.
     let publish = !callees.is_empty();
-    // A body with barriers runs its block's threads as coroutines; the others, as a loop.
+    // A body with barriers is split at them where it can be (each piece run for every thread of
+    // the block in turn), and otherwise runs its block's threads as coroutines; the others run
+    // as a loop.
+    let split = if barriers {
+        super::fission::split(&func.block, publish, &d)
+    } else {
+        None
+    };
     let each_thread = if barriers {
         quote!(each_thread_coop)
     } else {
@@ -391,7 +398,51 @@ fn emit(
             .iter()
             .any(|l| a.path().is_ident(l))
     });
+    let run_block = match &split {
+        Some(_) => quote! {
+            #d::grid::run_grid(prepared, |__opbox_block: &#d::grid::ThreadCtx| {
+                #(#views)*
+                __opbox_block_body(__opbox_block, #(#call_args),*);
+            })
+        },
+        None => quote! {
+            #d::grid::run_grid(prepared, |__opbox_block: &#d::grid::ThreadCtx| {
+                #(#views)*
+                __opbox_block.#each_thread(#publish, #[inline(always)] move |__opbox_ctx| __opbox_body(__opbox_ctx, #(#call_args),*));
+            })
+        },
+    };
+    let block_body = split.map(|split| {
+        let lints = func.attrs.iter().filter(|a| {
+            ["allow", "warn", "deny", "expect"]
+                .iter()
+                .any(|l| a.path().is_ident(l))
+        });
+        quote! {
+            /// The CPU build of the body, split at its barriers and warp exchanges.
+            #(#lints)*
+            #[inline(always)]
+            #[allow(unused_mut, unused_variables, unused_parens, unused_labels, unreachable_code, non_snake_case, clippy::all)]
+            fn __opbox_block_body(__opbox_block: &#d::grid::ThreadCtx, #(#body_params),*) {
+                #split
+            }
+        }
+    });
+    let cpu_build = if block_body.is_some() {
+        "split at barriers"
+    } else if barriers {
+        "coroutines"
+    } else {
+        "thread loop"
+    };
     let extra = quote! {
+        #block_body
+
+        /// How the CPU build runs a block's threads: `"thread loop"` (no barriers), `"split at
+        /// barriers"` (each piece between barriers and warp exchanges for every thread in
+        /// turn) or `"coroutines"` (a body the split does not cover).
+        pub const CPU_BUILD: &str = #cpu_build;
+
         static __OPBOX_CODE: #d::DslCode = #d::DslCode {
             template: "",
             callees: #callee_list,
@@ -408,10 +459,7 @@ fn emit(
         fn __opbox_cpu(prepared: &#d::PreparedLaunch<'_>) -> ::opbox::__private::Result<()> {
             let __opbox_buffers = #d::args::Buffers::lock(prepared)?;
             #(#reads)*
-            #d::grid::run_grid(prepared, |__opbox_block: &#d::grid::ThreadCtx| {
-                #(#views)*
-                __opbox_block.#each_thread(#publish, #[inline(always)] move |__opbox_ctx| __opbox_body(__opbox_ctx, #(#call_args),*));
-            })
+            #run_block
         }
 
         /// The CPU build of the body.

@@ -13,6 +13,7 @@ mod cpu;
 mod device;
 mod divergence;
 mod expand;
+mod fission;
 mod ir;
 mod lower;
 

@@ -48,6 +48,12 @@ impl ThreadCtx {
         coop: std::ptr::null(),
     };
 
+    /// This block's context for thread `thread`, run without a coroutine.
+    #[inline(always)]
+    pub(super) fn with_thread(&self, thread: [u32; 3]) -> ThreadCtx {
+        ThreadCtx { thread, ..*self }
+    }
+
     /// This block's context for thread `thread`, running as the coroutine `coop`.
     pub(super) fn for_thread(&self, thread: [u32; 3], coop: &Coop) -> ThreadCtx {
         ThreadCtx {

@@ -7,13 +7,16 @@
 //!
 //! - [`ops`]: the operators with the DSL's Rust semantics, shared with the C++ helpers;
 //! - [`grid`]: blocks across cores, threads in order, the thread-index functions;
-//! - [`coop`]: a block's threads as coroutines, for kernels with barriers;
+//! - [`fission`]: a body split at its barriers and warp exchanges, each piece run for every
+//!   thread of the block in turn (what the macro emits where it can);
+//! - [`coop`]: a block's threads as coroutines, for the barrier kernels the split does not cover;
 //! - [`shared`]: a block's shared memory;
 //! - [`warp`]: warp shuffles and votes, emulated over a warp's 32 lanes;
 //! - [`args`]: buffers locked for the launch, scalars, structs and constexprs read back.
 
 pub mod args;
 pub mod coop;
+pub mod fission;
 pub mod grid;
 pub mod ops;
 pub mod shared;

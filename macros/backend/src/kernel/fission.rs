@@ -1,0 +1,466 @@
+//! The CPU build of a kernel body with barriers or warp exchanges, split at them (MCUDA's loop
+//! fission; the runtime side is `opbox::dsl::fission`): the statements between two split points
+//! run for every thread of the block, then the next ones do. A block-level local is kept per
+//! thread across the split; an `if` or `while` that holds a split runs once for the block, its
+//! condition evaluated by every thread (and required to agree, as the divergence check already
+//! requires where the macro can see it).
+//!
+//! Split points are `sync_threads();` statements and warp exchanges bound by a statement of
+//! their own (`let s = warp_reduce_sum(v);`, `s = shfl_down(s, 1);`). Anything else (an exchange
+//! inside a larger expression, a `for` or `loop` that holds a split, a `break` out of a loop
+//! that does) returns `None`, and the kernel keeps the coroutines.
+
+use opbox_codegen::cuda::dsl_prelude::{dsl_warp_fn, WarpReturns};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::visit::Visit;
+use syn::visit_mut::VisitMut;
+
+use super::cpu::KernelRewrite;
+
+/// A block-level local: its name, whether it is written, and the vector holding it per thread.
+struct Local {
+    name: syn::Ident,
+    mutable: bool,
+    slot: syn::Ident,
+}
+
+/// The statements between two split points, and the locals they declare at block level.
+#[derive(Default)]
+struct Segment {
+    /// Declarations that go before the segment's thread loop (slots, warp lanes).
+    pre: Vec<TokenStream>,
+    stmts: Vec<TokenStream>,
+    declared: Vec<usize>,
+}
+
+struct Split {
+    rw: KernelRewrite,
+    /// Every block-level local, in declaration order.
+    locals: Vec<Local>,
+    /// The indices into `locals` visible at each nesting level.
+    scopes: Vec<Vec<usize>>,
+    warps: usize,
+    barriers: u32,
+    publish: bool,
+    d: TokenStream,
+}
+
+/// The block-level body of `block`, or `None` when the split does not cover it.
+pub(crate) fn split(block: &syn::Block, publish: bool, d: &TokenStream) -> Option<TokenStream> {
+    let mut s = Split {
+        rw: KernelRewrite::new(),
+        locals: Vec::new(),
+        scopes: Vec::new(),
+        warps: 0,
+        barriers: 0,
+        publish,
+        d: d.clone(),
+    };
+    let body = s.level(&block.stmts, false)?;
+    Some(quote! {
+        let __opbox_n = __opbox_block.block_threads();
+        let __opbox_reset = __opbox_block.publishing(#publish);
+        let mut __opbox_done = ::std::vec![false; __opbox_n];
+        #body
+    })
+}
+
+/// A warp exchange that a statement binds: `let name = f(args);` or `name = f(args);`.
+struct WarpPoint<'a> {
+    local: Option<(&'a syn::Ident, bool, Option<&'a syn::Type>)>,
+    assigned: Option<&'a syn::Ident>,
+    name: String,
+    returns: WarpReturns,
+    args: Vec<&'a syn::Expr>,
+}
+
+impl Split {
+    fn level(&mut self, stmts: &[syn::Stmt], in_loop: bool) -> Option<TokenStream> {
+        self.scopes.push(Vec::new());
+        let mut out = TokenStream::new();
+        let mut seg = Segment::default();
+        for stmt in stmts {
+            if is_barrier(stmt) {
+                out.extend(self.flush(&mut seg)?);
+                let site = self.barriers;
+                self.barriers += 1;
+                out.extend(quote!(__opbox_block.barrier(#site, &__opbox_done);));
+                continue;
+            }
+            if let Some(w) = warp_point(stmt) {
+                if w.args.iter().any(|a| has_split(a)) {
+                    return None;
+                }
+                let lanes = format_ident!("__opbox_w{}", self.warps);
+                self.warps += 1;
+                let defer = format_ident!("defer_{}", w.name);
+                let args: Vec<syn::Expr> = w.args.iter().map(|a| self.rw.expr(a)).collect();
+                let d = &self.d;
+                seg.pre
+                    .push(quote!(let mut #lanes = #d::fission::WarpLanes::new(__opbox_n);));
+                seg.stmts
+                    .push(quote!(#lanes.put(__opbox_t, __opbox_ctx.#defer(#(#args),*));));
+                out.extend(self.flush(&mut seg)?);
+                out.extend(quote!(__opbox_block.exchange_warps(&mut #lanes);));
+                let get = if w.returns == WarpReturns::Bool {
+                    quote!(#lanes.vote(__opbox_t))
+                } else {
+                    quote!(#lanes.get(__opbox_t))
+                };
+                match (w.local, w.assigned) {
+                    (Some((name, mutable, ty)), _) => {
+                        let m = mutable.then(|| quote!(mut));
+                        let ty = ty.map(|t| quote!(: #t));
+                        seg.stmts.push(quote!(let #m #name #ty = #get;));
+                        self.declare(&mut seg, name, mutable);
+                    }
+                    (None, Some(name)) => seg.stmts.push(quote!(#name = #get;)),
+                    (None, None) => return None,
+                }
+                continue;
+            }
+            if has_split_stmt(stmt) {
+                out.extend(self.flush(&mut seg)?);
+                let construct = match stmt {
+                    syn::Stmt::Expr(e, _) => match strip_parens(e) {
+                        syn::Expr::If(i) => self.uniform_if(i, in_loop)?,
+                        syn::Expr::While(w) if w.label.is_none() => self.uniform_while(w)?,
+                        _ => return None,
+                    },
+                    _ => return None,
+                };
+                out.extend(construct);
+                continue;
+            }
+            if matches!(stmt, syn::Stmt::Item(_)) || (in_loop && breaks_out(stmt)) {
+                return None;
+            }
+            let rewritten = self.rw.stmt(&returns_to_done(stmt));
+            let declared = match &rewritten {
+                syn::Stmt::Local(l) => Some(local_name(l)?),
+                _ => None,
+            };
+            seg.stmts.push(match &rewritten {
+                // A value-less tail expression (`if .. {}`) becomes a statement: stores follow it.
+                syn::Stmt::Expr(e, None) => quote!(#e;),
+                other => quote!(#other),
+            });
+            if let Some((name, mutable)) = declared {
+                self.declare(&mut seg, &name, mutable);
+            }
+        }
+        out.extend(self.flush(&mut seg)?);
+        self.scopes.pop();
+        Some(out)
+    }
+
+    fn declare(&mut self, seg: &mut Segment, name: &syn::Ident, mutable: bool) {
+        let slot = format_ident!("__opbox_l{}", self.locals.len());
+        seg.pre
+            .push(quote!(let mut #slot = ::std::vec::Vec::new();));
+        seg.declared.push(self.locals.len());
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.push(self.locals.len());
+        }
+        self.locals.push(Local {
+            name: name.clone(),
+            mutable,
+            slot,
+        });
+    }
+
+    /// The latest visible binding of each name, leaving out `skip`.
+    fn visible(&self, skip: &[usize]) -> Vec<usize> {
+        let mut seen: Vec<String> = Vec::new();
+        let mut out = Vec::new();
+        for i in self.scopes.iter().rev().flat_map(|s| s.iter().rev()) {
+            let name = self.locals[*i].name.to_string();
+            if skip.contains(i) || seen.contains(&name) {
+                continue;
+            }
+            seen.push(name);
+            out.push(*i);
+        }
+        out
+    }
+
+    fn loads(&self, skip: &[usize]) -> Vec<TokenStream> {
+        self.visible(skip)
+            .into_iter()
+            .map(|i| {
+                let Local {
+                    name,
+                    mutable,
+                    slot,
+                } = &self.locals[i];
+                let m = mutable.then(|| quote!(mut));
+                quote!(let #m #name = #slot[__opbox_t];)
+            })
+            .collect()
+    }
+
+    /// The segment as a loop over the block's live threads: each loads the locals it may read,
+    /// runs the statements (a `return` marks it done), and stores what it declared or wrote.
+    fn flush(&mut self, seg: &mut Segment) -> Option<TokenStream> {
+        let seg = std::mem::take(seg);
+        if seg.stmts.is_empty() {
+            let pre = seg.pre;
+            return Some(quote!(#(#pre)*));
+        }
+        let loaded = self.visible(&seg.declared);
+        // A written local shadowed inside the segment could not be stored back.
+        let shadowed = |i: &usize| {
+            seg.declared
+                .iter()
+                .any(|d| self.locals[*d].name == self.locals[*i].name)
+        };
+        if loaded
+            .iter()
+            .any(|i| self.locals[*i].mutable && shadowed(i))
+        {
+            return None;
+        }
+        let loads = self.loads(&seg.declared);
+        let mut stored: Vec<usize> = loaded
+            .into_iter()
+            .filter(|i| self.locals[*i].mutable)
+            .collect();
+        let all_visible = self.visible(&[]);
+        stored.extend(seg.declared.iter().filter(|i| all_visible.contains(i)));
+        let d = &self.d;
+        let stores = stored.iter().map(|i| {
+            let Local { name, slot, .. } = &self.locals[*i];
+            quote!(#d::fission::store(&mut #slot, __opbox_n, __opbox_t, #name);)
+        });
+        let (pre, stmts, publish) = (seg.pre, seg.stmts, self.publish);
+        Some(quote! {
+            #(#pre)*
+            for __opbox_t in 0..__opbox_n {
+                if __opbox_done[__opbox_t] {
+                    continue;
+                }
+                let __opbox_ctx = &__opbox_block.thread_at(__opbox_t, #publish);
+                #(#loads)*
+                '__opbox_seg: {
+                    #(#stmts)*
+                    #(#stores)*
+                }
+            }
+        })
+    }
+
+    /// `let __opbox_c` = the condition, as every live thread sees it (they must agree).
+    fn condition(&mut self, cond: &syn::Expr) -> Option<TokenStream> {
+        if has_split(cond) {
+            return None;
+        }
+        let c = self.rw.expr(cond);
+        let loads = self.loads(&[]);
+        let (site, publish) = (self.barriers, self.publish);
+        Some(quote! {
+            let mut __opbox_agreed: ::core::option::Option<(usize, bool)> = ::core::option::Option::None;
+            for __opbox_t in 0..__opbox_n {
+                if __opbox_done[__opbox_t] {
+                    continue;
+                }
+                let __opbox_ctx = &__opbox_block.thread_at(__opbox_t, #publish);
+                #(#loads)*
+                let __opbox_v: bool = #c;
+                __opbox_block.uniform(&mut __opbox_agreed, __opbox_t, __opbox_v, #site);
+            }
+            let __opbox_c = __opbox_agreed.is_some_and(|a| a.1);
+        })
+    }
+
+    fn uniform_if(&mut self, i: &syn::ExprIf, in_loop: bool) -> Option<TokenStream> {
+        let cond = self.condition(&i.cond)?;
+        let then = self.level(&i.then_branch.stmts, in_loop)?;
+        let els = match &i.else_branch {
+            None => TokenStream::new(),
+            Some((_, e)) => match strip_parens(e) {
+                syn::Expr::Block(b) => {
+                    let b = self.level(&b.block.stmts, in_loop)?;
+                    quote!(else { #b })
+                }
+                syn::Expr::If(inner) => {
+                    let b = self.uniform_if(inner, in_loop)?;
+                    quote!(else { #b })
+                }
+                _ => return None,
+            },
+        };
+        Some(quote!({ #cond if __opbox_c { #then } #els }))
+    }
+
+    fn uniform_while(&mut self, w: &syn::ExprWhile) -> Option<TokenStream> {
+        let cond = self.condition(&w.cond)?;
+        let body = self.level(&w.body.stmts, true)?;
+        Some(quote!(loop { #cond if !__opbox_c { break; } #body }))
+    }
+}
+
+fn strip_parens(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Paren(p) => strip_parens(&p.expr),
+        other => other,
+    }
+}
+
+/// The single-segment name a call is made through: `sync_threads`, `shfl_down`, ...
+fn call_name(e: &syn::Expr) -> Option<(String, &syn::ExprCall)> {
+    match strip_parens(e) {
+        syn::Expr::Call(c) => match &*c.func {
+            syn::Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+                Some((p.path.segments[0].ident.to_string(), c))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A call that the block's threads meet at: a barrier, or a warp fn that exchanges.
+fn is_split_call(c: &syn::ExprCall) -> bool {
+    match &*c.func {
+        syn::Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+            let name = p.path.segments[0].ident.to_string();
+            name == "sync_threads" || dsl_warp_fn(&name).is_some_and(|f| f.args > 0)
+        }
+        _ => false,
+    }
+}
+
+fn is_barrier(stmt: &syn::Stmt) -> bool {
+    matches!(stmt, syn::Stmt::Expr(e, Some(_)) if call_name(e).is_some_and(|(n, c)| n == "sync_threads" && c.args.is_empty()))
+}
+
+fn warp_point(stmt: &syn::Stmt) -> Option<WarpPoint<'_>> {
+    let (local, assigned, value) = match stmt {
+        syn::Stmt::Local(l) => {
+            let init = l.init.as_ref().filter(|i| i.diverge.is_none())?;
+            let (name, mutable, ty) = match &l.pat {
+                syn::Pat::Ident(p) if p.subpat.is_none() => {
+                    (&p.ident, p.mutability.is_some(), None)
+                }
+                syn::Pat::Type(t) => match &*t.pat {
+                    syn::Pat::Ident(p) if p.subpat.is_none() => {
+                        (&p.ident, p.mutability.is_some(), Some(&*t.ty))
+                    }
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            (Some((name, mutable, ty)), None, &*init.expr)
+        }
+        syn::Stmt::Expr(syn::Expr::Assign(a), Some(_)) => match strip_parens(&a.left) {
+            syn::Expr::Path(p) => (None, Some(p.path.get_ident()?), &*a.right),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let (name, call) = call_name(value)?;
+    let f = dsl_warp_fn(&name).filter(|f| f.args > 0 && f.args == call.args.len())?;
+    Some(WarpPoint {
+        local,
+        assigned,
+        name,
+        returns: f.returns,
+        args: call.args.iter().collect(),
+    })
+}
+
+/// Whether the block's threads meet anywhere inside `e`.
+fn has_split(e: &syn::Expr) -> bool {
+    let mut f = FindSplit(false);
+    f.visit_expr(e);
+    f.0
+}
+
+fn has_split_stmt(s: &syn::Stmt) -> bool {
+    let mut f = FindSplit(false);
+    f.visit_stmt(s);
+    f.0
+}
+
+struct FindSplit(bool);
+
+impl<'a> Visit<'a> for FindSplit {
+    fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
+        self.0 |= is_split_call(c);
+        syn::visit::visit_expr_call(self, c);
+    }
+}
+
+/// Whether `s` breaks out of, or continues, a loop it is not inside of.
+fn breaks_out(s: &syn::Stmt) -> bool {
+    let mut f = FindEscape {
+        depth: 0,
+        found: false,
+    };
+    f.visit_stmt(s);
+    f.found
+}
+
+struct FindEscape {
+    depth: usize,
+    found: bool,
+}
+
+impl<'a> Visit<'a> for FindEscape {
+    fn visit_expr_break(&mut self, b: &'a syn::ExprBreak) {
+        self.found |= self.depth == 0 || b.label.is_some();
+        syn::visit::visit_expr_break(self, b);
+    }
+    fn visit_expr_continue(&mut self, c: &'a syn::ExprContinue) {
+        self.found |= self.depth == 0 || c.label.is_some();
+    }
+    fn visit_expr_while(&mut self, w: &'a syn::ExprWhile) {
+        self.depth += 1;
+        syn::visit::visit_expr_while(self, w);
+        self.depth -= 1;
+    }
+    fn visit_expr_loop(&mut self, l: &'a syn::ExprLoop) {
+        self.depth += 1;
+        syn::visit::visit_expr_loop(self, l);
+        self.depth -= 1;
+    }
+    fn visit_expr_for_loop(&mut self, l: &'a syn::ExprForLoop) {
+        self.depth += 1;
+        syn::visit::visit_expr_for_loop(self, l);
+        self.depth -= 1;
+    }
+}
+
+/// `s` with each `return` turned into: this thread is done, leave the segment.
+fn returns_to_done(s: &syn::Stmt) -> syn::Stmt {
+    struct Returns;
+    impl VisitMut for Returns {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            if matches!(e, syn::Expr::Return(r) if r.expr.is_none()) {
+                *e = syn::Expr::Verbatim(quote!({
+                    __opbox_done[__opbox_t] = true;
+                    break '__opbox_seg;
+                }));
+                return;
+            }
+            syn::visit_mut::visit_expr_mut(self, e);
+        }
+    }
+    let mut s = s.clone();
+    Returns.visit_stmt_mut(&mut s);
+    s
+}
+
+fn local_name(l: &syn::Local) -> Option<(syn::Ident, bool)> {
+    match &l.pat {
+        syn::Pat::Ident(p) if p.subpat.is_none() => Some((p.ident.clone(), p.mutability.is_some())),
+        syn::Pat::Type(t) => match &*t.pat {
+            syn::Pat::Ident(p) if p.subpat.is_none() => {
+                Some((p.ident.clone(), p.mutability.is_some()))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
