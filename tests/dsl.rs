@@ -301,6 +301,27 @@ fn reverse_blocks(x: In<[f32]>, out: Out<[f32]>, n: u32) {
     }
 }
 
+/// `block_sums` with its rounds as a `for` over a range: the split covers the loop too.
+#[kernel]
+fn block_sums_for(x: In<[u32]>, partial: Out<[u32]>, n: u32, #[constexpr] BLOCK: u32) {
+    let tile = shared::<u32, BLOCK>();
+    let t = thread_id_x();
+    let i = global_id_x();
+    tile[t] = if i < n { x[i] } else { 0 };
+    sync_threads();
+    let mut stride = BLOCK / 2;
+    for _round in 0..7u32 {
+        if t < stride {
+            tile[t] += tile[t + stride];
+        }
+        sync_threads();
+        stride /= 2;
+    }
+    if t == 0 {
+        partial[block_id_x()] = tile[0];
+    }
+}
+
 /// Whether this is an odd thread: the macro cannot see into it, so the barrier after the
 /// early return below is only found when the kernel runs.
 #[device]
@@ -405,6 +426,7 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&atomics::DECL, vec![]),
         (&block_sums::DECL, vec![ConstValue::U32(128)]),
         (&reverse_blocks::DECL, vec![]),
+        (&block_sums_for::DECL, vec![ConstValue::U32(128)]),
         (&warps::DECL, vec![]),
         (&diverges::DECL, vec![]),
         (&disagrees::DECL, vec![]),
@@ -693,6 +715,11 @@ fn check_atomics(got: &AtomicsOut) -> Result<(), String> {
 
 /// `block_sums` over 1000 elements in blocks of 128 (the last block partly outside).
 fn run_block_sums(device: Device) -> opbox::Result<Vec<u32>> {
+    run_block_sums_with(device, false)
+}
+
+/// `block_sums`, or `block_sums_for` (its rounds as a `for`).
+fn run_block_sums_with(device: Device, for_loop: bool) -> opbox::Result<Vec<u32>> {
     let n = 1000usize;
     let xs: Vec<u32> = (0..n as u32).map(|i| i * 3 + 1).collect();
     let x = Tensor::from_vec(xs, &[n])?.to(device)?;
@@ -704,7 +731,11 @@ fn run_block_sums(device: Device) -> opbox::Result<Vec<u32>> {
         shared_mem_bytes: 0,
         stream: None,
     };
-    block_sums::launch(cfg, &x, &partial, n as u32, 128)?;
+    if for_loop {
+        block_sums_for::launch(cfg, &x, &partial, n as u32, 128)?;
+    } else {
+        block_sums::launch(cfg, &x, &partial, n as u32, 128)?;
+    }
     partial.to_vec()
 }
 
@@ -1010,6 +1041,10 @@ fn cpu_barriers() -> TestResult {
     let got = run_block_sums(Device::Cpu).map_err(s)?;
     let want = block_sums_reference();
     ensure(got == want, || format!("block sums {got:?}, want {want:?}"))?;
+    let got = run_block_sums_with(Device::Cpu, true).map_err(s)?;
+    ensure(got == want, || {
+        format!("block sums (for) {got:?}, want {want:?}")
+    })?;
     let got = run_reverse_blocks(Device::Cpu).map_err(s)?;
     ensure(got == reverse_blocks_reference(), || {
         format!("reverse_blocks through dynamic shared memory: {got:?}")
@@ -1299,6 +1334,12 @@ fn gpu_matches_cpu() -> TestResult {
         ensure(same16(&hc, &hg), || {
             format!("hmix differs: {hc:?} vs {hg:?}")
         })?;
+        for for_loop in [false, true] {
+            ensure(
+                run_block_sums_with(cuda, for_loop).map_err(s)? == block_sums_reference(),
+                || format!("block_sums (for: {for_loop}) differs on CUDA"),
+            )?;
+        }
         ensure(
             run_reverse_blocks(cuda).map_err(s)? == reverse_blocks_reference(),
             || "reverse_blocks (dynamic shared memory) differs on CUDA".into(),

@@ -6,9 +6,10 @@
 //! requires where the macro can see it).
 //!
 //! Split points are `sync_threads();` statements and warp exchanges bound by a statement of
-//! their own (`let s = warp_reduce_sum(v);`, `s = shfl_down(s, 1);`). Anything else (an exchange
-//! inside a larger expression, a `for` or `loop` that holds a split, a `break` out of a loop
-//! that does) returns `None`, and the kernel keeps the coroutines.
+//! their own (`let s = warp_reduce_sum(v);`, `s = shfl_down(s, 1);`); they may sit inside `if`,
+//! `while` and `for v in a..b`. Anything else (an exchange inside a larger expression, a `loop`
+//! or stepped `for` that holds a split, a `break` out of a loop that does) returns `None`, and
+//! the kernel keeps the coroutines.
 
 use opbox_codegen::cuda::dsl_prelude::{dsl_warp_fn, WarpReturns};
 use proc_macro2::TokenStream;
@@ -41,6 +42,7 @@ struct Split {
     /// The indices into `locals` visible at each nesting level.
     scopes: Vec<Vec<usize>>,
     warps: usize,
+    fors: usize,
     barriers: u32,
     publish: bool,
     d: TokenStream,
@@ -53,6 +55,7 @@ pub(crate) fn split(block: &syn::Block, publish: bool, d: &TokenStream) -> Optio
         locals: Vec::new(),
         scopes: Vec::new(),
         warps: 0,
+        fors: 0,
         barriers: 0,
         publish,
         d: d.clone(),
@@ -126,6 +129,9 @@ impl Split {
                     syn::Stmt::Expr(e, _) => match strip_parens(e) {
                         syn::Expr::If(i) => self.uniform_if(i, in_loop)?,
                         syn::Expr::While(w) if w.label.is_none() => self.uniform_while(w)?,
+                        syn::Expr::ForLoop(f) if f.label.is_none() => {
+                            self.uniform_for(f, in_loop)?
+                        }
                         _ => return None,
                     },
                     _ => return None,
@@ -186,9 +192,13 @@ impl Split {
     }
 
     fn loads(&self, skip: &[usize]) -> Vec<TokenStream> {
-        self.visible(skip)
-            .into_iter()
-            .map(|i| {
+        self.load_each(&self.visible(skip))
+    }
+
+    fn load_each(&self, locals: &[usize]) -> Vec<TokenStream> {
+        locals
+            .iter()
+            .map(|&i| {
                 let Local {
                     name,
                     mutable,
@@ -208,7 +218,13 @@ impl Split {
             let pre = seg.pre;
             return Some(quote!(#(#pre)*));
         }
-        let loaded = self.visible(&seg.declared);
+        // Only the locals the segment names are loaded (and written ones stored back).
+        let named = mentioned(&seg.stmts);
+        let loaded: Vec<usize> = self
+            .visible(&seg.declared)
+            .into_iter()
+            .filter(|i| named.contains(&self.locals[*i].name.to_string()))
+            .collect();
         // A written local shadowed inside the segment could not be stored back.
         let shadowed = |i: &usize| {
             seg.declared
@@ -221,7 +237,7 @@ impl Split {
         {
             return None;
         }
-        let loads = self.loads(&seg.declared);
+        let loads = self.load_each(&loaded);
         let mut stored: Vec<usize> = loaded
             .into_iter()
             .filter(|i| self.locals[*i].mutable)
@@ -293,11 +309,63 @@ impl Split {
         Some(quote!({ #cond if __opbox_c { #then } #els }))
     }
 
+    /// `for v in a..b { .. }` holding a barrier: the `while` it means, with the counter a
+    /// block-level local (`a` and `b` evaluated once, as Rust's range is).
+    fn uniform_for(&mut self, f: &syn::ExprForLoop, in_loop: bool) -> Option<TokenStream> {
+        let var = match &*f.pat {
+            syn::Pat::Ident(p) if p.subpat.is_none() && p.mutability.is_none() => &p.ident,
+            _ => return None,
+        };
+        let syn::Expr::Range(range) = strip_parens(&f.expr) else {
+            return None;
+        };
+        let (Some(start), Some(end), syn::RangeLimits::HalfOpen(_)) =
+            (&range.start, &range.end, &range.limits)
+        else {
+            return None;
+        };
+        let (i, e) = (
+            format_ident!("__opbox_f{}", self.fors),
+            format_ident!("__opbox_e{}", self.fors),
+        );
+        self.fors += 1;
+        let body = &f.body.stmts;
+        let desugared: syn::Block = syn::parse_quote!({
+            let mut #i = #start;
+            let #e = #end;
+            while #i < #e {
+                let #var = #i;
+                #i += 1;
+                #(#body)*
+            }
+        });
+        let b = self.level(&desugared.stmts, in_loop)?;
+        Some(quote!({ #b }))
+    }
+
     fn uniform_while(&mut self, w: &syn::ExprWhile) -> Option<TokenStream> {
         let cond = self.condition(&w.cond)?;
         let body = self.level(&w.body.stmts, true)?;
         Some(quote!(loop { #cond if !__opbox_c { break; } #body }))
     }
+}
+
+/// Every identifier in `tokens`: the names a segment may read or write.
+fn mentioned(tokens: &[TokenStream]) -> Vec<String> {
+    fn walk(t: TokenStream, out: &mut Vec<String>) {
+        for tt in t {
+            match tt {
+                proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
+                proc_macro2::TokenTree::Group(g) => walk(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for t in tokens {
+        walk(t.clone(), &mut out);
+    }
+    out
 }
 
 fn strip_parens(e: &syn::Expr) -> &syn::Expr {

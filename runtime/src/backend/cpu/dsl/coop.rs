@@ -1,5 +1,6 @@
-//! Barriers in the CPU build: a kernel whose body calls `sync_threads()` runs each block's
-//! threads as stackful coroutines (`corosensei`) on its worker. A thread that reaches a barrier
+//! Barriers in the CPU build, for the bodies the split at barriers ([`super::fission`]) does not
+//! cover (a warp exchange inside an expression, a `loop` around a barrier): each block's threads
+//! run as stackful coroutines (`corosensei`) on its worker. A thread that reaches a barrier
 //! suspends; when every thread of the block waits at the same barrier, all resume. So a kernel
 //! that is correct on CUDA is correct here, and kernels without barriers keep the plain loop
 //! ([`ThreadCtx::each_thread`]).

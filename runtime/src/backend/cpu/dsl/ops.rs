@@ -137,33 +137,31 @@ pub fn shr_assign<T: Shift<R>, R>(place: &mut T, r: R) {
     *place = place.shr(r);
 }
 
-/// The float `max` of the DSL: the other operand for one NaN, and `+0.0` over `-0.0`.
+/// The float `max` of the DSL: the other operand for one NaN, and `+0.0` over `-0.0`. Written
+/// so that only rare cases branch (a NaN on the left, equal operands): the usual case is std's
+/// branch-free `max`, where a comparison chain mispredicts on data.
 macro_rules! float_min_max {
     ($t:ty) => {
+        #[inline(always)]
         fn max(self, o: $t) -> $t {
             if self.is_nan() {
                 o
-            } else if o.is_nan() || self > o {
-                self
-            } else if o > self {
-                o
-            } else if self.is_sign_negative() {
-                o
+            } else if self == o {
+                // Equal: the same bits, or zeros of both signs, of which +0.0 has the bits
+                // both share.
+                <$t>::from_bits(self.to_bits() & o.to_bits())
             } else {
-                self
+                <$t>::max(self, o)
             }
         }
+        #[inline(always)]
         fn min(self, o: $t) -> $t {
             if self.is_nan() {
                 o
-            } else if o.is_nan() || self < o {
-                self
-            } else if o < self {
-                o
-            } else if self.is_sign_negative() {
-                self
+            } else if self == o {
+                <$t>::from_bits(self.to_bits() | o.to_bits())
             } else {
-                o
+                <$t>::min(self, o)
             }
         }
     };
@@ -357,3 +355,70 @@ macro_rules! dsl_shift_rhs {
 }
 
 opbox_codegen::for_each_elem_type!(dsl_scalars);
+
+#[cfg(test)]
+mod tests {
+    use super::Num;
+
+    /// CUDA's `fmaxf`/`fminf` as the comparison chain that defines them: the other operand for
+    /// one NaN, `+0.0` over `-0.0` for max and `-0.0` for min.
+    fn max_chain(a: f32, b: f32) -> f32 {
+        if a.is_nan() {
+            b
+        } else if b.is_nan() || a > b {
+            a
+        } else if b > a {
+            b
+        } else if a.is_sign_negative() {
+            b
+        } else {
+            a
+        }
+    }
+
+    fn min_chain(a: f32, b: f32) -> f32 {
+        if a.is_nan() {
+            b
+        } else if b.is_nan() || a < b {
+            a
+        } else if b < a {
+            b
+        } else if a.is_sign_negative() {
+            a
+        } else {
+            b
+        }
+    }
+
+    #[test]
+    fn float_min_max_match_cudas_definition_bit_for_bit() {
+        let specials = [
+            0.0f32,
+            -0.0,
+            1.0,
+            -1.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7fc0_1234),
+            f32::MIN_POSITIVE,
+            f32::from_bits(1),
+            -f32::from_bits(1),
+            f32::MAX,
+            f32::MIN,
+            3.5,
+        ];
+        for a in specials {
+            for b in specials {
+                let (got, want) = (Num::max(a, b), max_chain(a, b));
+                assert_eq!(got.to_bits(), want.to_bits(), "max({a:?}, {b:?})");
+                let (got, want) = (Num::min(a, b), min_chain(a, b));
+                assert_eq!(got.to_bits(), want.to_bits(), "min({a:?}, {b:?})");
+            }
+        }
+        let (a, b) = (0.0f64, -0.0f64);
+        assert_eq!(Num::max(b, a).to_bits(), 0.0f64.to_bits());
+        assert_eq!(Num::min(a, b).to_bits(), (-0.0f64).to_bits());
+    }
+}
