@@ -367,9 +367,7 @@ mod tests {
             b
         } else if b.is_nan() || a > b {
             a
-        } else if b > a {
-            b
-        } else if a.is_sign_negative() {
+        } else if b > a || a.is_sign_negative() {
             b
         } else {
             a
@@ -379,11 +377,7 @@ mod tests {
     fn min_chain(a: f32, b: f32) -> f32 {
         if a.is_nan() {
             b
-        } else if b.is_nan() || a < b {
-            a
-        } else if b < a {
-            b
-        } else if a.is_sign_negative() {
+        } else if b.is_nan() || a < b || (a == b && a.is_sign_negative()) {
             a
         } else {
             b
