@@ -54,6 +54,9 @@ pub use opbox_runtime::{float8, half, num_complex};
 /// The boxed stack's values beyond [`StableValue`] and [`Stack`]: conversions, lists, and the
 /// live-handle count that leak tests read.
 pub mod value {
+    /// What a typed pop ([`Stack::pop_as`](crate::Stack::pop_as)) and a typed call's result
+    /// read a value as.
+    pub use opbox_runtime::dispatch::FromOutput;
     pub use opbox_runtime::value::{
         live_handles, Devices, FromStable, IntoStable, List, Mismatch, TypedKey, INLINE_SLOTS,
     };
@@ -168,7 +171,7 @@ pub mod aot {
         compile, default_threads, plan, run_job, run_jobs, AotJob, AotKernel, AotTargets,
     };
     pub use opbox_runtime::backend::cuda::aot_session::{
-        run_request, AotEvent, AotRequest, AotSummary, CONSTEXPR_SKIP,
+        check_request, run_request, AotEvent, AotRequest, AotSummary, CONSTEXPR_SKIP,
     };
 
     /// The C ABI between `opbox aot --plugin` and a plugin (`opbox_aot_v1`).
@@ -241,6 +244,23 @@ macro_rules! export_plugin {
             unsafe { $crate::plugin::__guest::entry(host, &DESCRIPTOR) }
         }
     };
+}
+
+/// Test helpers: [`testing::check_all_kernels`] NVRTC-compiles every kernel linked into the
+/// test binary (no GPU needed), so one `#[test]` catches a `.cu` that no longer matches its
+/// declaration:
+///
+/// ```no_run
+/// #[test]
+/// fn kernels_compile() {
+///     if let Err(e) = opbox::testing::check_all_kernels(&["sm_90"]) {
+///         panic!("{e}"); // one entry per failure, with NVRTC's log
+///     }
+/// }
+/// ```
+#[cfg(feature = "cuda")]
+pub mod testing {
+    pub use opbox_runtime::backend::cuda::check::{check_all_kernels, CheckSummary};
 }
 
 /// The kernel caches' counters: `opbox::cache::stats()`.

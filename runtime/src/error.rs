@@ -55,6 +55,18 @@ pub enum Error {
         got: String,
     },
 
+    /// A typed pop or peek ([`Stack::pop_as`](crate::Stack::pop_as), `pop_tensor`, ...) found
+    /// a value of another type on top of the stack (`got` describes it; a pop leaves it there),
+    /// or found the stack empty (`got` is `None`). Read the value as the type the op's schema
+    /// returns (`int` is `i64`, `str` is `String`), or look at it first with `stack[i]`.
+    #[error("{}", stack_value(expected, got.as_deref()))]
+    StackValue {
+        /// The Rust type asked for.
+        expected: String,
+        /// The value found, as [`StableValue::describe`](crate::StableValue::describe) gives it.
+        got: Option<String>,
+    },
+
     /// A typed call asked for a different number of results than the schema returns.
     #[error("{op} returns {expected} values (schema: {schema}), but the call expects {got}")]
     ReturnCount {
@@ -182,6 +194,19 @@ pub enum Error {
     #[error("kernel '{kernel}' failed to compile:\n{log}")]
     Compile { kernel: String, log: String },
 
+    /// `opbox::testing::check_all_kernels` (or `opbox check`) found kernels that do not compile:
+    /// one entry per (arch, kernel), with NVRTC's log; a `.cu` entry whose parameters differ
+    /// from its Rust declaration reads "parameter #2 (info) of affine_f32 is `const long *` in
+    /// C++ but the Rust declaration `In<[u64]>` needs ...". The other kernels compiled. Fix the
+    /// source or the declaration as each entry says.
+    #[error("{} of {checked} kernel compiles failed:\n{}", failures.len(), failures.join("\n"))]
+    KernelCheck {
+        /// The (arch, kernel) compiles that ran.
+        checked: usize,
+        /// `[sm_90] kernel 'name' failed to compile: ...`, one per failure.
+        failures: Vec<String>,
+    },
+
     /// Two native types share a C++ name but not a layout; `first` and `second` name each Rust
     /// type, its registration site and its type code.
     #[error("native C++ type name '{native_name}' is already registered with a different definition: first {first}, again {second}. Give one of them another native name, or make the two layouts equal")]
@@ -285,6 +310,36 @@ impl From<String> for Error {
 impl From<&str> for Error {
     fn from(s: &str) -> Error {
         Error::Message(s.to_string())
+    }
+}
+
+/// `T`'s name without module paths, as a user writes it: `Tensor`, `Vec<Option<i64>>`.
+pub(crate) fn rust_type_name<T: ?Sized>() -> String {
+    let full = std::any::type_name::<T>();
+    let mut out = String::with_capacity(full.len());
+    let mut segment_start = 0;
+    for (i, c) in full.char_indices() {
+        if c.is_alphanumeric() || c == '_' || c == ':' {
+            continue;
+        }
+        out.push_str(last_segment(&full[segment_start..i]));
+        out.push(c);
+        segment_start = i + c.len_utf8();
+    }
+    out.push_str(last_segment(&full[segment_start..]));
+    out
+}
+
+fn last_segment(path: &str) -> &str {
+    path.rsplit("::").next().unwrap_or(path)
+}
+
+fn stack_value(expected: &str, got: Option<&str>) -> String {
+    match got {
+        Some(got) => {
+            format!("the stack's top value is {got}, which cannot be read as `{expected}`")
+        }
+        None => format!("the stack is empty: there is no value to read as `{expected}`"),
     }
 }
 

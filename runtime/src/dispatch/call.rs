@@ -173,7 +173,7 @@ fn return_type_error<T>(op: &str, schema: &Schema, index: usize) -> Error {
             .get(index)
             .map(|r| r.ty.to_string())
             .unwrap_or_default(),
-        got: std::any::type_name::<T>().to_string(),
+        got: crate::error::rust_type_name::<T>(),
     }
 }
 

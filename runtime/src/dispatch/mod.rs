@@ -13,7 +13,7 @@ pub(crate) mod registry;
 pub(crate) mod suggest;
 mod typed;
 
-pub use call::{FromStack, IntoStack};
+pub use call::{FromOutput, FromStack, IntoStack};
 pub use kernel::{
     boxed_call, boxed_entry, take_last_error, BoxedKernelFn, BoxedOp, KernelArgs, KernelBody,
     KernelOutputs, STATUS_ERROR, STATUS_OK, STATUS_PANIC,

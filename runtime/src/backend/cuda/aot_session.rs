@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use super::aot::{plan, run_jobs, AotKernel, AotTargets};
+use super::aot::{
+    check_job, plan, plan_jobs, run_job, run_jobs_with, AotJob, AotKernel, AotTargets,
+};
 use super::nvrtc;
 use crate::error::{Error, Result};
 use crate::kernel::registry::{registered_kernels, select_kernels, ExternKernelRegistration};
@@ -72,6 +74,32 @@ pub fn run_request(
     request: &AotRequest,
     on_event: &(dyn Fn(AotEvent<'_>) + Sync),
 ) -> Result<AotSummary> {
+    session(request, Mode::Write, on_event)
+}
+
+/// [`run_request`] as a check (`opbox check`, `opbox::testing::check_all_kernels`): the same
+/// kernels, targets and parallel NVRTC compiles, each signature check included, but no file is
+/// written (`out_dir` is not used; compiles go through the disk cache, as a launch's do). A
+/// `Done` event's path is the file `opbox aot` would write.
+pub fn check_request(
+    request: &AotRequest,
+    on_event: &(dyn Fn(AotEvent<'_>) + Sync),
+) -> Result<AotSummary> {
+    session(request, Mode::Check, on_event)
+}
+
+/// Whether a session writes the images or only compiles them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Write,
+    Check,
+}
+
+fn session(
+    request: &AotRequest,
+    mode: Mode,
+    on_event: &(dyn Fn(AotEvent<'_>) + Sync),
+) -> Result<AotSummary> {
     let mut summary = AotSummary::default();
     if request.list_only {
         for k in registered_kernels() {
@@ -100,23 +128,38 @@ pub fn run_request(
         }
     }
     if kernels.is_empty() {
+        let command = match mode {
+            Mode::Write => "aot",
+            Mode::Check => "check",
+        };
         return Err(Error::InvalidArgument(if registered_kernels().is_empty() {
-            "aot: no #[extern_kernel] is linked into this binary; run `opbox aot` from a binary \
-             that links your kernels (opbox_cli::main), or pass --plugin path/to/libyours.so"
-                .into()
+            format!(
+                "{command}: no #[extern_kernel] is linked into this binary; run \
+                 `opbox {command}` from a binary that links your kernels (opbox_cli::main){}",
+                if mode == Mode::Write {
+                    ", or pass --plugin path/to/libyours.so"
+                } else {
+                    ""
+                }
+            )
         } else {
-            "aot: every selected kernel has #[constexpr] parameters; nothing to compile".into()
+            format!(
+                "{command}: every selected kernel has #[constexpr] parameters; nothing to compile"
+            )
         }));
     }
     // Before planning: a missing NVRTC is one clear error, not one failure per job.
     nvrtc::version()?;
-    let jobs = plan(&kernels, &request.targets)?;
+    let (jobs, run): (_, fn(&AotJob<'_>) -> Result<()>) = match mode {
+        Mode::Write => (plan(&kernels, &request.targets)?, run_job),
+        Mode::Check => (plan_jobs(&kernels, &request.targets)?, check_job),
+    };
     on_event(AotEvent::Planned { jobs: jobs.len() });
     let threads = match request.jobs {
         0 => super::aot::default_threads(),
         n => n,
     };
-    let results = run_jobs(&jobs, threads, &|i, result| {
+    let results = run_jobs_with(&jobs, threads, run, &|i, result| {
         let Some(job) = jobs.get(i) else { return };
         let kernel = &job.kernel.decl.rust_name;
         let target = job.target.name();

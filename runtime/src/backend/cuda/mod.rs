@@ -18,6 +18,7 @@
 pub mod aot;
 pub mod aot_session;
 pub mod artifact;
+pub mod check;
 pub mod context;
 pub mod cublas;
 pub mod current;
