@@ -28,6 +28,7 @@ pub mod jit;
 pub mod loader;
 pub(crate) mod memory;
 pub mod nvrtc;
+mod nvrtc_search;
 pub mod probe;
 mod single_flight;
 pub mod stream;
