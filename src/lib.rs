@@ -297,6 +297,12 @@ pub mod prelude {
     };
 }
 
+/// The README's `rust` blocks, run as doctests; `tests/readme.rs` checks that its other code
+/// blocks are excerpts of files CI builds.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// What the macros' expansions name. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
