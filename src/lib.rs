@@ -31,6 +31,7 @@
 //!
 //! Libraries and impl modules are items: put them at module level (a `mod cpu` inside a function
 //! body cannot name the library's marker module through `super::`).
+#![warn(missing_docs)]
 
 pub use opbox_macros::{builtin, ConstexprEnum, KernelArg, NativeType};
 pub use opbox_macros::{device, kernel, kernel_group};

@@ -60,6 +60,7 @@ impl OpHandle {
         self.entry.name
     }
 
+    /// The op's parsed schema.
     pub fn schema(&self) -> &'static Schema {
         self.entry.schema
     }
@@ -69,6 +70,7 @@ impl OpHandle {
         self.entry.tags
     }
 
+    /// Whether the op carries `tag`.
     pub fn has_tag(&self, tag: OpTag) -> bool {
         self.entry.tags.contains(&tag)
     }

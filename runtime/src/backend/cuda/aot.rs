@@ -30,7 +30,9 @@ use crate::error::{Error, Result};
 /// of one specialization (in declaration order).
 #[derive(Clone, Copy, Debug)]
 pub struct AotKernel<'a> {
+    /// The kernel's declaration (`k::DECL`).
     pub decl: &'a KernelDecl,
+    /// One specialization's `#[constexpr]` values; empty for a kernel without any.
     pub constexprs: &'a [ConstValue],
 }
 
@@ -57,8 +59,11 @@ pub struct AotTargets {
 /// One (target, kernel) compile and the file it produces.
 #[derive(Clone, Debug)]
 pub struct AotJob<'a> {
+    /// What to compile.
     pub kernel: AotKernel<'a>,
+    /// What to compile it for.
     pub target: Target,
+    /// The file the image goes to.
     pub path: PathBuf,
     /// False when an earlier job writes the same file (a device's target equal to an explicit
     /// arch): the path is listed again, but compiled and written once.

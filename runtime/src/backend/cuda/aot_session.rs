@@ -30,26 +30,43 @@ pub struct AotRequest {
 /// (target, kernel) as each finishes.
 #[derive(Clone, Copy, Debug)]
 pub enum AotEvent<'a> {
+    /// A registered kernel (listing only).
     Listed {
+        /// The kernel's Rust name.
         kernel: &'a str,
+        /// The Rust module of its declaration.
         module: &'a str,
+        /// Its declaration site, `file:line`.
         declared_at: &'a str,
     },
+    /// A kernel that is not compiled, and why (it has `#[constexpr]` parameters).
     Skipped {
+        /// The kernel's Rust name.
         kernel: &'a str,
+        /// Why it was skipped.
         reason: &'a str,
     },
+    /// The plan is made: this many (target, kernel) jobs follow.
     Planned {
+        /// The number of jobs.
         jobs: usize,
     },
+    /// One job compiled (and, for `opbox aot`, its file written).
     Done {
+        /// The kernel's Rust name.
         kernel: &'a str,
+        /// The target, `sm_90` or `compute_90`.
         target: &'a str,
+        /// The file written (in a check, the file `opbox aot` would write).
         path: &'a Path,
     },
+    /// One job failed; the others still run.
     Failed {
+        /// The kernel's Rust name.
         kernel: &'a str,
+        /// The target.
         target: &'a str,
+        /// The error, with NVRTC's log.
         message: &'a str,
     },
 }
@@ -57,9 +74,13 @@ pub enum AotEvent<'a> {
 /// How a session ended, when it got as far as compiling.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AotSummary {
+    /// Kernels listed.
     pub listed: usize,
+    /// Kernels skipped (`#[constexpr]` parameters).
     pub skipped: usize,
+    /// Jobs that compiled (and, for `opbox aot`, were written).
     pub written: usize,
+    /// Jobs that failed.
     pub failed: usize,
 }
 

@@ -24,7 +24,7 @@ pub fn driver() -> Result<()> {
 }
 
 /// `Ok` if libnvrtc can be loaded: by the loader, else from a pip install
-/// ([`nvrtc_search`](super::nvrtc_search)). Probed once per process.
+/// (`nvrtc_search`). Probed once per process.
 pub fn nvrtc() -> Result<()> {
     static PRESENT: OnceLock<bool> = OnceLock::new();
     let present = *PRESENT.get_or_init(|| {
