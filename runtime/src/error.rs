@@ -213,7 +213,7 @@ pub enum Error {
 
     /// Several registration problems found in one collection pass ([`init`](crate::init)); each
     /// says what to fix.
-    #[error("{} registration errors:\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
+    #[error("{} registration error{}:\n{}", .0.len(), if .0.len() == 1 { "" } else { "s" }, .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
     Registration(Vec<Error>),
 
     /// A kernel returned an error of its own: a bare message (a `String`, `&str` or

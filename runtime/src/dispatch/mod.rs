@@ -5,6 +5,8 @@ mod call;
 mod fixed_list;
 pub(crate) mod foreign;
 mod kernel;
+#[cfg(test)]
+mod kernel_error_tests;
 mod key;
 mod library;
 mod op;
