@@ -304,6 +304,11 @@ pub mod prelude {
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+/// The tutorial's (`docs/tutorial.md`) `rust` blocks, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tutorial.md")]
+pub struct TutorialDoctests;
+
 /// What the macros' expansions name. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {

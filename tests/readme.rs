@@ -1,9 +1,9 @@
-//! Every code block of the README is compiled by CI. A `rust` block (or `rust,no_run`) is a
-//! doctest: the README is the doc of a doctest-only item of the facade (`src/lib.rs`). A
-//! `rust,ignore` or `cuda` block is an excerpt of a file that CI builds (under `examples/` or
-//! `tests/`, the CLI's too): its lines, indentation aside, appear in that file in order, and a
-//! line starting with `// ...` stands for lines left out. This test checks the excerpts, and
-//! that no other kind of Rust block slips through.
+//! Every code block of the README and the tutorial (`docs/tutorial.md`) is compiled by CI. A
+//! `rust` block (or `rust,no_run`) is a doctest: each page is the doc of a doctest-only item of
+//! the facade (`src/lib.rs`). A `rust,ignore` or `cuda` block is an excerpt of a file that CI
+//! builds (under `examples/`, `tests/` or `docs/`, the CLI's too): its lines, indentation aside,
+//! appear in that file in order, and a line starting with `// ...` stands for lines left out.
+//! This test checks the excerpts, and that no other kind of Rust block slips through.
 
 use std::path::{Path, PathBuf};
 
@@ -65,12 +65,11 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn every_readme_block_is_compiled() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+/// Checks one page's blocks; returns (doctests, excerpts).
+fn check_page(root: &Path, page: &str) -> (usize, usize) {
+    let readme = std::fs::read_to_string(root.join(page)).expect("the page");
     let mut files = Vec::new();
-    for dir in ["examples", "tests", "cli/examples", "cli/tests"] {
+    for dir in ["examples", "tests", "docs", "cli/examples", "cli/tests"] {
         sources(&root.join(dir), &mut files);
     }
     let texts: Vec<(PathBuf, String)> = files
@@ -89,18 +88,31 @@ fn every_readme_block_is_compiled() {
                     .map(|(path, _)| path);
                 assert!(
                     found.is_some(),
-                    "README.md:{line}: this `{info}` block is not an excerpt of any file under examples/ or tests/; copy it from the file CI builds (`// ...` marks lines left out):\n{body}"
+                    "{page}:{line}: this `{info}` block is not an excerpt of any file under examples/, tests/ or docs/; copy it from the file CI builds (`// ...` marks lines left out):\n{body}"
                 );
                 excerpts += 1;
             }
             other => assert!(
                 !other.starts_with("rust") && !other.is_empty(),
-                "README.md:{line}: a `{other}` block is neither a doctest (`rust`, `rust,no_run`) nor a checked excerpt (`rust,ignore`)"
+                "{page}:{line}: a `{other}` block is neither a doctest (`rust`, `rust,no_run`) nor a checked excerpt (`rust,ignore`)"
             ),
         }
     }
-    println!("README: {doctests} doctests, {excerpts} checked excerpts");
+    println!("{page}: {doctests} doctests, {excerpts} checked excerpts");
+    (doctests, excerpts)
+}
+
+#[test]
+fn every_readme_block_is_compiled() {
+    let (doctests, excerpts) = check_page(Path::new(env!("CARGO_MANIFEST_DIR")), "README.md");
     assert!(doctests > 0 && excerpts > 0);
+}
+
+#[test]
+fn every_tutorial_block_is_compiled() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (doctests, excerpts) = check_page(root, "docs/tutorial.md");
+    assert!(doctests >= 4 && excerpts >= 2);
 }
 
 #[test]
