@@ -249,9 +249,11 @@ macro_rules! export_plugin {
 
 /// Test helpers: [`testing::check_all_kernels`] NVRTC-compiles every kernel linked into the
 /// test binary (no GPU needed), so one `#[test]` catches a `.cu` that no longer matches its
-/// declaration:
+/// declaration. An integration test (`tests/*.rs`) links only the crates it names, so it starts
+/// with `use your_crate as _;`:
 ///
 /// ```no_run
+/// // use your_crate as _;
 /// #[test]
 /// fn kernels_compile() {
 ///     if let Err(e) = opbox::testing::check_all_kernels(&["sm_90"]) {

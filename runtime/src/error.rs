@@ -142,13 +142,17 @@ pub enum Error {
 
     /// [`op`](crate::op) (or a plugin's lookup) found no op of that name: check the spelling
     /// (`namespace::name`, `namespace::name.overload`), and that the library defining it is
-    /// linked into this binary or loaded as a plugin.
-    #[error("unknown operator '{name}'{}", suggestion.as_ref().map(|s| format!("; did you mean '{s}'?")).unwrap_or_default())]
+    /// linked into this binary or loaded as a plugin. A crate that nothing in a binary names
+    /// is not linked into it, registrations and all: an integration test (`tests/*.rs`) of a
+    /// crate that defines ops says `use that_crate as _;`.
+    #[error("unknown operator '{name}'{}{}", suggestion.as_ref().map(|s| format!("; did you mean '{s}'?")).unwrap_or_default(), unlinked_namespace.as_ref().map(|ns| format!(". No op of namespace '{ns}' is linked into this binary or loaded from a plugin: a test or binary that never names the crate defining them does not link it (add `use that_crate as _;`)")).unwrap_or_default())]
     UnknownOp {
         /// The name asked for.
         name: String,
         /// The closest registered name, when one is close.
         suggestion: Option<String>,
+        /// The name's namespace, when no op of it is registered at all.
+        unlinked_namespace: Option<String>,
     },
 
     /// Two `#[stable_library]`s define one namespace (found at [`init`](crate::init)): keep one,

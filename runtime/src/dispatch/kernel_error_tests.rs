@@ -91,7 +91,7 @@ fn samples() -> Vec<(Error, &'static str)> {
             "mylib::outer -> mylib::inner got tensors on different devices: argument #0 (x) is on cpu, argument #1 (y) is on meta; move them to one device first",
         ),
         (
-            Error::UnknownOp { name: s("mylib::iner"), suggestion: Some(s("mylib::inner")) },
+            Error::UnknownOp { name: s("mylib::iner"), suggestion: Some(s("mylib::inner")), unlinked_namespace: None },
             "mylib::outer: unknown operator 'mylib::iner'; did you mean 'mylib::inner'?",
         ),
         (
@@ -115,7 +115,7 @@ fn samples() -> Vec<(Error, &'static str)> {
             "mylib::outer: a #[stable_fragment(other)] at src/lib.rs:3 adds to namespace 'other', but no #[stable_library(other)] defines it",
         ),
         (
-            Error::Registration(vec![Error::UnknownOp { name: s("a::b"), suggestion: None }]),
+            Error::Registration(vec![Error::UnknownOp { name: s("a::b"), suggestion: None, unlinked_namespace: None }]),
             "mylib::outer: 1 registration error:\n  - unknown operator 'a::b'",
         ),
         (

@@ -160,7 +160,8 @@ fn session(
                 if mode == Mode::Write {
                     ", or pass --plugin path/to/libyours.so"
                 } else {
-                    ""
+                    "; an integration test (tests/*.rs) links a crate's kernels only when it \
+                     names the crate: add `use your_crate as _;`"
                 }
             )
         } else {

@@ -27,7 +27,8 @@ pub struct CheckSummary {
 /// Errors: [`Error::KernelCheck`] listing every kernel and arch that failed (the others still
 /// compile); [`Error::NoCuda`] when NVRTC cannot be loaded (a test that should pass on machines
 /// without it can match that variant); [`Error::InvalidArgument`] for an arch NVRTC does not
-/// know, or a binary with no kernels.
+/// know, or a binary with no kernels (an integration test links a crate's kernels only when it
+/// names the crate: `use your_crate as _;`).
 ///
 /// `opbox::testing` re-exports it, with an example.
 pub fn check_all_kernels(arches: &[&str]) -> Result<CheckSummary> {
