@@ -260,13 +260,8 @@ fn main() -> opbox::Result<()> {
 
     stack.push(&x).push(&y).push(1.0).push(-1.0);
     axpby.call_boxed(&mut stack)?;
-    println!(
-        "boxed axpby(x, y, 1, -1) = {:?}",
-        stack[0]
-            .as_tensor()
-            .map(|t| t.to_vec::<f32>())
-            .transpose()?
-    );
+    let z = stack.pop_tensor()?; // or stack.pop_as::<Tensor>()
+    println!("boxed axpby(x, y, 1, -1) = {:?}", z.to_vec::<f32>()?);
 
     // Mistakes are errors that say what to fix, never panics.
     let mut bad = Stack::new();

@@ -31,6 +31,7 @@
 //!
 //! Libraries and impl modules are items: put them at module level (a `mod cpu` inside a function
 //! body cannot name the library's marker module through `super::`).
+#![warn(missing_docs)]
 
 pub use opbox_macros::{builtin, ConstexprEnum, KernelArg, NativeType};
 pub use opbox_macros::{device, kernel, kernel_group};
@@ -54,6 +55,9 @@ pub use opbox_runtime::{float8, half, num_complex};
 /// The boxed stack's values beyond [`StableValue`] and [`Stack`]: conversions, lists, and the
 /// live-handle count that leak tests read.
 pub mod value {
+    /// What a typed pop ([`Stack::pop_as`](crate::Stack::pop_as)) and a typed call's result
+    /// read a value as.
+    pub use opbox_runtime::dispatch::FromOutput;
     pub use opbox_runtime::value::{
         live_handles, Devices, FromStable, IntoStable, List, Mismatch, TypedKey, INLINE_SLOTS,
     };
@@ -168,7 +172,7 @@ pub mod aot {
         compile, default_threads, plan, run_job, run_jobs, AotJob, AotKernel, AotTargets,
     };
     pub use opbox_runtime::backend::cuda::aot_session::{
-        run_request, AotEvent, AotRequest, AotSummary, CONSTEXPR_SKIP,
+        check_request, run_request, AotEvent, AotRequest, AotSummary, CONSTEXPR_SKIP,
     };
 
     /// The C ABI between `opbox aot --plugin` and a plugin (`opbox_aot_v1`).
@@ -243,6 +247,25 @@ macro_rules! export_plugin {
     };
 }
 
+/// Test helpers: [`testing::check_all_kernels`] NVRTC-compiles every kernel linked into the
+/// test binary (no GPU needed), so one `#[test]` catches a `.cu` that no longer matches its
+/// declaration. An integration test (`tests/*.rs`) links only the crates it names, so it starts
+/// with `use your_crate as _;`:
+///
+/// ```no_run
+/// // use your_crate as _;
+/// #[test]
+/// fn kernels_compile() {
+///     if let Err(e) = opbox::testing::check_all_kernels(&["sm_90"]) {
+///         panic!("{e}"); // one entry per failure, with NVRTC's log
+///     }
+/// }
+/// ```
+#[cfg(feature = "cuda")]
+pub mod testing {
+    pub use opbox_runtime::backend::cuda::check::{check_all_kernels, CheckSummary};
+}
+
 /// The kernel caches' counters: `opbox::cache::stats()`.
 #[cfg(feature = "cuda")]
 pub mod cache {
@@ -276,6 +299,17 @@ pub mod prelude {
         MemoryFormat, OpHandle, OpTag, Result, Scalar, StableValue, Stack, Stream, Tensor,
     };
 }
+
+/// The README's `rust` blocks, run as doctests; `tests/readme.rs` checks that its other code
+/// blocks are excerpts of files CI builds.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+/// The tutorial's (`docs/tutorial.md`) `rust` blocks, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tutorial.md")]
+pub struct TutorialDoctests;
 
 /// What the macros' expansions name. Not a public API: it changes without notice.
 #[doc(hidden)]

@@ -652,7 +652,7 @@ fn success_leaves_exactly_the_outputs() {
     axpy.call_boxed(&mut s).unwrap();
     assert_eq!(s.len(), 1);
     assert_eq!(
-        s[0].as_tensor().unwrap().to_vec::<f32>().unwrap(),
+        s.peek_tensor().unwrap().to_vec::<f32>().unwrap(),
         vec![12.0, 24.0]
     );
     assert_eq!(
@@ -660,13 +660,23 @@ fn success_leaves_exactly_the_outputs() {
         (1, 1),
         "the arguments were released"
     );
+    // A typed pop of the wrong type names both and leaves the result there.
+    assert_eq!(
+        s.pop_int().unwrap_err().to_string(),
+        "the stack's top value is Tensor, which cannot be read as `i64`"
+    );
+    let z = s.pop_tensor().unwrap();
+    assert_eq!(z.to_vec::<f32>().unwrap(), vec![12.0, 24.0]);
+    assert_eq!(
+        s.pop_tensor().unwrap_err().to_string(),
+        "the stack is empty: there is no value to read as `Tensor`"
+    );
 
-    // The stack can be reused: clear the outputs and push again.
-    s.clear();
+    // The stack can be reused: push again.
     s.push(1i64).push(2i64);
     op("abi::add").call_boxed(&mut s).unwrap();
     assert_eq!(s.len(), 1);
-    assert_eq!(s[0].as_int(), Some(3));
+    assert_eq!(s.pop_int().unwrap(), 3);
 
     // An int for a float is accepted, as PyTorch does.
     let z: Tensor = axpy.call((3i64, &x, &y)).unwrap();
@@ -688,6 +698,6 @@ fn typed_result_mismatch() {
     );
     assert_eq!(
         err.to_string(),
-        "abi::add returns int as return #0, which cannot be read as `opbox_runtime::tensor::Tensor`"
+        "abi::add returns int as return #0, which cannot be read as `Tensor`"
     );
 }

@@ -81,6 +81,12 @@ fn smoke_calls() {
         err.to_string(),
         "unknown operator 'smoke::axbpy'; did you mean 'smoke::axpby'?"
     );
+    // A namespace nothing linked defines: most often a crate the binary never names.
+    let err = opbox::op("unlinked::axpby").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown operator 'unlinked::axpby'. No op of namespace 'unlinked' is linked into this binary or loaded from a plugin: a test or binary that never names the crate defining them does not link it (add `use that_crate as _;`)"
+    );
     let err = axpby.call::<_, Tensor>((1i64, &y)).unwrap_err();
     assert_eq!(
         err.to_string(),

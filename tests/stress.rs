@@ -90,7 +90,7 @@ fn eight_threads_through_one_tensor_handle() {
                             stack.clear();
                             stack.push(&x).push(y).push(a);
                             axpy.call_boxed(&mut stack).unwrap();
-                            stack.pop().unwrap().take_tensor().unwrap()
+                            stack.pop_tensor().unwrap()
                         } else {
                             axpy.call((&x, y, a)).unwrap()
                         };

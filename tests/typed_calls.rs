@@ -105,7 +105,7 @@ fn exact_types_call_the_kernel_directly_and_return_what_the_boxed_path_returns()
         !got_the_callers_str(&name),
         "the boxed path passes the stack's copy"
     );
-    let boxed = stack.pop().unwrap().take_tensor().unwrap();
+    let boxed = stack.pop_tensor().unwrap();
     assert_eq!(typed.to_vec::<f32>().unwrap(), vec![4.0, 5.0]);
     assert_eq!(
         typed.to_vec::<f32>().unwrap(),

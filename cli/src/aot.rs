@@ -54,7 +54,7 @@ pub struct AotArgs {
 
 /// `sm_90` / `compute_90` / `sm_90a`, checked while parsing so that a typo, or an arch this
 /// NVRTC does not support, is a usage error naming the flag.
-fn parse_arch(arch: &str) -> Result<String, String> {
+pub(crate) fn parse_arch(arch: &str) -> Result<String, String> {
     let target = opbox::cuda::Target::parse(arch).map_err(|e| e.to_string())?;
     match target.check_supported() {
         // Without NVRTC only the spelling can be checked; the run then says NVRTC is missing.
@@ -74,7 +74,7 @@ pub fn run(args: &AotArgs) -> ExitCode {
         jobs: args.jobs,
         list_only: args.list,
     };
-    let progress = Progress::new(args.quiet);
+    let progress = Progress::new(args.quiet, true);
     let started = Instant::now();
     let outcome = match &args.plugin {
         None => run_request(&request, &|e| progress.event(e)),

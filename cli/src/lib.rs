@@ -8,6 +8,9 @@
 //! - for a cdylib plugin that calls `opbox::export_aot!()`, run the standalone command:
 //!   `opbox aot --plugin target/release/libyours.so --arch sm_90`.
 //!
+//! `opbox check --arch sm_90` compiles the same kernels of a binary with NVRTC, each with its
+//! signature check, and writes nothing: a mismatched `.cu` fails it (no GPU needed).
+//!
 //! `opbox ops [--plugin lib.so]... [--json]` lists the ops this process can call (the standalone
 //! command links none, so it lists what the plugins register), with schemas, backends and the
 //! image that registered each.
@@ -16,6 +19,7 @@
 //! summary go to stderr. Exit status: 0 all compiled, 1 some kernels failed, 2 a bad request.
 
 mod aot;
+mod check;
 mod ops;
 mod plugin;
 mod progress;
@@ -26,6 +30,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use aot::AotArgs;
+pub use check::CheckArgs;
 pub use ops::{OpRow, OpsArgs};
 
 #[derive(Debug, Parser)]
@@ -39,6 +44,9 @@ struct Cli {
 enum Command {
     /// Compile extern kernels ahead of time to cubin (sm_XX) or PTX (compute_XX) files.
     Aot(AotArgs),
+    /// Compile every kernel of this binary with NVRTC, signature checks included, and write
+    /// nothing (no GPU needed).
+    Check(CheckArgs),
     /// List every op: namespaces, schemas, backends, and the image that registered each
     /// (`--plugin` loads op plugins first).
     Ops(OpsArgs),
@@ -69,6 +77,7 @@ where
     };
     match cli.command {
         Command::Aot(args) => aot::run(&args),
+        Command::Check(args) => check::run(&args),
         Command::Ops(args) => ops::run(&args),
     }
 }

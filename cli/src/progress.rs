@@ -1,4 +1,5 @@
-//! Draws a session's events: a progress bar on stderr, written paths on stdout.
+//! Draws a session's events: a progress bar on stderr, written paths on stdout (none for a
+//! check, which writes nothing).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use opbox::aot::AotEvent;
@@ -6,10 +7,12 @@ use opbox::aot::AotEvent;
 pub struct Progress {
     bar: ProgressBar,
     quiet: bool,
+    paths: bool,
 }
 
 impl Progress {
-    pub fn new(quiet: bool) -> Progress {
+    /// `paths`: print each written file's path to stdout (`opbox aot`).
+    pub fn new(quiet: bool, paths: bool) -> Progress {
         // Hidden until the plan says how many jobs there are; indicatif also hides it when
         // stderr is not a terminal, so logs get the plain lines only.
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
@@ -19,7 +22,7 @@ impl Progress {
         if let Ok(style) = style {
             bar.set_style(style);
         }
-        Progress { bar, quiet }
+        Progress { bar, quiet, paths }
     }
 
     pub fn event(&self, event: AotEvent<'_>) {
@@ -46,7 +49,9 @@ impl Progress {
                 target,
                 path,
             } => {
-                self.bar.suspend(|| println!("{}", path.display()));
+                if self.paths {
+                    self.bar.suspend(|| println!("{}", path.display()));
+                }
                 self.bar.set_message(format!("{kernel} ({target})"));
                 self.bar.inc(1);
             }

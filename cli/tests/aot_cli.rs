@@ -53,6 +53,14 @@ fn main() -> ExitCode {
             "in_process_failure_is_reported_others_compile",
             in_process_failure,
         ),
+        (
+            "in_process_check_compiles_and_writes_nothing",
+            in_process_check,
+        ),
+        (
+            "check_all_kernels_lists_every_failure",
+            check_all_kernels_lists_every_failure,
+        ),
         ("in_process_unknown_kernel_suggests", unknown_kernel),
         (
             "in_process_constexpr_kernel_named_is_refused",
@@ -254,6 +262,72 @@ fn in_process_failure() -> TestResult {
             stderr.contains("2 written to") && stderr.contains("1 failed; 1 skipped"),
             || show(&o),
         )?;
+        Ok(Outcome::Pass)
+    })
+}
+
+fn in_process_check() -> TestResult {
+    with_nvrtc(|| {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        // Every kernel, as `aot` above, but nothing is written: not even the default --out.
+        let o = Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
+            .env(CHILD, "1")
+            .current_dir(dir.path())
+            .args(["opbox", "check", "--arch", "sm_90", "--quiet"])
+            .output()
+            .map_err(|e| e.to_string())?;
+        let stderr = text(&o.stderr);
+        ensure(o.status.code() == Some(1), || show(&o))?;
+        ensure(o.stdout.is_empty(), || show(&o))?;
+        ensure(
+            stderr.contains("error [sm_90]: kernel 'broken' failed to compile")
+                && stderr.contains("this_name_is_not_declared"),
+            || show(&o),
+        )?;
+        ensure(
+            stderr.contains("opbox check: 2 compiled, 1 failed; 1 skipped, nothing written"),
+            || show(&o),
+        )?;
+        let written: Vec<_> = std::fs::read_dir(dir.path())
+            .map_err(|e| e.to_string())?
+            .collect();
+        ensure(written.is_empty(), || format!("check wrote {written:?}"))?;
+
+        let o = in_process(&["check", "--arch", "sm_90", "--kernel", "twice,negate"])?;
+        ensure(o.status.success(), || show(&o))?;
+        ensure(text(&o.stderr).contains("2 compiled, 0 failed"), || {
+            show(&o)
+        })?;
+        Ok(Outcome::Pass)
+    })
+}
+
+/// The test helper a user crate calls: every failure in one error, the others compiled.
+fn check_all_kernels_lists_every_failure() -> TestResult {
+    with_nvrtc(|| {
+        let err = match opbox::testing::check_all_kernels(&["sm_90", "compute_80"]) {
+            Ok(summary) => return Err(format!("the broken kernel passed: {summary:?}")),
+            Err(e) => e,
+        };
+        let Error::KernelCheck { checked, failures } = &err else {
+            return Err(format!("not a KernelCheck error: {err}"));
+        };
+        ensure(*checked == 6 && failures.len() == 2, || err.to_string())?;
+        ensure(
+            failures[0].starts_with("[sm_90] kernel 'broken' failed to compile")
+                && failures[1].starts_with("[compute_80] kernel 'broken' failed to compile")
+                && failures
+                    .iter()
+                    .all(|f| f.contains("this_name_is_not_declared")),
+            || err.to_string(),
+        )?;
+        ensure(
+            err.to_string()
+                .starts_with("2 of 6 kernel compiles failed:\n[sm_90] kernel 'broken'"),
+            || err.to_string(),
+        )?;
+        let bad_arch = opbox::testing::check_all_kernels(&["sm_1"]).map(|_| ());
+        ensure(bad_arch.is_err(), || "sm_1 was accepted".to_string())?;
         Ok(Outcome::Pass)
     })
 }

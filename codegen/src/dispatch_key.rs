@@ -32,10 +32,12 @@ macro_rules! define_dispatch_keys {
         }
 
         impl $name {
+            /// How many keys there are.
             pub const COUNT: usize = [$(::core::stringify!($key)),+].len();
             /// Every key, in dispatch-table order ([`Self::index`]).
             pub const ALL: [$name; $name::COUNT] = [$($name::$key),+];
 
+            /// The key's slot in a kernel table, `0..COUNT`.
             pub const fn index(self) -> usize {
                 self as usize
             }
@@ -47,6 +49,7 @@ macro_rules! define_dispatch_keys {
                 }
             }
 
+            /// The key `#[stable_impl]` spells `name` (`"CPU"`, `"CUDA"`), if any.
             pub fn from_name(name: &str) -> ::core::option::Option<$name> {
                 Self::ALL.into_iter().find(|k| k.name() == name)
             }

@@ -1,4 +1,5 @@
 //! opbox's runtime: the tagged [`StableValue`] stack, [`Tensor`], and the dispatcher.
+#![warn(missing_docs)]
 
 pub mod abi;
 pub mod backend;
@@ -10,6 +11,7 @@ pub mod native;
 pub mod panic;
 pub mod plugin;
 pub mod random;
+/// [`Scalar`]: a schema `Scalar` value (an int, a float or a bool).
 pub mod scalar;
 pub mod stream_value;
 pub mod tensor;

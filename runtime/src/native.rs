@@ -45,6 +45,7 @@ use crate::error::Error;
     note = "a native type is a #[repr(C)] struct with #[derive(Clone, Copy, NativeType)] and #[native(name = \"ns::Type\", initializer = \"aggregate\")] (or #[native(name = \"...\", opaque)]); kernel parameters also take scalars, In/Out/InOut<[T]> and #[derive(KernelArg)] structs"
 )]
 pub unsafe trait NativeType: Copy + 'static {
+    /// The type's layout, fields and C++ name.
     const SCHEMA: &'static NativeSchema;
 
     /// `nt` + 16 hex digits of SHA-256 over the schema. Computed once per type, at first use:
@@ -61,6 +62,7 @@ pub unsafe trait NativeType: Copy + 'static {
     note = "to keep a field out of C++'s view, mark it #[native(skip)] (not allowed with initializer = \"aggregate\"), or make the whole type #[native(opaque)]"
 )]
 pub trait NativeField: Copy + 'static {
+    /// The field's type in the native schema.
     const FIELD_TYPE: FieldType;
 }
 

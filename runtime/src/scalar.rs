@@ -1,12 +1,16 @@
 /// A schema `Scalar`: a number whose kind is decided at run time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {
+    /// An integer.
     Int(i64),
+    /// A floating-point number.
     Float(f64),
+    /// A boolean.
     Bool(bool),
 }
 
 impl Scalar {
+    /// The value as an `f64` (`true` is 1).
     pub fn to_f64(self) -> f64 {
         match self {
             Scalar::Int(i) => i as f64,

@@ -16,6 +16,7 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// The stream `id` of device `device_index` (-1: the current device).
     pub const fn new(device_index: i8, id: u64) -> Stream {
         Stream { device_index, id }
     }

@@ -17,21 +17,37 @@ use crate::{
 pub mod ty {
     use std::marker::PhantomData;
 
+    /// `&Tensor`: a borrowed tensor.
     pub struct TensorRef;
+    /// `Tensor`: an owned tensor.
     pub struct TensorVal;
+    /// `int` (and `SymInt`).
     pub struct Int;
+    /// `float` (and `SymFloat`).
     pub struct Float;
+    /// `bool` (and `SymBool`).
     pub struct Bool;
+    /// `str` (and `Dimname`).
     pub struct Str;
+    /// `ScalarType`.
     pub struct ScalarType;
+    /// `Device`.
     pub struct Device;
+    /// `Scalar`.
     pub struct Scalar;
+    /// `Layout`.
     pub struct Layout;
+    /// `MemoryFormat`.
     pub struct MemoryFormat;
+    /// `Generator`.
     pub struct Generator;
+    /// `DeviceIndex`.
     pub struct DeviceIndex;
+    /// `Stream`.
     pub struct Stream;
+    /// `T[]` and `T[N]`.
     pub struct List<T>(PhantomData<T>);
+    /// `T?`.
     pub struct Optional<T>(PhantomData<T>);
     /// A Rust type with no schema type, such as `f32`: its error names the expected type.
     pub struct Rust<T>(PhantomData<T>);
@@ -44,6 +60,7 @@ pub mod ty {
     note = "schema types map to Rust types: Tensor → &Tensor or Tensor, int and SymInt → i64, float and SymFloat → f64, bool and SymBool → bool, str and Dimname → &str or String, ScalarType → DType, Device → Device, Scalar → Scalar, Layout → Layout, MemoryFormat → MemoryFormat, Generator → Generator, DeviceIndex → i8, Stream → Stream, T[] and T[N] → &[T] or Vec<T>, T? → Option<T>"
 )]
 pub trait RustParam: TypedKey {
+    /// The schema-side marker the type stands for ([`ty`]).
     type Schema;
     /// The type's [`TypedKey::Key`], reachable through this trait so that a kernel's typed entry
     /// names it under the same obligation as the signature check (one error, not two).
@@ -57,6 +74,7 @@ pub trait RustParam: TypedKey {
     note = "return types map as: Tensor → Tensor, int → i64, float → f64, bool → bool, str → String, T[] → Vec<T>, T? → Option<T>; several returns are a tuple, none is ()"
 )]
 pub trait ReturnValue: IntoStable + 'static {
+    /// The schema-side marker of the return ([`ty`]).
     type Schema;
 }
 
@@ -111,7 +129,9 @@ pub trait KernelReturn {
     type Schema;
     /// What a typed call receives: the return without its `Result`.
     type Value: 'static;
+    /// Writes the returned values into the kernel's output slots.
     fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()>;
+    /// The returned value, for a typed call, without boxing it.
     fn into_value(self) -> Result<Self::Value>;
 }
 

@@ -16,10 +16,13 @@ use std::sync::{Arc, RwLock};
 /// One warning, as a handler receives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
+    /// The warning's text.
     pub message: String,
     /// Where the `warn!` is: `file!()`, `line!()` and `module_path!()` of the call site.
     pub file: &'static str,
+    /// The line of the `warn!`.
     pub line: u32,
+    /// The module of the `warn!`.
     pub module: &'static str,
 }
 
@@ -78,6 +81,7 @@ pub fn set_warn_always(always: bool) {
     WARN_ALWAYS.store(always, Ordering::Relaxed);
 }
 
+/// Whether every `warn!` call warns, not only the first of each call site.
 pub fn warn_always() -> bool {
     WARN_ALWAYS.load(Ordering::Relaxed)
 }

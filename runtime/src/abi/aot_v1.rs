@@ -27,17 +27,25 @@ pub type AotEntryV1 =
 /// Receives each event; `ctx` is the caller's pointer, passed through.
 pub type AotEventCallbackV1 = unsafe extern "C" fn(ctx: *mut c_void, event: *const AotEventV1);
 
+/// The request `opbox aot --plugin` passes to a plugin's `opbox_aot_v1`: an `AotRequest` as C
+/// data, every pointer valid for the call.
 #[repr(C)]
 pub struct AotRequestV1 {
     /// `size_of::<AotRequestV1>()` as the caller built it: a later version appends fields.
     pub size: usize,
+    /// `sm_XX` / `compute_XX` target names, `arch_count` of them.
     pub arches: *const *const c_char,
+    /// The length of `arches`.
     pub arch_count: usize,
+    /// CUDA device ordinals, `device_count` of them.
     pub devices: *const u32,
+    /// The length of `devices`.
     pub device_count: usize,
     /// Kernel names; none means every registered kernel.
     pub kernels: *const *const c_char,
+    /// The length of `kernels`.
     pub kernel_count: usize,
+    /// The directory the images are written to (NUL-terminated UTF-8).
     pub out_dir: *const c_char,
     /// Compile threads; 0 means one per core.
     pub jobs: u32,
@@ -48,9 +56,11 @@ pub struct AotRequestV1 {
 /// One event: `kind` says which of the string fields are set (the others are null).
 #[repr(C)]
 pub struct AotEventV1 {
+    /// Which event: one of the `EVENT_*` constants.
     pub kind: u32,
     /// `PLANNED`: the number of jobs.
     pub count: u64,
+    /// The kernel's Rust name (every event but `PLANNED` and `ERROR`).
     pub kernel: *const c_char,
     /// `LISTED`: the Rust module. `DONE`, `FAILED`: the target (`sm_90`).
     pub detail: *const c_char,
@@ -60,11 +70,18 @@ pub struct AotEventV1 {
     pub message: *const c_char,
 }
 
+/// `AotEvent::Listed`: a registered kernel, for `--list`.
 pub const EVENT_LISTED: u32 = 1;
+/// `AotEvent::Skipped`: a kernel with `#[constexpr]` parameters, not compiled.
 pub const EVENT_SKIPPED: u32 = 2;
+/// `AotEvent::Planned`: how many jobs will run.
 pub const EVENT_PLANNED: u32 = 3;
+/// `AotEvent::Done`: one image written.
 pub const EVENT_DONE: u32 = 4;
+/// `AotEvent::Failed`: one (kernel, target) did not compile.
 pub const EVENT_FAILED: u32 = 5;
+/// The session could not start (no targets, an unknown kernel, NVRTC missing): `message` says
+/// why, and no other event follows.
 pub const EVENT_ERROR: u32 = 6;
 
 /// The plugin side: decodes the request, runs the session over the plugin's kernels, and

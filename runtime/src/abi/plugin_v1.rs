@@ -95,8 +95,11 @@ pub const TENSOR_FLAG_READ_ONLY: u64 = 1;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Value {
+    /// What the value holds: a [`Tag`](crate::Tag) number, as in process.
     pub tag: u32,
+    /// Per-tag extra data (a Scalar's kind, a Stream's device index); 0 otherwise.
     pub aux: u32,
+    /// The value, or a pointer to its box, as the module docs list per tag.
     pub payload: u64,
 }
 
@@ -104,7 +107,9 @@ pub struct Value {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct StrRef {
+    /// The first byte.
     pub data: *const c_char,
+    /// The length in bytes.
     pub len: usize,
 }
 
@@ -112,7 +117,9 @@ pub struct StrRef {
 #[repr(C)]
 #[derive(Debug)]
 pub struct AbiString {
+    /// The first byte (not NUL-terminated).
     pub data: *const c_char,
+    /// The length in bytes.
     pub len: usize,
     /// Frees this string; null for a borrowed one.
     pub release: Option<unsafe extern "C" fn(*mut AbiString)>,
@@ -126,10 +133,15 @@ pub struct AbiString {
 pub struct AbiList {
     /// The elements' tag: Int (`int64_t`), Float (`double`) or Bool (`uint8_t`, 0 or 1).
     pub elem_tag: u32,
+    /// Zero.
     pub reserved: u32,
+    /// The first element.
     pub data: *const c_void,
+    /// The number of elements.
     pub len: usize,
+    /// Frees this list; null for a borrowed one.
     pub release: Option<unsafe extern "C" fn(*mut AbiList)>,
+    /// The maker's own pointer.
     pub ctx: *mut c_void,
 }
 
@@ -137,6 +149,7 @@ pub struct AbiList {
 #[repr(C)]
 #[derive(Debug)]
 pub struct TensorVTable {
+    /// `size_of` the table as its maker built it.
     pub size: u64,
     /// An owned reference to the same tensor: the header itself with its count raised, or a new
     /// header (always so for a borrowed one). Null when out of memory.
@@ -150,6 +163,7 @@ pub struct TensorVTable {
 #[repr(C)]
 #[derive(Debug)]
 pub struct TensorHeader {
+    /// How the header is retained and released.
     pub vtable: *const TensorVTable,
     /// The maker's own pointer.
     pub manager_ctx: *mut c_void,
@@ -180,11 +194,15 @@ pub type KernelFn = unsafe extern "C" fn(
 #[repr(C)]
 #[derive(Debug)]
 pub struct LibraryDesc {
+    /// `size_of` the descriptor as the plugin built it.
     pub size: u64,
     /// [`LIBRARY_DEF`] or [`LIBRARY_FRAGMENT`].
     pub kind: u32,
+    /// The line of the library in its source.
     pub line: u32,
+    /// The namespace.
     pub namespace: StrRef,
+    /// The source file of the library.
     pub file: StrRef,
 }
 
@@ -192,9 +210,13 @@ pub struct LibraryDesc {
 #[repr(C)]
 #[derive(Debug)]
 pub struct OpDesc {
+    /// `size_of` the descriptor as the plugin built it.
     pub size: u64,
+    /// The line of the `m.def`.
     pub line: u32,
+    /// Zero.
     pub reserved: u32,
+    /// The schema string, as `m.def` takes it.
     pub schema: StrRef,
 }
 
@@ -202,17 +224,23 @@ pub struct OpDesc {
 #[repr(C)]
 #[derive(Debug)]
 pub struct ImplDesc {
+    /// `size_of` the descriptor as the plugin built it.
     pub size: u64,
     /// `ns::name[.overload]`.
     pub op: StrRef,
     /// A dispatch key's name: `CPU`, `CUDA`, `Meta`, `CompositeExplicit`.
     pub key: StrRef,
+    /// The kernel.
     pub kernel: KernelFn,
+    /// Passed to the kernel as its first argument.
     pub ctx: *mut c_void,
     /// The implementing function, to tell a repeated registration from a second kernel.
     pub function: StrRef,
+    /// The source file of the impl.
     pub file: StrRef,
+    /// Its line.
     pub line: u32,
+    /// Zero.
     pub reserved: u32,
 }
 
@@ -227,6 +255,7 @@ pub struct Registrar {
 #[repr(C)]
 #[derive(Debug)]
 pub struct HostV1 {
+    /// `size_of` the table the host filled: fields past it are absent.
     pub size: u64,
     /// The ABI version this table is ([`ABI_VERSION`], or older when a host offers less).
     pub version: u64,
@@ -285,6 +314,7 @@ pub const HOST_FUNCTIONS_SINCE_1_0: &[(&str, u64)] = &[("warn", ABI_V1_1)];
 #[repr(C)]
 #[derive(Debug)]
 pub struct PluginV1 {
+    /// `size_of` the descriptor as the plugin built it.
     pub size: u64,
     /// The ABI version the plugin was built against.
     pub abi_version: u64,
@@ -294,6 +324,7 @@ pub struct PluginV1 {
     pub opbox_version: u64,
     /// Its name, NUL-terminated, static.
     pub name: *const c_char,
+    /// Registers the plugin's libraries, ops and kernels through the host's table.
     pub register: unsafe extern "C" fn(reg: *mut Registrar) -> i32,
 }
 

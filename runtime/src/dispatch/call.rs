@@ -11,6 +11,7 @@ pub trait IntoStack {
     /// when the kernel can take these values as they are.
     type Key: 'static;
 
+    /// Boxes each element and pushes it, in order.
     fn push_onto(self, stack: &mut Stack<'_>);
 
     /// Records the devices of the tensors among the arguments.
@@ -37,7 +38,9 @@ pub trait FromOutput: Sized + 'static {
 
 /// The result of a typed call: one value, a tuple of values, or `()`.
 pub trait FromStack: Sized + 'static {
+    /// How many values the result takes off the stack.
     const COUNT: usize;
+    /// Reads the result off the stack after `op`'s call, checked against its schema's returns.
     fn from_stack(op: &str, schema: &Schema, stack: &mut Stack) -> Result<Self>;
 }
 
@@ -173,7 +176,7 @@ fn return_type_error<T>(op: &str, schema: &Schema, index: usize) -> Error {
             .get(index)
             .map(|r| r.ty.to_string())
             .unwrap_or_default(),
-        got: std::any::type_name::<T>().to_string(),
+        got: crate::error::rust_type_name::<T>(),
     }
 }
 

@@ -17,6 +17,7 @@ use crate::{Error, Result};
 pub type BoxedKernelFn =
     unsafe extern "C" fn(stack: *mut StableValue, num_args: u64, num_outputs: u64) -> i32;
 
+/// The kernel ran and wrote its outputs.
 pub const STATUS_OK: i32 = 0;
 /// The kernel returned an error.
 pub const STATUS_ERROR: i32 = 1;
@@ -85,6 +86,7 @@ pub struct KernelOutputs<'a> {
 }
 
 impl KernelOutputs<'_> {
+    /// Writes the next output slot; an error when the kernel returns more values than its schema.
     #[inline]
     pub fn push(&mut self, value: StableValue) -> Result<()> {
         match self.slots.get_mut(self.written) {
@@ -123,6 +125,7 @@ fn too_many_outputs(declared: usize) -> Error {
 pub struct BoxedOp {
     /// `ns::name[.overload]`.
     pub name: &'static str,
+    /// The op's schema.
     pub schema: &'static Schema,
 }
 

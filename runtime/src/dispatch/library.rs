@@ -13,6 +13,7 @@ pub struct Library {
 }
 
 impl Library {
+    /// An empty library (or fragment) of `namespace`: what `#[stable_library]` hands its function.
     pub fn new(namespace: impl Into<String>) -> Library {
         Library {
             namespace: namespace.into(),
@@ -42,6 +43,7 @@ impl Library {
         self
     }
 
+    /// The Python module `set_python_module` named, if any.
     pub fn python_module(&self) -> Option<&str> {
         self.python_module.as_deref()
     }
@@ -51,10 +53,12 @@ impl Library {
         &self.tags
     }
 
+    /// The library's namespace.
     pub fn namespace(&self) -> &str {
         &self.namespace
     }
 
+    /// The schemas defined so far, in order.
     pub fn schemas(&self) -> &[String] {
         &self.schemas
     }

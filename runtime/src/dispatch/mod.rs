@@ -5,6 +5,8 @@ mod call;
 mod fixed_list;
 pub(crate) mod foreign;
 mod kernel;
+#[cfg(test)]
+mod kernel_error_tests;
 mod key;
 mod library;
 mod op;
@@ -13,7 +15,7 @@ pub(crate) mod registry;
 pub(crate) mod suggest;
 mod typed;
 
-pub use call::{FromStack, IntoStack};
+pub use call::{FromOutput, FromStack, IntoStack};
 pub use kernel::{
     boxed_call, boxed_entry, take_last_error, BoxedKernelFn, BoxedOp, KernelArgs, KernelBody,
     KernelOutputs, STATUS_ERROR, STATUS_OK, STATUS_PANIC,

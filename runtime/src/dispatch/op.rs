@@ -41,10 +41,21 @@ fn resolve_elsewhere(name: &str) -> Result<OpHandle> {
     }
     let registry = check()?;
     let foreign = foreign::ops();
-    let names = registry.ops().iter().chain(foreign).map(|e| e.name);
+    let names = || {
+        registry
+            .ops()
+            .iter()
+            .chain(foreign.iter().copied())
+            .map(|e| e.name)
+    };
+    let unlinked_namespace = name.split_once("::").and_then(|(ns, _)| {
+        let linked = names().any(|n| n.split_once("::").is_some_and(|(other, _)| other == ns));
+        (!linked).then(|| ns.to_string())
+    });
     Err(Error::UnknownOp {
         name: name.to_string(),
-        suggestion: closest(name, names).map(str::to_string),
+        suggestion: closest(name, names()).map(str::to_string),
+        unlinked_namespace,
     })
 }
 
@@ -60,6 +71,7 @@ impl OpHandle {
         self.entry.name
     }
 
+    /// The op's parsed schema.
     pub fn schema(&self) -> &'static Schema {
         self.entry.schema
     }
@@ -69,6 +81,7 @@ impl OpHandle {
         self.entry.tags
     }
 
+    /// Whether the op carries `tag`.
     pub fn has_tag(&self, tag: OpTag) -> bool {
         self.entry.tags.contains(&tag)
     }

@@ -27,6 +27,7 @@ pub struct Bindings<'a> {
 }
 
 impl<'a> Bindings<'a> {
+    /// No bindings: a replay with it launches what was recorded.
     pub fn new() -> Bindings<'a> {
         Bindings::default()
     }
@@ -48,6 +49,7 @@ impl<'a> Bindings<'a> {
         self
     }
 
+    /// Whether nothing is bound.
     pub fn is_empty(&self) -> bool {
         self.tensors.is_empty() && self.values.is_empty()
     }

@@ -19,7 +19,10 @@ use crate::kernel::Access;
 /// and before everything after it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Region {
+    /// The device bytes `[start, end)` a tensor's elements span.
     Memory(Range<u64>),
+    /// A constant-params launch's `params` symbol and whatever its struct points at: overlaps every
+    /// region.
     ConstantParams,
 }
 
@@ -84,8 +87,11 @@ impl fmt::Display for Hazards {
 /// A dependency: `to` runs after `from` (`from` was recorded first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Edge {
+    /// The node that runs first.
     pub from: NodeId,
+    /// The node that waits for it.
     pub to: NodeId,
+    /// Why: read after write, write after read, write after write.
     pub hazards: Hazards,
 }
 

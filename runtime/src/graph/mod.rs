@@ -44,6 +44,7 @@ use record::Node;
 pub struct NodeId(pub(crate) usize);
 
 impl NodeId {
+    /// The node's position in recording order, from 0.
     pub fn index(self) -> usize {
         self.0
     }
@@ -72,6 +73,7 @@ impl Graph {
         }
     }
 
+    /// The graph's name (`record_named`), used in its errors.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -86,6 +88,7 @@ impl Graph {
         self.nodes.len()
     }
 
+    /// Whether no launch was recorded.
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }

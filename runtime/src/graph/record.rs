@@ -137,6 +137,7 @@ impl Recorder {
         ACTIVE.with(|a| a.borrow().get(self.depth).map_or(0, |s| s.nodes.len()))
     }
 
+    /// Whether no launch has been recorded yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

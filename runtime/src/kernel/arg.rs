@@ -57,6 +57,7 @@ pub(crate) fn short_name(path: &str) -> &str {
 /// The bytes of a by-value struct argument, borrowed from the value.
 #[derive(Clone, Copy)]
 pub struct NativeBytes<'a> {
+    /// The struct's layout.
     pub schema: &'static NativeSchema,
     ptr: *const MaybeUninit<u8>,
     len: usize,
@@ -98,10 +99,12 @@ impl<'a> NativeBytes<'a> {
         }
     }
 
+    /// The struct's size in bytes.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the struct has no bytes.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -202,12 +205,15 @@ impl<T: NativeType> KernelArg for T {
     note = "a value that changes per launch and that the kernel reads at run time is an ordinary parameter: remove #[constexpr]"
 )]
 pub trait ConstexprArg: Copy {
+    /// The parameter kind the declaration records (an integer, bool or enum).
     const KIND: ParamKind;
+    /// The value as the specialization key and the C++ template argument hold it.
     fn const_value(self) -> ConstValue;
 }
 
 /// What `#[derive(ConstexprEnum)]` implements: the variants' C++ types.
 pub trait ConstexprEnum: Copy + 'static {
+    /// The enum's name and its variants' C++ types, as the declaration records them.
     const PARAM: EnumParam;
     /// The variant's C++ type.
     fn cpp_type(self) -> &'static str;
@@ -216,13 +222,17 @@ pub trait ConstexprEnum: Copy + 'static {
 /// What `#[derive(KernelArg)]` implements: the struct's layout schema (its C++ twin is
 /// generated from it).
 pub trait KernelArgStruct: Copy + 'static {
+    /// The struct's layout, fields and C++ name.
     const SCHEMA: &'static NativeSchema;
 }
 
 /// A `#[derive(KernelArg)]` struct: registered for [`lower_any`] (the "derived" step).
 pub struct DerivedKernelArg {
+    /// The struct's `TypeId`.
     pub type_id: fn() -> TypeId,
+    /// The struct's Rust name, for errors.
     pub rust_name: &'static str,
+    /// Lowers a value of the struct (`None` for a value of another type).
     pub lower: fn(&dyn Any) -> Option<OwnedArg>,
 }
 
@@ -247,6 +257,7 @@ impl OwnedArg {
 
 /// Brings a foreign type into kernels for runtime-typed launches.
 pub trait KernelArgAdapter<F: 'static>: 'static {
+    /// Lowers `value` to a launch argument, or says why it cannot.
     fn adapt(value: &F) -> Result<OwnedArg>;
 }
 

@@ -46,8 +46,11 @@ impl fmt::Debug for Stream {
 /// Grid, block, dynamic shared memory and stream of one launch.
 #[derive(Clone, Debug)]
 pub struct LaunchConfig {
+    /// Blocks per grid, `(x, y, z)`.
     pub grid: (u32, u32, u32),
+    /// Threads per block, `(x, y, z)`.
     pub block: (u32, u32, u32),
+    /// Dynamic shared memory per block, in bytes.
     pub shared_mem_bytes: u32,
     /// `None`: the thread's current stream for the device (`opbox::cuda::with_stream`, else the
     /// default stream), where opbox's own copies run, so a launch is ordered after the uploads
@@ -81,16 +84,19 @@ impl LaunchConfig {
         }
     }
 
+    /// Sets the grid's dimensions.
     pub fn grid(mut self, x: u32, y: u32, z: u32) -> LaunchConfig {
         self.grid = (x, y, z);
         self
     }
 
+    /// Sets the block's dimensions.
     pub fn block(mut self, x: u32, y: u32, z: u32) -> LaunchConfig {
         self.block = (x, y, z);
         self
     }
 
+    /// Sets the dynamic shared memory per block.
     pub fn shared_mem(mut self, bytes: u32) -> LaunchConfig {
         self.shared_mem_bytes = bytes;
         self

@@ -13,7 +13,9 @@ use crate::error::Result;
 
 /// A group: its name and its members, in launch order.
 pub struct KernelGroupDecl {
+    /// The group's name (its Rust module).
     pub name: &'static str,
+    /// The member kernels, in launch order.
     pub members: &'static [&'static KernelHandle],
 }
 

@@ -16,6 +16,7 @@ pub struct KernelHandle {
 }
 
 impl KernelHandle {
+    /// An `#[extern_kernel]`'s handle, with nothing loaded yet.
     pub const fn new(decl: &'static KernelDecl) -> KernelHandle {
         KernelHandle {
             decl,
@@ -44,6 +45,7 @@ impl KernelHandle {
         self.cpu
     }
 
+    /// The kernel's declaration.
     pub fn decl(&self) -> &'static KernelDecl {
         self.decl
     }
@@ -69,6 +71,7 @@ impl<T> Default for SpecTable<T> {
 }
 
 impl<T> SpecTable<T> {
+    /// An empty table.
     pub const fn new() -> SpecTable<T> {
         SpecTable {
             list: RwLock::new(Vec::new()),
@@ -88,6 +91,7 @@ impl<T> SpecTable<T> {
             .map(|s| Arc::clone(&s.kernel))
     }
 
+    /// Adds the kernel compiled for `(ordinal, values)`.
     pub fn insert(&self, ordinal: usize, values: &[ConstValue], kernel: Arc<T>) {
         let mut list = self.list.write().unwrap_or_else(|p| p.into_inner());
         list.push(Specialization {
@@ -97,10 +101,12 @@ impl<T> SpecTable<T> {
         });
     }
 
+    /// How many specializations are held.
     pub fn len(&self) -> usize {
         self.list.read().unwrap_or_else(|p| p.into_inner()).len()
     }
 
+    /// Whether none is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -15,10 +15,11 @@ macro_rules! define_lowered_args {
         /// One launch argument, lowered: what the checked launch pushes.
         #[derive(Clone, Copy, Debug)]
         pub enum LaunchArg<'a> {
+            /// A tensor, passed as its device address.
             Tensor(&'a Tensor),
             /// `None` for an `Option<In<[T]>>` parameter: a null device pointer.
             Null,
-            $($v($t),)*
+            $(#[doc = concat!("A `", $r, "` by value.")] $v($t),)*
             /// A struct by value: its schema and its bytes.
             Native(NativeBytes<'a>),
         }
@@ -27,11 +28,16 @@ macro_rules! define_lowered_args {
         /// adapters return.
         #[derive(Clone, Debug)]
         pub enum OwnedArg {
+            /// A tensor, passed as its device address.
             Tensor(Tensor),
+            /// A null device pointer (`None` for an `Option<In<[T]>>`).
             Null,
-            $($v($t),)*
+            $(#[doc = concat!("A `", $r, "` by value.")] $v($t),)*
+            /// A struct by value.
             Native {
+                /// Its layout.
                 schema: &'static NativeSchema,
+                /// Its bytes (padding uninitialized).
                 bytes: Vec<MaybeUninit<u8>>,
             },
         }

@@ -105,14 +105,17 @@ pub struct PreparedLaunch<'a> {
 }
 
 impl<'a> PreparedLaunch<'a> {
+    /// The kernel's handle.
     pub fn handle(&self) -> &'static KernelHandle {
         self.handle
     }
 
+    /// The kernel's declaration.
     pub fn decl(&self) -> &'static KernelDecl {
         self.handle.decl()
     }
 
+    /// The launch's grid, block and shared memory.
     pub fn config(&self) -> &'a LaunchConfig {
         self.config
     }
@@ -171,8 +174,11 @@ impl<'a> PreparedLaunch<'a> {
 /// Which way a tensor parameter's data flows, from its declaration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
+    /// `In`: the kernel reads it.
     Read,
+    /// `Out`: the kernel writes it.
     Write,
+    /// `InOut`: both.
     ReadWrite,
 }
 

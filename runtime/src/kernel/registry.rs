@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 /// One `#[extern_kernel]` declaration, and the Rust module it was declared in.
 #[derive(Debug)]
 pub struct ExternKernelRegistration {
+    /// The kernel's declaration.
     pub decl: &'static KernelDecl,
     /// `module_path!()` inside the kernel's generated module (`crate::shaders::render`): tells
     /// apart two kernels of one name.

@@ -15,9 +15,13 @@ use crate::native::NativeField;
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C, align(16))]
 pub struct F32x4 {
+    /// Lane 0.
     pub x: f32,
+    /// Lane 1.
     pub y: f32,
+    /// Lane 2.
     pub z: f32,
+    /// Lane 3.
     pub w: f32,
 }
 

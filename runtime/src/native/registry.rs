@@ -12,13 +12,17 @@ use crate::error::{Error, Result, Site};
 
 /// What `#[derive(NativeType)]` submits.
 pub struct NativeTypeRegistration {
+    /// The type's layout.
     pub schema: &'static NativeSchema,
+    /// Where the derive is.
     pub site: Site,
 }
 
 /// What `#[builtin]` submits.
 pub struct BuiltinRegistration {
+    /// The builtin's declaration.
     pub decl: &'static BuiltinDecl,
+    /// Where it is declared.
     pub site: Site,
 }
 
@@ -32,6 +36,7 @@ pub struct NativeRegistry {
 }
 
 impl NativeRegistry {
+    /// An empty registry.
     pub fn new() -> NativeRegistry {
         NativeRegistry::default()
     }
@@ -53,14 +58,17 @@ impl NativeRegistry {
         }
     }
 
+    /// The native type registered under the C++ name `native_name`.
     pub fn get(&self, native_name: &str) -> Option<&'static NativeSchema> {
         self.by_name.get(native_name).map(|(s, _)| *s)
     }
 
+    /// How many native types are registered.
     pub fn len(&self) -> usize {
         self.by_name.len()
     }
 
+    /// Whether none is.
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
     }
@@ -82,6 +90,7 @@ pub struct BuiltinRegistry {
 }
 
 impl BuiltinRegistry {
+    /// An empty registry.
     pub fn new() -> BuiltinRegistry {
         BuiltinRegistry::default()
     }

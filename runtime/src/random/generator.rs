@@ -40,6 +40,7 @@ impl Generator {
         }
     }
 
+    /// The generator's seed.
     pub fn seed(&self) -> u64 {
         self.state.seed
     }

@@ -8,6 +8,7 @@
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PhiloxState {
+    /// The Philox key.
     pub seed: u64,
     /// The first counter of the range.
     pub offset: u64,

@@ -26,14 +26,17 @@ const TYPE_CUDA: u32 = 1;
 const TYPE_META: u32 = 9;
 
 impl Device {
+    /// Whether this is host memory.
     pub const fn is_cpu(self) -> bool {
         matches!(self, Device::Cpu)
     }
 
+    /// Whether this is a CUDA device.
     pub const fn is_cuda(self) -> bool {
         matches!(self, Device::Cuda(_))
     }
 
+    /// Whether this is the meta device.
     pub const fn is_meta(self) -> bool {
         matches!(self, Device::Meta)
     }

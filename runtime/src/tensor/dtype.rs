@@ -25,7 +25,7 @@ macro_rules! define_dtype {
         /// given a tensor, and names, sizes and codes come from that one table.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum DType {
-            $($v,)*
+            $(#[doc = concat!("`", $r, "` elements.")] $v,)*
         }
 
         impl DType {

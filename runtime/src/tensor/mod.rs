@@ -172,14 +172,14 @@ impl Tensor {
 
     // ---- raw handles (the boxed ABI) ----
 
-    /// Gives up this handle and returns its pointer, which still owns one reference. Turn it
-    /// back into a `Tensor` with [`Tensor::from_raw`] (exactly once) to release it.
     /// The handle's pointer, without giving up or taking a reference: valid only while `self`
     /// (or another handle to the same tensor) is alive.
     pub fn as_raw(&self) -> *mut c_void {
         self.ptr.as_ptr().cast::<c_void>()
     }
 
+    /// Gives up this handle and returns its pointer, which still owns one reference. Turn it
+    /// back into a `Tensor` with [`Tensor::from_raw`] (exactly once) to release it.
     pub fn into_raw(self) -> *mut c_void {
         let p = self.ptr.as_ptr().cast::<c_void>();
         mem::forget(self);
@@ -255,10 +255,12 @@ impl Tensor {
         self.inner().layout.offset
     }
 
+    /// The element type.
     pub fn dtype(&self) -> DType {
         self.inner().dtype
     }
 
+    /// Where the elements live.
     pub fn device(&self) -> Device {
         self.inner().device
     }

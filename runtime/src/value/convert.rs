@@ -16,6 +16,7 @@ pub struct Mismatch;
     label = "use a type from the schema table: &Tensor or Tensor, i64, f64, bool, &str or String, DType, Device, Scalar, Layout, MemoryFormat, Generator, i8, Stream, &[T] or Vec<T>, Option<T>"
 )]
 pub trait FromStable<'a>: Sized {
+    /// Reads the value, or [`Mismatch`] when it holds another type.
     fn from_stable(v: &'a StableValue) -> Result<Self, Mismatch>;
 
     /// Reads a whole list of `Self`. Typed lists override this to copy without unboxing.
@@ -30,6 +31,7 @@ pub trait FromStable<'a>: Sized {
 /// Turns a Rust value into an owned [`StableValue`]. Its [`TypedKey`] lets a typed call skip
 /// the boxing when the value is exactly what the kernel takes.
 pub trait IntoStable: TypedKey {
+    /// The value, boxed and owned.
     fn into_stable(self) -> StableValue;
 
     /// Boxes for a call whose stack is dropped before the call returns, so borrowed handles

@@ -7,11 +7,17 @@ use crate::Tensor;
 /// nested lists) is a list of boxed values.
 #[derive(Clone, Debug)]
 pub enum List {
+    /// `bool[]`.
     Bool(Vec<bool>),
+    /// `int[]`.
     Int(Vec<i64>),
+    /// `float[]`.
     Float(Vec<f64>),
+    /// `str[]`.
     Str(Vec<String>),
+    /// `Tensor[]`.
     Tensor(Vec<Tensor>),
+    /// Any other element type, each element boxed (`Tensor?[]`, `Scalar[]`, ...).
     Values(Vec<StableValue>),
 }
 
@@ -28,6 +34,7 @@ impl List {
         }
     }
 
+    /// The number of elements.
     pub fn len(&self) -> usize {
         match self {
             List::Bool(v) => v.len(),
@@ -39,6 +46,7 @@ impl List {
         }
     }
 
+    /// Whether the list has no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

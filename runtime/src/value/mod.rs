@@ -27,6 +27,7 @@ mod live;
 mod stable_value;
 mod stack;
 mod tag;
+mod typed;
 mod typed_key;
 
 #[cfg(test)]

@@ -79,28 +79,35 @@ impl StableValue {
         }
     }
 
+    /// `None`: an absent optional, or an output slot not written yet.
     #[inline]
     pub const fn none() -> StableValue {
         StableValue::bits(Tag::None, 0, 0)
     }
+    /// A `bool`.
     #[inline]
     pub const fn bool(v: bool) -> StableValue {
         StableValue::bits(Tag::Bool, 0, v as u64)
     }
+    /// An `int`.
     #[inline]
     pub const fn int(v: i64) -> StableValue {
         StableValue::bits(Tag::Int, 0, v as u64)
     }
+    /// A `float`.
     #[inline]
     pub fn float(v: f64) -> StableValue {
         StableValue::bits(Tag::Float, 0, v.to_bits())
     }
+    /// A `ScalarType`.
     pub fn dtype(v: DType) -> StableValue {
         StableValue::bits(Tag::DType, 0, u64::from(v.code()))
     }
+    /// A `Device`.
     pub fn device(v: Device) -> StableValue {
         StableValue::bits(Tag::Device, 0, v.to_bits())
     }
+    /// A `Scalar`.
     pub fn scalar(v: Scalar) -> StableValue {
         match v {
             Scalar::Int(i) => StableValue::bits(Tag::Scalar, SCALAR_INT, i as u64),
@@ -117,11 +124,13 @@ impl StableValue {
     pub fn stream(v: Stream) -> StableValue {
         StableValue::bits(Tag::Stream, v.device_index as u8 as u32, v.id)
     }
+    /// A `str`, owned (one heap string).
     pub fn str(v: impl Into<String>) -> StableValue {
         live::box_made();
         let ptr = Box::into_raw(Box::new(v.into())).cast::<c_void>();
         StableValue::owned_ptr(Tag::Str, 0, ptr)
     }
+    /// A `Tensor`, owning one reference.
     #[inline]
     pub fn tensor(v: Tensor) -> StableValue {
         StableValue::owned_ptr(Tag::Tensor, 0, v.into_raw())
@@ -175,6 +184,7 @@ impl StableValue {
         self.tag == Tag::Tensor as u32 && self.aux == TENSOR_BORROWED
     }
 
+    /// A list, owned (one heap box).
     pub fn list(v: List) -> StableValue {
         let aux = v.element_tag() as u32;
         live::box_made();
@@ -213,6 +223,8 @@ impl StableValue {
         Tag::from_u32(self.tag)
     }
 
+    /// The header's second word: what a tag needs beside the payload (a `Scalar`'s kind, a
+    /// `Stream`'s device index, the borrowed-tensor flag).
     pub fn aux(&self) -> u32 {
         self.aux
     }
@@ -231,23 +243,28 @@ impl StableValue {
         unsafe { self.payload.ptr }
     }
 
+    /// Whether this is `None`.
     #[inline]
     pub fn is_none(&self) -> bool {
         self.tag == Tag::None as u32
     }
 
+    /// The `bool`, or `None` for another tag.
     #[inline]
     pub fn as_bool(&self) -> Option<bool> {
         (self.tag == Tag::Bool as u32).then(|| self.raw_bits() != 0)
     }
+    /// The `int`, or `None` for another tag.
     #[inline]
     pub fn as_int(&self) -> Option<i64> {
         (self.tag == Tag::Int as u32).then(|| self.raw_bits() as i64)
     }
+    /// The `float`, or `None` for another tag (an `int` is not converted here).
     #[inline]
     pub fn as_float(&self) -> Option<f64> {
         (self.tag == Tag::Float as u32).then(|| f64::from_bits(self.raw_bits()))
     }
+    /// The `ScalarType`, or `None` for another tag or an unknown code.
     pub fn as_dtype(&self) -> Option<DType> {
         if self.tag != Tag::DType as u32 {
             return None;
@@ -256,11 +273,13 @@ impl StableValue {
             .ok()
             .and_then(DType::from_code)
     }
+    /// The `Device`, or `None` for another tag or bits no device has.
     pub fn as_device(&self) -> Option<Device> {
         (self.tag == Tag::Device as u32)
             .then(|| Device::from_bits(self.raw_bits()))
             .flatten()
     }
+    /// The `Scalar`, or `None` for another tag or an unknown kind.
     pub fn as_scalar(&self) -> Option<Scalar> {
         if self.tag != Tag::Scalar as u32 {
             return None;
@@ -284,12 +303,14 @@ impl StableValue {
         // (see `generator`), released only when the value drops.
         Some(unsafe { Generator::clone_raw(ptr.cast_const().cast()) })
     }
+    /// The `Stream`, or `None` for another tag.
     pub fn as_stream(&self) -> Option<Stream> {
         // The device index is the low byte of `aux`; anything above it is not a Stream we made.
         let index = u8::try_from(self.aux).ok()? as i8;
         (self.tag == Tag::Stream as u32).then(|| Stream::new(index, self.raw_bits()))
     }
 
+    /// The `str`, borrowed, or `None` for another tag or a null handle.
     #[inline]
     pub fn as_str(&self) -> Option<&str> {
         let ptr = self.raw_ptr();
@@ -312,6 +333,7 @@ impl StableValue {
         Some(unsafe { Tensor::borrow_raw(&self.payload.ptr) })
     }
 
+    /// The list, borrowed, or `None` for another tag or a null handle.
     #[inline]
     pub fn as_list(&self) -> Option<&List> {
         let ptr = self.raw_ptr();

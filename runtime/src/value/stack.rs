@@ -22,6 +22,7 @@ pub struct Stack<'a> {
 }
 
 impl<'a> Stack<'a> {
+    /// An empty stack (no allocation).
     #[inline]
     pub fn new() -> Stack<'a> {
         Stack {
@@ -73,25 +74,31 @@ impl<'a> Stack<'a> {
         }
     }
 
+    /// Pops the top value, owned. [`pop_as`](Stack::pop_as) and `pop_tensor` read it as a Rust
+    /// type.
     #[inline]
     pub fn pop(&mut self) -> Option<StableValue> {
         self.values.pop().map(StableValue::into_owned)
     }
 
+    /// The number of values.
     #[inline]
     pub fn len(&self) -> usize {
         self.values.len()
     }
 
+    /// Whether the stack holds no value.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
     }
 
+    /// Value `index`, borrowed (from the bottom, 0); `None` past the end.
     #[inline]
     pub fn get(&self, index: usize) -> Option<&StableValue> {
         self.values.get(index)
     }
 
+    /// Every value, bottom first.
     pub fn as_slice(&self) -> &[StableValue] {
         &self.values
     }

@@ -2,15 +2,25 @@
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Tag {
+    /// No value: an absent optional, or an unwritten output slot.
     None = 0,
+    /// A `bool` in the payload.
     Bool = 1,
+    /// An `int` (`i64`) in the payload.
     Int = 2,
+    /// A `float` (`f64`) in the payload.
     Float = 3,
+    /// An owned `str` handle.
     Str = 4,
+    /// An owned (or, on a call's stack, borrowed) `Tensor` handle.
     Tensor = 5,
+    /// An owned list handle.
     List = 6,
+    /// A `ScalarType` code in the payload.
     DType = 7,
+    /// A `Device` in the payload.
     Device = 8,
+    /// A `Scalar`: its kind in `aux`, its value in the payload.
     Scalar = 9,
     /// A shared `Generator` handle (owned: one reference).
     Generator = 10,
@@ -19,6 +29,7 @@ pub enum Tag {
 }
 
 impl Tag {
+    /// The tag numbered `v`, or `None` for a number no tag has.
     pub const fn from_u32(v: u32) -> Option<Tag> {
         Some(match v {
             0 => Tag::None,

@@ -29,6 +29,7 @@ pub struct Devices {
 }
 
 impl Devices {
+    /// Records one tensor's device.
     #[inline]
     pub fn note(&mut self, device: Device) {
         match self.first {

@@ -21,7 +21,7 @@ use opbox_codegen::cuda::{ConstValue, KernelDecl};
 
 use super::artifact::ImageKind;
 use super::context::device;
-use super::jit::{compile_ahead, compile_specializations, default_cache};
+use super::jit::{compile_ahead, compile_cached, compile_specializations, default_cache};
 use super::nvrtc;
 use super::target::Target;
 use crate::error::{Error, Result};
@@ -30,7 +30,9 @@ use crate::error::{Error, Result};
 /// of one specialization (in declaration order).
 #[derive(Clone, Copy, Debug)]
 pub struct AotKernel<'a> {
+    /// The kernel's declaration (`k::DECL`).
     pub decl: &'a KernelDecl,
+    /// One specialization's `#[constexpr]` values; empty for a kernel without any.
     pub constexprs: &'a [ConstValue],
 }
 
@@ -57,8 +59,11 @@ pub struct AotTargets {
 /// One (target, kernel) compile and the file it produces.
 #[derive(Clone, Debug)]
 pub struct AotJob<'a> {
+    /// What to compile.
     pub kernel: AotKernel<'a>,
+    /// What to compile it for.
     pub target: Target,
+    /// The file the image goes to.
     pub path: PathBuf,
     /// False when an earlier job writes the same file (a device's target equal to an explicit
     /// arch): the path is listed again, but compiled and written once.
@@ -79,6 +84,17 @@ pub fn compile(kernels: &[AotKernel<'_>], targets: &AotTargets) -> Result<Vec<Pa
 /// output directory. Errors: no kernels, no targets, an unknown arch, a device that is not
 /// there, two different kernels that would write one file.
 pub fn plan<'a>(kernels: &[AotKernel<'a>], targets: &AotTargets) -> Result<Vec<AotJob<'a>>> {
+    let jobs = plan_jobs(kernels, targets)?;
+    std::fs::create_dir_all(&targets.out_dir).map_err(|e| io(&targets.out_dir, e))?;
+    Ok(jobs)
+}
+
+/// [`plan`] without creating the output directory: what a check (`opbox check`), which writes
+/// no files, runs.
+pub(crate) fn plan_jobs<'a>(
+    kernels: &[AotKernel<'a>],
+    targets: &AotTargets,
+) -> Result<Vec<AotJob<'a>>> {
     if kernels.is_empty() {
         return Err(Error::InvalidArgument(
             "aot::compile: no kernels to compile".into(),
@@ -102,7 +118,6 @@ pub fn plan<'a>(kernels: &[AotKernel<'a>], targets: &AotTargets) -> Result<Vec<A
         target.check_supported()?;
         resolved.push(target);
     }
-    std::fs::create_dir_all(&targets.out_dir).map_err(|e| io(&targets.out_dir, e))?;
     let mut jobs: Vec<AotJob<'a>> = Vec::with_capacity(resolved.len() * kernels.len());
     for target in &resolved {
         for k in kernels {
@@ -150,6 +165,21 @@ pub fn run_job(job: &AotJob<'_>) -> Result<()> {
     std::fs::write(&job.path, &compiled.artifact.image).map_err(|e| io(&job.path, e))
 }
 
+/// Compiles one job as a launch would (through the disk cache, best effort) and writes no file:
+/// a check's job.
+pub(crate) fn check_job(job: &AotJob<'_>) -> Result<()> {
+    if !job.writes {
+        return Ok(());
+    }
+    compile_cached(
+        job.kernel.decl,
+        job.kernel.constexprs,
+        job.target,
+        default_cache(),
+    )
+    .map(drop)
+}
+
 /// Compiles the specializations of each template-style kernel that `jobs` asks for on one target
 /// as one unit (see [`compile_specializations`]), filling the disk cache that the jobs then read:
 /// one NVRTC compile per (kernel, target) rather than per specialization. A group that fails is
@@ -183,6 +213,16 @@ pub fn run_jobs(
     threads: usize,
     on_done: &(dyn Fn(usize, &Result<()>) + Sync),
 ) -> Vec<Result<()>> {
+    run_jobs_with(jobs, threads, run_job, on_done)
+}
+
+/// [`run_jobs`] with `run` doing each job: [`run_job`] for AOT, [`check_job`] for a check.
+pub(crate) fn run_jobs_with(
+    jobs: &[AotJob<'_>],
+    threads: usize,
+    run: fn(&AotJob<'_>) -> Result<()>,
+    on_done: &(dyn Fn(usize, &Result<()>) + Sync),
+) -> Vec<Result<()>> {
     share_specializations(jobs);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<()>>>> =
@@ -191,7 +231,7 @@ pub fn run_jobs(
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(job) = jobs.get(i) else { break };
         // A panic (a build options initializer's, say) fails this job only.
-        let result = crate::panic::catch(|| run_job(job)).unwrap_or_else(|message| {
+        let result = crate::panic::catch(|| run(job)).unwrap_or_else(|message| {
             Err(Error::Message(format!(
                 "kernel '{}' panicked while compiling for {}: {message}",
                 job.kernel.decl.rust_name,

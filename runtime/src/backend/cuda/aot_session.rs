@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use super::aot::{plan, run_jobs, AotKernel, AotTargets};
+use super::aot::{
+    check_job, plan, plan_jobs, run_job, run_jobs_with, AotJob, AotKernel, AotTargets,
+};
 use super::nvrtc;
 use crate::error::{Error, Result};
 use crate::kernel::registry::{registered_kernels, select_kernels, ExternKernelRegistration};
@@ -28,26 +30,43 @@ pub struct AotRequest {
 /// (target, kernel) as each finishes.
 #[derive(Clone, Copy, Debug)]
 pub enum AotEvent<'a> {
+    /// A registered kernel (listing only).
     Listed {
+        /// The kernel's Rust name.
         kernel: &'a str,
+        /// The Rust module of its declaration.
         module: &'a str,
+        /// Its declaration site, `file:line`.
         declared_at: &'a str,
     },
+    /// A kernel that is not compiled, and why (it has `#[constexpr]` parameters).
     Skipped {
+        /// The kernel's Rust name.
         kernel: &'a str,
+        /// Why it was skipped.
         reason: &'a str,
     },
+    /// The plan is made: this many (target, kernel) jobs follow.
     Planned {
+        /// The number of jobs.
         jobs: usize,
     },
+    /// One job compiled (and, for `opbox aot`, its file written).
     Done {
+        /// The kernel's Rust name.
         kernel: &'a str,
+        /// The target, `sm_90` or `compute_90`.
         target: &'a str,
+        /// The file written (in a check, the file `opbox aot` would write).
         path: &'a Path,
     },
+    /// One job failed; the others still run.
     Failed {
+        /// The kernel's Rust name.
         kernel: &'a str,
+        /// The target.
         target: &'a str,
+        /// The error, with NVRTC's log.
         message: &'a str,
     },
 }
@@ -55,9 +74,13 @@ pub enum AotEvent<'a> {
 /// How a session ended, when it got as far as compiling.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AotSummary {
+    /// Kernels listed.
     pub listed: usize,
+    /// Kernels skipped (`#[constexpr]` parameters).
     pub skipped: usize,
+    /// Jobs that compiled (and, for `opbox aot`, were written).
     pub written: usize,
+    /// Jobs that failed.
     pub failed: usize,
 }
 
@@ -70,6 +93,32 @@ its specializations with opbox::aot::compile(&[AotKernel { decl: &k::DECL, const
 /// is a `Failed` event and counts in the summary, and the others still compile.
 pub fn run_request(
     request: &AotRequest,
+    on_event: &(dyn Fn(AotEvent<'_>) + Sync),
+) -> Result<AotSummary> {
+    session(request, Mode::Write, on_event)
+}
+
+/// [`run_request`] as a check (`opbox check`, `opbox::testing::check_all_kernels`): the same
+/// kernels, targets and parallel NVRTC compiles, each signature check included, but no file is
+/// written (`out_dir` is not used; compiles go through the disk cache, as a launch's do). A
+/// `Done` event's path is the file `opbox aot` would write.
+pub fn check_request(
+    request: &AotRequest,
+    on_event: &(dyn Fn(AotEvent<'_>) + Sync),
+) -> Result<AotSummary> {
+    session(request, Mode::Check, on_event)
+}
+
+/// Whether a session writes the images or only compiles them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Write,
+    Check,
+}
+
+fn session(
+    request: &AotRequest,
+    mode: Mode,
     on_event: &(dyn Fn(AotEvent<'_>) + Sync),
 ) -> Result<AotSummary> {
     let mut summary = AotSummary::default();
@@ -100,23 +149,39 @@ pub fn run_request(
         }
     }
     if kernels.is_empty() {
+        let command = match mode {
+            Mode::Write => "aot",
+            Mode::Check => "check",
+        };
         return Err(Error::InvalidArgument(if registered_kernels().is_empty() {
-            "aot: no #[extern_kernel] is linked into this binary; run `opbox aot` from a binary \
-             that links your kernels (opbox_cli::main), or pass --plugin path/to/libyours.so"
-                .into()
+            format!(
+                "{command}: no #[extern_kernel] is linked into this binary; run \
+                 `opbox {command}` from a binary that links your kernels (opbox_cli::main){}",
+                if mode == Mode::Write {
+                    ", or pass --plugin path/to/libyours.so"
+                } else {
+                    "; an integration test (tests/*.rs) links a crate's kernels only when it \
+                     names the crate: add `use your_crate as _;`"
+                }
+            )
         } else {
-            "aot: every selected kernel has #[constexpr] parameters; nothing to compile".into()
+            format!(
+                "{command}: every selected kernel has #[constexpr] parameters; nothing to compile"
+            )
         }));
     }
     // Before planning: a missing NVRTC is one clear error, not one failure per job.
     nvrtc::version()?;
-    let jobs = plan(&kernels, &request.targets)?;
+    let (jobs, run): (_, fn(&AotJob<'_>) -> Result<()>) = match mode {
+        Mode::Write => (plan(&kernels, &request.targets)?, run_job),
+        Mode::Check => (plan_jobs(&kernels, &request.targets)?, check_job),
+    };
     on_event(AotEvent::Planned { jobs: jobs.len() });
     let threads = match request.jobs {
         0 => super::aot::default_threads(),
         n => n,
     };
-    let results = run_jobs(&jobs, threads, &|i, result| {
+    let results = run_jobs_with(&jobs, threads, run, &|i, result| {
         let Some(job) = jobs.get(i) else { return };
         let kernel = &job.kernel.decl.rust_name;
         let target = job.target.name();

@@ -4,16 +4,21 @@
 /// What the image is: a cubin for one exact `sm_XX`, or PTX the driver JIT-compiles on load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ImageKind {
+    /// A cubin: machine code for one `sm_XX`, loaded as it is.
     Cubin,
+    /// PTX: compiled by the driver when loaded, on any device of its arch or newer.
     Ptx,
 }
 
+/// A compiled module's image, as NVRTC made it and the disk cache stores it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Artifact {
+    /// Cubin or PTX.
     pub kind: ImageKind,
     /// Each kernel's symbol in the image (NVRTC's lowered name of its name expression), in the
     /// module's member order.
     pub lowered_names: Vec<String>,
+    /// The image's bytes.
     pub image: Vec<u8>,
 }
 

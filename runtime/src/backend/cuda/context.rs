@@ -14,13 +14,16 @@ pub const MAX_DEVICES: usize = 16;
 /// A device that is ready for work.
 #[derive(Debug)]
 pub struct CudaDevice {
+    /// The device's ordinal (`cuda:N`).
     pub ordinal: usize,
+    /// Its primary context.
     pub context: Arc<CudaContext>,
     /// The context's default (legacy) stream: launches on it are ordered with every other user of
     /// the primary context.
     pub stream: Arc<CudaStream>,
     /// `(major, minor)`, e.g. `(9, 0)` for an H200.
     pub compute_capability: (u32, u32),
+    /// The device's name, as the driver gives it.
     pub name: String,
     /// Streaming multiprocessors (132 on an H200): what a grid-stride kernel sizes its grid by.
     pub multiprocessors: u32,

@@ -159,6 +159,8 @@ pub struct DeviceGuard {
 }
 
 impl DeviceGuard {
+    /// Makes `cuda:ordinal` this thread's current device (its context bound) until the guard drops;
+    /// an error when the device is not there.
     pub fn new(ordinal: usize) -> Result<DeviceGuard> {
         bind(ordinal)?;
         let previous = DEVICE.with(|d| d.replace(Some(ordinal as u32)));

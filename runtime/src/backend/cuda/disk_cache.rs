@@ -26,6 +26,8 @@ use read::{read_entry, remove, Read};
 /// The environment variable that moves the cache; set to an empty string to turn it off.
 pub const CACHE_DIR_ENV: &str = "OPBOX_CACHE_DIR";
 
+/// The kernel disk cache: one verified file per cache key under a directory, written atomically
+/// (see the README's CUDA section for what it trusts and sweeps).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DiskCache {
     dir: PathBuf,
@@ -34,7 +36,9 @@ pub struct DiskCache {
 /// What a lookup found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Lookup {
+    /// The entry, verified.
     Hit(Artifact),
+    /// No entry.
     Miss,
     /// An entry existed but failed verification, or something other than an entry sat at its
     /// path; it has been removed (the message says so, or why it could not be).
@@ -45,6 +49,7 @@ pub enum Lookup {
 }
 
 impl DiskCache {
+    /// A cache in `dir` (created on the first store).
     pub fn new(dir: impl Into<PathBuf>) -> DiskCache {
         DiskCache { dir: dir.into() }
     }
@@ -59,14 +64,17 @@ impl DiskCache {
         }
     }
 
+    /// The cache's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// Where `key`'s entry lives: `<dir>/<key hex>.kernel`.
     pub fn entry_path(&self, key: &CacheKey) -> PathBuf {
         self.dir.join(format!("{}.kernel", key.hex()))
     }
 
+    /// Reads and verifies `key`'s entry; a corrupt one is removed.
     pub fn load(&self, key: &CacheKey) -> Lookup {
         let path = self.entry_path(key);
         let why = match read_entry(&path, key) {

@@ -74,17 +74,23 @@ pub enum CacheOutcome {
     /// Compiled and stored (or compiled with the disk cache off).
     Compiled,
     /// The entry was corrupt; recompiled and replaced.
-    Rebuilt { why: String },
+    Rebuilt {
+        /// What was wrong with the entry.
+        why: String,
+    },
     /// Read from the disk cache through the device alias, without loading NVRTC
     /// (see [`compile_for_device`]).
     DeviceHit,
 }
 
+/// One compile's result: the module's image, its cache key and how the cache served it.
 #[derive(Clone, Debug)]
 pub struct Compiled {
     /// The module's image, with every member's symbol.
     pub artifact: Artifact,
+    /// The content-addressed key the image is stored under.
     pub key: CacheKey,
+    /// Whether it was compiled, read from the disk cache, or rebuilt.
     pub outcome: CacheOutcome,
     /// The requested kernel's place among the module's members.
     pub member: usize,

@@ -23,10 +23,13 @@ use std::sync::atomic::Ordering;
 /// A loaded kernel: the function to launch and where it came from.
 #[derive(Clone, Debug)]
 pub struct LoadedKernel {
+    /// The function to launch.
     pub function: CudaFunction,
     /// The module the function lives in (its globals: `params` for `abi = "constant_params"`).
     pub module: Arc<CudaModule>,
+    /// Its symbol in the module (NVRTC's lowered name).
     pub lowered_name: String,
+    /// Whether it was loaded from a cubin or PTX.
     pub kind: ImageKind,
     /// What a launch on the device's default stream needs, side by side.
     pub(crate) target: LaunchTarget,

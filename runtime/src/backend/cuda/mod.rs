@@ -18,6 +18,7 @@
 pub mod aot;
 pub mod aot_session;
 pub mod artifact;
+pub mod check;
 pub mod context;
 pub mod cublas;
 pub mod current;
@@ -27,6 +28,7 @@ pub mod jit;
 pub mod loader;
 pub(crate) mod memory;
 pub mod nvrtc;
+mod nvrtc_search;
 pub mod probe;
 pub mod report;
 mod single_flight;

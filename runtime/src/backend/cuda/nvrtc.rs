@@ -13,6 +13,8 @@ use super::artifact::{Artifact, ImageKind};
 use super::probe;
 use crate::error::{Error, Result};
 
+pub use super::nvrtc_search::pip_lib_dir;
+
 /// NVRTC's `(major, minor)`, asked once.
 pub fn version() -> Result<(i32, i32)> {
     static VERSION: OnceLock<std::result::Result<(i32, i32), String>> = OnceLock::new();
@@ -92,7 +94,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// LD_LIBRARY_PATH for that, even when libnvrtc itself was found.
 fn builtins_missing(log: &str) -> String {
     format!(
-        "NVRTC could not load its builtins library: {}; put the directory holding libnvrtc-builtins on LD_LIBRARY_PATH (scripts/install-nvrtc prints it)",
+        "NVRTC could not load its builtins library: {}; put the directory holding libnvrtc-builtins (the wheel's nvidia/cu13/lib) on LD_LIBRARY_PATH",
         log.trim()
     )
 }

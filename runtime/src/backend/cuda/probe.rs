@@ -23,11 +23,15 @@ pub fn driver() -> Result<()> {
     }
 }
 
-/// `Ok` if libnvrtc can be loaded. Probed once per process.
+/// `Ok` if libnvrtc can be loaded: by the loader, else from a pip install
+/// (`nvrtc_search`). Probed once per process.
 pub fn nvrtc() -> Result<()> {
     static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: as in `driver`: only `dlopen` attempts, no symbol is called.
-    let present = *PRESENT.get_or_init(|| unsafe { cudarc::nvrtc::sys::is_culib_present() });
+    let present = *PRESENT.get_or_init(|| {
+        // SAFETY: as in `driver`: only `dlopen` attempts, no symbol is called.
+        let found = || unsafe { cudarc::nvrtc::sys::is_culib_present() };
+        found() || (super::nvrtc_search::preload() && found())
+    });
     if present {
         Ok(())
     } else {
@@ -57,8 +61,10 @@ pub fn cublas() -> Result<()> {
 
 pub(crate) fn nvrtc_missing_reason() -> String {
     format!(
-        "NVRTC (libnvrtc) was not found (searched {}); install it with scripts/install-nvrtc and put the directory it prints on LD_LIBRARY_PATH",
-        candidates("nvrtc")
+        "NVRTC (libnvrtc) was not found: the loader searched {}, and no pip install was found ({}); run `python3 -m pip install nvidia-cuda-nvrtc==13.0.*` (into the python3 on PATH or a virtualenv; or with `--target DIR` and {}=DIR), or put its nvidia/cu13/lib directory on LD_LIBRARY_PATH",
+        candidates("nvrtc"),
+        super::nvrtc_search::looked_in(),
+        super::nvrtc_search::NVRTC_DIR_ENV,
     )
 }
 

@@ -32,11 +32,14 @@ impl ArchVariant {
     }
 }
 
+/// What NVRTC compiles for: an image kind and an arch (`sm_90`, `compute_90`, `sm_90a`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Target {
+    /// Cubin (`sm_`) or PTX (`compute_`).
     pub kind: ImageKind,
     /// `90` for sm_90.
     pub arch: u32,
+    /// Portable, arch-specific (`a`) or family (`f`).
     pub variant: ArchVariant,
 }
 
@@ -92,6 +95,7 @@ impl Target {
         })
     }
 
+    /// The target's name as NVRTC spells it: `sm_90`, `compute_80`, `sm_100f`.
     pub fn name(&self) -> String {
         let prefix = match self.kind {
             ImageKind::Cubin => "sm",

@@ -254,6 +254,7 @@ impl Graph {
 }
 
 impl GraphExec {
+    /// The graph's name, as recorded.
     pub fn name(&self) -> &str {
         self.name
     }

@@ -12,6 +12,7 @@ use std::mem::{offset_of, size_of};
 /// The DLPack version opbox writes into the tensors it exports: the 1.1 codes are the ones its
 /// device and dtype tables know. Any 1.x tensor is read (minor versions only add codes).
 pub const DLPACK_MAJOR_VERSION: u32 = 1;
+/// The minor version opbox writes (see [`DLPACK_MAJOR_VERSION`]).
 pub const DLPACK_MINOR_VERSION: u32 = 1;
 
 /// `DLPACK_FLAG_BITMASK_READ_ONLY`: the consumer must not write the data.
@@ -25,7 +26,9 @@ pub const DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED: u64 = 1 << 2;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DLPackVersion {
+    /// Bumped for ABI-breaking changes: a consumer refuses another major.
     pub major: u32,
+    /// Bumped for additions (new codes, flags).
     pub minor: u32,
 }
 
@@ -35,21 +38,37 @@ pub struct DLPackVersion {
 pub struct DLDeviceType(pub i32);
 
 impl DLDeviceType {
+    /// `kDLCPU`: host memory.
     pub const CPU: DLDeviceType = DLDeviceType(1);
+    /// `kDLCUDA`: CUDA device memory.
     pub const CUDA: DLDeviceType = DLDeviceType(2);
+    /// `kDLCUDAHost`: pinned host memory (`cudaMallocHost`).
     pub const CUDA_HOST: DLDeviceType = DLDeviceType(3);
+    /// `kDLOpenCL`.
     pub const OPENCL: DLDeviceType = DLDeviceType(4);
+    /// `kDLVulkan`.
     pub const VULKAN: DLDeviceType = DLDeviceType(7);
+    /// `kDLMetal`.
     pub const METAL: DLDeviceType = DLDeviceType(8);
+    /// `kDLVPI`: Verilator.
     pub const VPI: DLDeviceType = DLDeviceType(9);
+    /// `kDLROCM`: ROCm GPU memory.
     pub const ROCM: DLDeviceType = DLDeviceType(10);
+    /// `kDLROCMHost`: pinned host memory for ROCm.
     pub const ROCM_HOST: DLDeviceType = DLDeviceType(11);
+    /// `kDLExtDev`: a device outside the list, for testing.
     pub const EXT_DEV: DLDeviceType = DLDeviceType(12);
+    /// `kDLCUDAManaged`: CUDA managed (unified) memory.
     pub const CUDA_MANAGED: DLDeviceType = DLDeviceType(13);
+    /// `kDLOneAPI`: oneAPI (SYCL) USM memory.
     pub const ONE_API: DLDeviceType = DLDeviceType(14);
+    /// `kDLWebGPU`.
     pub const WEB_GPU: DLDeviceType = DLDeviceType(15);
+    /// `kDLHexagon`: Qualcomm Hexagon DSP.
     pub const HEXAGON: DLDeviceType = DLDeviceType(16);
+    /// `kDLMAIA`: Microsoft MAIA.
     pub const MAIA: DLDeviceType = DLDeviceType(17);
+    /// `kDLTrn`: AWS Trainium.
     pub const TRN: DLDeviceType = DLDeviceType(18);
 
     /// The header's name for this code (`kDLCUDA`), or `None` for one it does not list.
@@ -80,7 +99,9 @@ impl DLDeviceType {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DLDevice {
+    /// Which kind of device.
     pub device_type: DLDeviceType,
+    /// The device's ordinal among its kind (0 for the CPU).
     pub device_id: i32,
 }
 
@@ -89,8 +110,11 @@ pub struct DLDevice {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DLDataType {
+    /// The type code (`DLDataTypeCode`).
     pub code: u8,
+    /// Bits per lane (`32` for f32).
     pub bits: u8,
+    /// Vector lanes per element (1 for a scalar dtype; opbox holds only 1).
     pub lanes: u16,
 }
 
@@ -98,13 +122,19 @@ pub struct DLDataType {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DLTensor {
+    /// The data's base address (host or device), before `byte_offset`.
     pub data: *mut c_void,
+    /// Where the data lives.
     pub device: DLDevice,
+    /// The number of dimensions.
     pub ndim: i32,
+    /// The element type.
     pub dtype: DLDataType,
+    /// `ndim` extents.
     pub shape: *mut i64,
     /// In elements; may be null only in legacy (pre-1.0) tensors, meaning row-major.
     pub strides: *mut i64,
+    /// Bytes from `data` to the first element.
     pub byte_offset: u64,
 }
 
@@ -112,8 +142,11 @@ pub struct DLTensor {
 #[repr(C)]
 #[derive(Debug)]
 pub struct DLManagedTensor {
+    /// The tensor.
     pub dl_tensor: DLTensor,
+    /// The producer's context, for its deleter.
     pub manager_ctx: *mut c_void,
+    /// Called once by the consumer when it is done; null when there is nothing to free.
     pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
 }
 
@@ -121,10 +154,15 @@ pub struct DLManagedTensor {
 #[repr(C)]
 #[derive(Debug)]
 pub struct DLManagedTensorVersioned {
+    /// The DLPack version the producer wrote.
     pub version: DLPackVersion,
+    /// The producer's context, for its deleter.
     pub manager_ctx: *mut c_void,
+    /// Called once by the consumer when it is done; null when there is nothing to free.
     pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
+    /// `DLPACK_FLAG_BITMASK_*` bits.
     pub flags: u64,
+    /// The tensor.
     pub dl_tensor: DLTensor,
 }
 

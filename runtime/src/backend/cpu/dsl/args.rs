@@ -99,6 +99,7 @@ pub(crate) fn element_count(kind: ParamKind, t: &crate::Tensor) -> usize {
 
 /// A by-value scalar launch argument.
 pub trait ScalarArg: Sized {
+    /// The value, when `arg` is a by-value scalar of this type.
     fn from_arg(arg: &LaunchArg<'_>) -> Option<Self>;
     /// The value of a `#[constexpr]` of this type; only the table's `constexpr` rows have one.
     fn from_const(v: &ConstValue) -> Option<Self> {

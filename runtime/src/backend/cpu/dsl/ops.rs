@@ -42,17 +42,25 @@ pub fn cast<T: FromRepr, U: Scalar>(x: U) -> T {
 
 /// `+ - * / %` and unary `-` with the DSL's rules.
 pub trait Arith: Copy {
+    /// `self + o`, wrapping for integers.
     fn add(self, o: Self) -> Self;
+    /// `self - o`, wrapping for integers.
     fn sub(self, o: Self) -> Self;
+    /// `self * o`, wrapping for integers.
     fn mul(self, o: Self) -> Self;
+    /// `self / o`: 0 for an integer divided by 0, `MIN` for `MIN / -1`.
     fn div(self, o: Self) -> Self;
+    /// `self % o`: 0 for an integer remainder by 0 and for `MIN % -1`.
     fn rem(self, o: Self) -> Self;
+    /// `-self`, wrapping for integers.
     fn neg(self) -> Self;
 }
 
 /// `<<` and `>>` with a count of any integer type, masked to the bit width.
 pub trait Shift<R>: Copy {
+    /// `self << r`, the count masked to the bit width.
     fn shl(self, r: R) -> Self;
+    /// `self >> r` (arithmetic for signed types), the count masked to the bit width.
     fn shr(self, r: R) -> Self;
 }
 
@@ -64,35 +72,57 @@ pub trait ShiftCount: Copy {
 
 /// Numeric methods of integers and floats.
 pub trait Num: Copy {
+    /// The absolute value (wrapping: `MIN.abs() == MIN`).
     fn abs(self) -> Self;
+    /// The smaller of the two (for floats, the other operand when one is NaN).
     fn min(self, o: Self) -> Self;
+    /// The larger of the two (for floats, the other operand when one is NaN).
     fn max(self, o: Self) -> Self;
+    /// `self` limited to `lo..=hi`.
     fn clamp(self, lo: Self, hi: Self) -> Self;
 }
 
 /// Numeric methods of floats; `f16`/`bf16` compute each in `f32` and round once.
 pub trait Float: Num {
+    /// The square root.
     fn sqrt(self) -> Self;
+    /// `e^self`.
     fn exp(self) -> Self;
+    /// `2^self`.
     fn exp2(self) -> Self;
+    /// The natural logarithm.
     fn ln(self) -> Self;
+    /// The base-2 logarithm.
     fn log2(self) -> Self;
+    /// The base-10 logarithm.
     fn log10(self) -> Self;
+    /// The hyperbolic tangent.
     fn tanh(self) -> Self;
+    /// The sine (radians).
     fn sin(self) -> Self;
+    /// The cosine (radians).
     fn cos(self) -> Self;
+    /// `self^e`.
     fn powf(self, e: Self) -> Self;
+    /// `self * a + b`, rounded once (C++'s `fma`).
     fn mul_add(self, a: Self, b: Self) -> Self;
+    /// Rounded toward negative infinity.
     fn floor(self) -> Self;
+    /// Rounded toward positive infinity.
     fn ceil(self) -> Self;
+    /// Rounded to the nearest integer, halves away from zero.
     fn round(self) -> Self;
+    /// Rounded toward zero.
     fn trunc(self) -> Self;
+    /// `1 / self`.
     fn recip(self) -> Self;
+    /// Whether `self` is NaN.
     fn is_nan(self) -> bool;
 }
 
 macro_rules! binop_fns {
     ($($f:ident),*) => {$(
+        #[doc = concat!("`", stringify!($f), "(a, b)`: the rewrite of the binary operator, [`Arith::", stringify!($f), "`].")]
         #[inline(always)]
         pub fn $f<T: Arith>(a: T, b: T) -> T {
             a.$f(b)
@@ -101,16 +131,19 @@ macro_rules! binop_fns {
 }
 binop_fns!(add, sub, mul, div, rem);
 
+/// `-a`: the rewrite of unary `-`.
 #[inline(always)]
 pub fn neg<T: Arith>(a: T) -> T {
     a.neg()
 }
 
+/// `a << r`: the rewrite of `<<`.
 #[inline(always)]
 pub fn shl<T: Shift<R>, R>(a: T, r: R) -> T {
     a.shl(r)
 }
 
+/// `a >> r`: the rewrite of `>>`.
 #[inline(always)]
 pub fn shr<T: Shift<R>, R>(a: T, r: R) -> T {
     a.shr(r)
@@ -119,6 +152,7 @@ pub fn shr<T: Shift<R>, R>(a: T, r: R) -> T {
 /// `a += b` and the other compound assignments: `place` is evaluated once.
 macro_rules! assign_fns {
     ($($f:ident => $op:ident),*) => {$(
+        #[doc = concat!("The rewrite of the compound assignment: `*place = ", stringify!($op), "(*place, b)`.")]
         #[inline(always)]
         pub fn $f<T: Arith>(place: &mut T, b: T) {
             *place = place.$op(b);
@@ -127,11 +161,13 @@ macro_rules! assign_fns {
 }
 assign_fns!(add_assign => add, sub_assign => sub, mul_assign => mul, div_assign => div, rem_assign => rem);
 
+/// `place <<= r`.
 #[inline(always)]
 pub fn shl_assign<T: Shift<R>, R>(place: &mut T, r: R) {
     *place = place.shl(r);
 }
 
+/// `place >>= r`.
 #[inline(always)]
 pub fn shr_assign<T: Shift<R>, R>(place: &mut T, r: R) {
     *place = place.shr(r);
