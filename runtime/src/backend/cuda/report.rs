@@ -32,8 +32,9 @@ pub struct KernelReport {
     pub local_bytes: u32,
     /// The largest block this kernel can be launched with on the device.
     pub max_threads_per_block: u32,
-    /// The PTX and SASS versions it was built for (`90` for sm_90).
+    /// The PTX version it was built for (`90` for compute_90).
     pub ptx_version: u32,
+    /// The SASS version it runs as (`90` for sm_90).
     pub binary_version: u32,
 }
 

@@ -102,36 +102,43 @@ fn deferred<R>(op: WarpOp, bits: u64) -> Deferred<R> {
 /// Each thread's half of the warp fns (`defer_<name>`, the DSL's warp table): the exchange
 /// itself runs for the whole block between two pieces of the body.
 impl ThreadCtx {
+    /// This lane's half of `shfl_down(v, delta)`.
     #[inline(always)]
     pub fn defer_shfl_down<T: WarpValue>(&self, v: T, delta: u32) -> Deferred<T> {
         deferred(WarpOp::Down(delta), v.to_bits64())
     }
 
+    /// This lane's half of `shfl_xor(v, mask)`.
     #[inline(always)]
     pub fn defer_shfl_xor<T: WarpValue>(&self, v: T, mask: u32) -> Deferred<T> {
         deferred(WarpOp::Xor(mask), v.to_bits64())
     }
 
+    /// This lane's half of `shfl_idx(v, lane)`.
     #[inline(always)]
     pub fn defer_shfl_idx<T: WarpValue>(&self, v: T, lane: u32) -> Deferred<T> {
         deferred(WarpOp::Idx(lane), v.to_bits64())
     }
 
+    /// This lane's half of `ballot(p)`.
     #[inline(always)]
     pub fn defer_ballot(&self, p: bool) -> Deferred<u32> {
         deferred(WarpOp::Ballot, u64::from(p))
     }
 
+    /// This lane's half of `any(p)`.
     #[inline(always)]
     pub fn defer_any(&self, p: bool) -> Deferred<Vote> {
         deferred(WarpOp::Any, u64::from(p))
     }
 
+    /// This lane's half of `all(p)`.
     #[inline(always)]
     pub fn defer_all(&self, p: bool) -> Deferred<Vote> {
         deferred(WarpOp::All, u64::from(p))
     }
 
+    /// This lane's half of `warp_reduce_sum(v)`.
     #[inline(always)]
     pub fn defer_warp_reduce_sum<T: WarpValue + Arith>(&self, v: T) -> Deferred<T> {
         fn add<T: WarpValue + Arith>(a: u64, b: u64) -> u64 {
@@ -140,6 +147,7 @@ impl ThreadCtx {
         deferred(WarpOp::Butterfly(Combine(add::<T>)), v.to_bits64())
     }
 
+    /// This lane's half of `warp_reduce_max(v)`.
     #[inline(always)]
     pub fn defer_warp_reduce_max<T: WarpValue + Num>(&self, v: T) -> Deferred<T> {
         fn max<T: WarpValue + Num>(a: u64, b: u64) -> u64 {
