@@ -25,8 +25,9 @@ impl fmt::Display for Site {
 /// Every error opbox returns, from a call, a kernel, a registration or a compile. Its `Display`
 /// is the message to show a user: it names what went wrong and, where there is one, the fix.
 /// Errors about one op name it ([`Error::op`]); an error a kernel returns comes back under its
-/// op's name ([`Error::InOp`]).
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+/// op's name ([`Error::InOp`]). `Debug` prints the same message, so `fn main() ->
+/// opbox::Result<()>` ends with it instead of the variant's fields.
+#[derive(Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A boxed call (or a stack launch) got an argument of another type than the schema's, or a
@@ -457,6 +458,14 @@ impl Error {
             Error::InOp { source, .. } => source.root(),
             other => other,
         }
+    }
+}
+
+/// What `fn main() -> opbox::Result<()>` and `unwrap` print: the message a user can act on, not
+/// the fields with their newlines escaped.
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 

@@ -452,26 +452,22 @@ impl<'e> Lowering<'e> {
             }
         };
         let len_cpp = match len {
-            syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Int(n),
-                ..
-            })) => n
-                .base10_digits()
-                .parse::<u32>()
-                .ok()
-                .filter(|n| *n > 0)
-                .map(|n| format!("{n}u")),
-            syn::GenericArgument::Type(syn::Type::Path(p)) => p
-                .path
-                .get_ident()
-                .map(|i| i.to_string())
-                .filter(|n| self.constexprs.contains(n)),
             syn::GenericArgument::Const(syn::Expr::Block(b)) => match b.block.stmts.as_slice() {
                 [syn::Stmt::Expr(e, None)] => self.const_len(e),
                 _ => None,
             },
+            syn::GenericArgument::Const(e) => self.const_len(e),
+            // `shared::<f32, BLOCK>()`: a lone name parses as a type.
+            syn::GenericArgument::Type(syn::Type::Path(p)) if p.qself.is_none() => {
+                self.const_len(&syn::Expr::Path(syn::ExprPath {
+                    attrs: Vec::new(),
+                    qself: None,
+                    path: p.path.clone(),
+                }))
+            }
             _ => None,
-        };
+        }
+        .filter(|len| len != "0u");
         let name = self.declare(ident, Ty::Slice(Elem::Prim(elem), true));
         let Some(len_cpp) = len_cpp else {
             self.err(len.span(), "a shared array's length is fixed when the kernel is compiled: a positive integer literal (`shared::<f32, 256>()`), a #[constexpr] parameter (`shared::<f32, BLOCK>()`), or literals and #[constexpr] parameters under `+ - * /` in braces (`shared::<f32, { TILE * TILE }>()`)");
