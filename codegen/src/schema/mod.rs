@@ -3,6 +3,7 @@
 //! [`parse`] turns a string into a [`Schema`]; [`Schema`]'s `Display` prints the canonical form,
 //! and `parse(print(s)) == s` for every schema that parses.
 
+mod class_name;
 mod default;
 mod enums;
 mod error;
@@ -12,6 +13,7 @@ mod parse;
 mod print;
 mod type_hint;
 
+pub use class_name::intern_class_name;
 pub use default::SCALAR_TYPE_NAMES;
 pub use enums::{
     named_int, parse_device, DeviceSpec, Layout, MemoryFormat, DEVICE_FORMS, NAMED_INT_CONSTANTS,

@@ -5,11 +5,12 @@
 //! name      := [ IDENT '::' ] IDENT [ '.' IDENT ]
 //! params    := param { ',' param }
 //! param     := '*' | type IDENT [ '=' default ]
-//! type      := BASE [ alias ] [ '[' INT ']' ] { '[' ']' | '?' }   (alias only on Tensor)
+//! type      := ( BASE | CLASS ) [ alias ] [ '[' INT ']' ] { '[' ']' | '?' }   (alias only on Tensor)
 //! alias     := '(' sets [ '!' ] [ '->' ( '*' | sets ) ] ')'
 //! sets      := IDENT { '|' IDENT }
 //! returns   := '(' [ ret { ',' ret } ] ')' | ret
 //! ret       := type [ IDENT ]
+//! CLASS     := '__torch__' '.' 'torch' '.' 'classes' '.' IDENT '.' IDENT
 //! ```
 //!
 //! As in torchgen's `model.py`: a fixed size (`int[2]`) goes on the innermost list, a written
@@ -32,6 +33,7 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::str::FromStr;
 
+use super::class_name;
 use super::default::{check, parse_default};
 use super::lex::{Lexer, Tok, Token};
 use super::type_hint::unknown_type_message;
@@ -301,7 +303,14 @@ impl<'a> Parser<'a> {
         }
         self.lx.bump(tok);
         let text = self.lx.text(tok);
-        let Some(base) = BaseType::from_schema_name(text) else {
+        let class = match text == class_name::PREFIX[0] {
+            true => Some(class_name::parse_class(&mut self.lx, tok)?),
+            false => None,
+        };
+        let Some(base) = class
+            .map(Type::base_type)
+            .or_else(|| BaseType::from_schema_name(text))
+        else {
             let next = self.lx.peek().map(|t| t.kind).unwrap_or(Tok::Other);
             let looks_like_name = position == Position::Argument
                 && matches!(next, Tok::Comma | Tok::RParen | Tok::Eq | Tok::End);
@@ -310,7 +319,7 @@ impl<'a> Parser<'a> {
                 unknown_type_message(text, looks_like_name),
             ));
         };
-        let mut ty = Type::base(base);
+        let mut ty = class.unwrap_or(Type::base(base));
         let mut alias = None;
         let next = self.lx.peek()?;
         match next.kind {
@@ -321,7 +330,8 @@ impl<'a> Parser<'a> {
                         range,
                         format!(
                             "alias annotations such as `(a!)` are only allowed on `Tensor`, \
-                             not on `{text}`"
+                             not on `{}`",
+                            ty.base_name()
                         ),
                     ));
                 }
