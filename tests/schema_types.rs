@@ -304,9 +304,7 @@ fn custom_classes_are_kept_in_the_op_schema() -> Result<()> {
         Some("__torch__.torch.classes.grammar.Packed")
     );
     // Defined, but no `#[stable_impl]` can implement it: a call says there is no kernel.
-    let err = unpack
-        .call::<_, ()>((&tensor(),))
-        .expect_err("no kernel");
+    let err = unpack.call::<_, ()>((&tensor(),)).expect_err("no kernel");
     assert!(err.to_string().contains("grammar::unpack"), "{err}");
     Ok(())
 }

@@ -9,6 +9,7 @@ mod enums;
 mod error;
 mod lex;
 mod model;
+mod names;
 mod parse;
 mod print;
 mod type_hint;
@@ -23,4 +24,4 @@ pub use model::{
     Alias, Argument, BaseType, DefaultValue, OperatorName, Return, Schema, Type, TypeShape,
     MAX_TYPE_DEPTH,
 };
-pub use parse::parse;
+pub use parse::{parse, parse_operator_name};
