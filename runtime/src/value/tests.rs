@@ -815,3 +815,32 @@ fn overwrite_plain_releases_the_old_value_and_writes_the_new_one() {
     drop(t);
     b.assert_balanced();
 }
+
+#[test]
+fn lend_borrows_a_str_list_for_the_call() {
+    use super::{Lend, StrScratch};
+    let typed = StableValue::list(List::Str(vec!["N".into(), "C".into()]));
+    let boxed = StableValue::list(List::Values(vec![
+        StableValue::str("H"),
+        StableValue::str("W"),
+    ]));
+    let mut scratch = StrScratch::default();
+    let names = <&[&str]>::lend(&typed, &mut scratch).unwrap();
+    assert_eq!(names, ["N", "C"]);
+    let mut scratch = StrScratch::default();
+    let names = <&[&str]>::lend(&boxed, &mut scratch).unwrap();
+    assert_eq!(names, ["H", "W"]);
+    let (none, int) = (StableValue::none(), StableValue::int(1));
+    let mut scratch = StrScratch::default();
+    assert_eq!(<Option<&[&str]>>::lend(&none, &mut scratch), Ok(None));
+    let mixed = StableValue::list(List::Values(vec![
+        StableValue::str("a"),
+        StableValue::int(1),
+    ]));
+    let mut scratch = StrScratch::default();
+    assert_eq!(<&[&str]>::lend(&mixed, &mut scratch), Err(Mismatch));
+    let mut scratch = StrScratch::default();
+    assert_eq!(<&[&str]>::lend(&int, &mut scratch), Err(Mismatch));
+    // Every other type lends straight from the value.
+    assert_eq!(<i64 as Lend>::lend(&StableValue::int(4), &mut ()), Ok(4));
+}
