@@ -160,7 +160,7 @@ pub(crate) struct Registration {
     pub(crate) impls: Vec<ForeignImpl>,
     pub(crate) errors: Vec<Error>,
     /// File and function names, which repeat across a plugin's registrations: leaked once each.
-    interned: std::collections::HashSet<&'static str>,
+    interned: std::collections::HashSet<&'static str, foldhash::fast::FixedState>,
     schemas: SchemaCache,
 }
 
@@ -171,7 +171,7 @@ impl Registration {
             libraries: Vec::new(),
             impls: Vec::new(),
             errors: Vec::new(),
-            interned: std::collections::HashSet::new(),
+            interned: std::collections::HashSet::default(),
             schemas: SchemaCache::default(),
         }
     }
@@ -321,7 +321,7 @@ unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
             // As the macros register in-process ops: the schema names its namespace.
             schema.name.namespace = Some(lib.namespace.into());
             lib.ops.push(ForeignOp {
-                name: leak(&name),
+                name: Box::leak(name.into_boxed_str()),
                 schema: Box::leak(Box::new(schema)),
                 site,
             });
