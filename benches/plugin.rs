@@ -3,7 +3,8 @@
 //! tests/fixtures/c_plugin, compiled here with `$CC` or `cc`, against an in-process `negate`.
 //!
 //! Before the benches it loads `tests/fixtures/c_plugin/many_ops.c` (10,000 ops) once and prints
-//! how long loading and registering took (a plugin loads once per process, so it is timed once).
+//! how long loading and registering took (a plugin loads once per process, so it is timed once),
+//! and the two boxed calls measured interleaved, with their ratio.
 //!
 //! `cargo bench --bench plugin -- --warm-up-time 1 --measurement-time 3`
 
@@ -48,9 +49,14 @@ fn c_plugin(dir: &Path, source: &str) -> std::path::PathBuf {
     out
 }
 
+/// Compiles and loads tests/fixtures/c_plugin/plugin.c (a plugin stays loaded for the process,
+/// so its directory is kept too).
+fn load_c_plugin() {
+    let dir = tempfile::tempdir().expect("a temp dir").keep();
+    opbox::plugin::load(c_plugin(&dir, "plugin")).expect("the C plugin loads");
+}
+
 fn int_op(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("a temp dir");
-    opbox::plugin::load(c_plugin(dir.path(), "plugin")).expect("the C plugin loads");
     let plugin = opbox::op("cplug::fails").unwrap();
     let local = opbox::op("inproc::negate").unwrap();
     let mut group = c.benchmark_group("(int) -> int");
@@ -92,10 +98,47 @@ fn load_many() {
     );
 }
 
+/// The boxed calls of both ops in short alternating batches, many rounds: on a shared machine
+/// a burst of load slows both alike, so the ratio of the two medians is steadier than two
+/// separate criterion runs.
+fn paired() {
+    const ROUNDS: usize = 301;
+    const CALLS: u32 = 20_000;
+    let plugin = opbox::op("cplug::fails").unwrap();
+    let local = opbox::op("inproc::negate").unwrap();
+    let mut stack = Stack::new();
+    let mut batch = |op: &opbox::OpHandle| {
+        let start = std::time::Instant::now();
+        for _ in 0..CALLS {
+            stack.clear();
+            stack.push(black_box(-3i64));
+            op.call_boxed(black_box(&mut stack)).unwrap();
+        }
+        start.elapsed().as_secs_f64() * 1e9 / f64::from(CALLS)
+    };
+    let (mut in_process, mut plugin_ns) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        in_process.push(batch(&local));
+        plugin_ns.push(batch(&plugin));
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (a, b) = (median(in_process), median(plugin_ns));
+    println!(
+        "(int) -> int boxed, interleaved medians: in process {a:.1} ns, plugin {b:.1} ns, \
+         plugin / in process {:.3}",
+        b / a
+    );
+}
+
 criterion_group!(benches, int_op);
 
 fn main() {
     load_many();
+    load_c_plugin();
+    paired();
     benches();
     Criterion::default().configure_from_args().final_summary();
 }

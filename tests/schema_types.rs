@@ -25,6 +25,7 @@ fn grammar(m: &mut Library) {
         "tagged_identity(Tensor t) -> Tensor",
         &[OpTag::Pt2Compliant, OpTag::Core],
     );
+    m.def("unpack(Tensor x, __torch__.torch.classes.grammar.Packed? packed=None) -> __torch__.torch.classes.grammar.Packed");
 }
 
 #[stable_impl(grammar, CPU)]
@@ -258,7 +259,7 @@ fn aliases_keywords_and_tags() -> Result<()> {
 fn the_library_fn_records_tags_when_run() {
     let mut m = Library::new("grammar");
     grammar(&mut m);
-    assert_eq!(m.schemas().len(), 15);
+    assert_eq!(m.schemas().len(), 16);
     assert_eq!(m.tags(), [(14, vec![OpTag::Pt2Compliant, OpTag::Core])]);
     assert_eq!(m.python_module(), Some("grammar_pkg.ops"));
 }
@@ -287,5 +288,23 @@ fn the_emitted_schemas_are_the_parsed_ones() -> Result<()> {
         parsed.name.namespace = Some("grammar".into());
         assert_eq!(opbox::op(&name)?.schema(), &parsed, "{text}");
     }
+    Ok(())
+}
+
+#[test]
+fn custom_classes_are_kept_in_the_op_schema() -> Result<()> {
+    let unpack = opbox::op("grammar::unpack")?;
+    let packed = &unpack.schema().arguments[1];
+    assert_eq!(
+        packed.ty.to_string(),
+        "__torch__.torch.classes.grammar.Packed?"
+    );
+    assert_eq!(
+        unpack.schema().returns[0].ty.class_name(),
+        Some("__torch__.torch.classes.grammar.Packed")
+    );
+    // Defined, but no `#[stable_impl]` can implement it: a call says there is no kernel.
+    let err = unpack.call::<_, ()>((&tensor(),)).expect_err("no kernel");
+    assert!(err.to_string().contains("grammar::unpack"), "{err}");
     Ok(())
 }

@@ -52,6 +52,7 @@ macro_rules! rust_forms {
                 QScheme: "opbox has no quantized tensors";
                 DimVector: "it is torchgen's C++-side dimension vector: declare the argument `int[]` and take `&[i64]`";
                 GraphModule: "opbox has no FX graph modules (higher-order ops)";
+                Class: "opbox has no custom classes (TorchBind objects); pass the object's state as tensors and plain values instead";
             }
             wrap {
                 List: param [&[T], Vec<T>], ret [Vec<T>];
@@ -196,7 +197,12 @@ fn note(base: BaseType) -> Option<String> {
     }
     Some(
         match base {
-            BaseType::Dimname => "a dimension name, as a string",
+            BaseType::Str => {
+                "a list (`str[]`) also as `&[&str]`: the kernel borrows the stack's strings \
+                 through a slice the shim builds for the call (no allocation up to 8); \
+                 `&[String]`, `Vec<&str>` and `Vec<String>` work too"
+            }
+            BaseType::Dimname => "a dimension name, as a string; `Dimname[]` takes `str[]`'s forms",
             BaseType::Layout => "`opbox::Layout`, boxed as PyTorch's `c10::Layout` code",
             BaseType::MemoryFormat => {
                 "`opbox::MemoryFormat`, boxed as PyTorch's `c10::MemoryFormat` code"
@@ -234,7 +240,7 @@ pub fn markdown_table() -> String {
         let forms = base_forms(base);
         out.push_str(&format!(
             "| `{}` | {} | {} | {} |\n",
-            base.schema_name(),
+            base.written(),
             spell(forms.params),
             spell(forms.returns),
             note(base).unwrap_or_default()

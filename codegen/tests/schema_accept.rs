@@ -272,3 +272,34 @@ fn const_schema_prints() {
     assert_eq!(S.to_string(), "id(Tensor x) -> Tensor");
     assert_eq!(ok(&S.to_string()), S);
 }
+
+#[test]
+fn custom_classes_are_kept_by_name() {
+    // PyTorch's quantized ops take their packed weights as a custom class (a TorchBind object).
+    let schema = ok("quantized::linear(Tensor X, __torch__.torch.classes.quantized.LinearPackedParamsBase W_prepack, float Y_scale_i, int Y_zero_point_i) -> Tensor Y");
+    let w = &schema.arguments[1];
+    assert_eq!(w.ty.base_type(), BaseType::Class);
+    assert_eq!(
+        w.ty.class_name(),
+        Some("__torch__.torch.classes.quantized.LinearPackedParamsBase")
+    );
+    assert_eq!(
+        w.ty,
+        Type::class("__torch__.torch.classes.quantized.LinearPackedParamsBase")
+    );
+    assert_ne!(w.ty, Type::class("__torch__.torch.classes.quantized.Other"));
+    assert_eq!(schema.arguments[0].ty.class_name(), None);
+    // Wrapped, defaulted to None, returned, with spaces around the dots: one canonical print.
+    canonical(
+        "f(__torch__ . torch.classes.ns.Obj? o=None, __torch__.torch.classes.ns.Obj[2] pair) -> (__torch__.torch.classes.ns.Obj[], __torch__.torch.classes.other.Obj out)",
+        "f(__torch__.torch.classes.ns.Obj? o=None, __torch__.torch.classes.ns.Obj[2] pair) -> (__torch__.torch.classes.ns.Obj[], __torch__.torch.classes.other.Obj out)",
+    );
+    let f = ok("f(__torch__.torch.classes.ns.Obj[2] pair) -> ()");
+    assert_eq!(f.arguments[0].ty.list_len(), Some(2));
+    assert_eq!(
+        f.arguments[0].ty.to_string(),
+        "__torch__.torch.classes.ns.Obj[2]"
+    );
+    // A class is no tensor: dispatch does not read it.
+    assert!(f.tensor_arguments().is_empty());
+}

@@ -60,7 +60,7 @@ fn contains_at(s: &str, part: &str, range: std::ops::Range<usize>) {
 }
 
 const DOUBLE: &str = "Use `float` instead of `double` in an operator's schema string. `float` in schema corresponds to the double type in C++ (f64 in Rust)";
-const TYPES: &str = "schema types are Tensor, int, float, bool, str, ScalarType, Device, Scalar, SymInt, SymFloat, SymBool, Layout, MemoryFormat, Generator, Dimname, DeviceIndex, Stream, Storage, QScheme, DimVector, GraphModule, with `[]` (or `[N]`) for lists and `?` for optionals";
+const TYPES: &str = "schema types are Tensor, int, float, bool, str, ScalarType, Device, Scalar, SymInt, SymFloat, SymBool, Layout, MemoryFormat, Generator, Dimname, DeviceIndex, Stream, Storage, QScheme, DimVector, GraphModule, __torch__.torch.classes.ns.Name, with `[]` (or `[N]`) for lists and `?` for optionals";
 const TENSOR_DEFAULT: &str =
     "Tensor arguments can only default to None, and only when optional (`Tensor? x=None`)";
 
@@ -84,6 +84,42 @@ fn cxx_type_spellings() {
         e.message
     );
     assert_eq!(e.range, 4..8);
+}
+
+#[test]
+fn malformed_custom_class_names() {
+    const FORM: &str = "a custom class is written `__torch__.torch.classes.<namespace>.<Name>`";
+    exact(
+        "foo(__torch__ x) -> ()",
+        &format!("{FORM}; found `x` after `__torch__`"),
+        4..15,
+    );
+    exact(
+        "foo(__torch__.torch.klasses.ns.A x) -> ()",
+        &format!("{FORM}; found `klasses` after `__torch__.torch`"),
+        4..27,
+    );
+    exact(
+        "foo(__torch__.torch.classes.ns x) -> ()",
+        &format!("{FORM}; found `x` after `__torch__.torch.classes.ns`"),
+        4..32,
+    );
+    exact(
+        "foo(__torch__.torch.classes.ns.) -> ()",
+        &format!("{FORM}; found `)` after `__torch__.torch.classes.ns`"),
+        4..32,
+    );
+    exact(
+        "foo() -> __torch__.torch.classes",
+        &format!("{FORM}; found end of input after `__torch__.torch.classes`"),
+        9..32,
+    );
+    // Alias annotations stay Tensor's.
+    contains(
+        "foo(__torch__.torch.classes.ns.A(a) x) -> ()",
+        "only allowed on `Tensor`, not on `__torch__.torch.classes.ns.A`",
+        "(a)",
+    );
 }
 
 #[test]

@@ -4,8 +4,8 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use opbox_codegen::schema::{
-    parse, Alias, Argument, BaseType, DefaultValue, Layout, MemoryFormat, OperatorName, Return,
-    Schema, Type, TypeShape, MAX_TYPE_DEPTH, SCALAR_TYPE_NAMES,
+    intern_class_name, parse, Alias, Argument, BaseType, DefaultValue, Layout, MemoryFormat,
+    OperatorName, Return, Schema, Type, TypeShape, MAX_TYPE_DEPTH, SCALAR_TYPE_NAMES,
 };
 use proptest::prelude::*;
 
@@ -19,9 +19,13 @@ fn ty() -> impl Strategy<Value = Type> {
     let base = (
         prop::sample::select(BaseType::ALL.to_vec()),
         prop::option::weighted(0.2, 1u32..5),
+        class_name(),
     )
-        .prop_map(|(base, fixed)| {
-            let t = Type::base(base);
+        .prop_map(|(base, fixed, class)| {
+            let t = match base {
+                BaseType::Class => Type::class(intern_class_name(&class)),
+                other => Type::base(other),
+            };
             fixed.and_then(|n| t.fixed_list(n)).unwrap_or(t)
         });
     // Mostly shallow types, sometimes the deepest allowed.
@@ -36,6 +40,11 @@ fn ty() -> impl Strategy<Value = Type> {
             wrapped.unwrap_or(t)
         })
     })
+}
+
+/// A custom class's qualified name, `__torch__.torch.classes.ns.Name`.
+fn class_name() -> impl Strategy<Value = String> {
+    (ident(), ident()).prop_map(|(ns, name)| format!("__torch__.torch.classes.{ns}.{name}"))
 }
 
 fn finite_f64() -> impl Strategy<Value = f64> {
@@ -79,7 +88,8 @@ fn value_for(ty: Type) -> Option<BoxedStrategy<DefaultValue>> {
             | BaseType::Storage
             | BaseType::QScheme
             | BaseType::DimVector
-            | BaseType::GraphModule => return None,
+            | BaseType::GraphModule
+            | BaseType::Class => return None,
             BaseType::Int | BaseType::DeviceIndex => {
                 any::<i64>().prop_map(DefaultValue::Int).boxed()
             }
@@ -312,6 +322,11 @@ const TOKENS: &[&str] = &[
     "Dimname",
     "Stream",
     "Storage",
+    "__torch__",
+    "__torch__.torch.classes.",
+    "__torch__.torch.classes.ns.Name",
+    "torch",
+    "classes",
     "[2]",
     "[0]",
     "(a -> *)",
@@ -393,7 +408,7 @@ fn check_no_panic(s: &str) {
 
 #[test]
 fn every_prefix_of_a_rich_schema() {
-    let full = r#"ns::op.ovl(Tensor(a!)[]? x, float a=1e-3, str s="é\"\\", *, int[] d=[1, -2], ScalarType? t=float32, SymInt[2] k=1, Tensor(a -> *) v, Tensor(b|c) w, MemoryFormat m=contiguous_format, Layout? l=None, int r=Mean, Generator? g=None, Device dev="cuda:1") -> (Tensor(a!) out, int[], Tensor(a)[])"#;
+    let full = r#"ns::op.ovl(Tensor(a!)[]? x, float a=1e-3, str s="é\"\\", *, int[] d=[1, -2], ScalarType? t=float32, SymInt[2] k=1, Tensor(a -> *) v, Tensor(b|c) w, MemoryFormat m=contiguous_format, Layout? l=None, int r=Mean, Generator? g=None, Device dev="cuda:1", __torch__.torch.classes.ns.Obj? obj=None) -> (Tensor(a!) out, int[], Tensor(a)[], __torch__.torch.classes.ns.Obj[])"#;
     assert!(parse(full).is_ok());
     for (at, _) in full.char_indices() {
         check_no_panic(&full[..at]);

@@ -346,6 +346,10 @@ fn expected_single(base: BaseType) -> String {
         BaseType::MemoryFormat => {
             return format!("a memory format: {}", MemoryFormat::names_list())
         }
+        BaseType::Class => {
+            "`None`: a custom class has no other default, and takes that one only when \
+             optional (`__torch__.torch.classes.ns.Name? name=None`)"
+        }
         BaseType::Generator
         | BaseType::Stream
         | BaseType::Storage

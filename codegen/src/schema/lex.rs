@@ -63,6 +63,9 @@ pub(super) struct Lexer<'a> {
     src: &'a str,
     bytes: &'a [u8],
     pos: usize,
+    /// The token `peek` last scanned: the parser peeks at most tokens twice (to decide, then to
+    /// consume), and the second look is free.
+    peeked: Option<Token>,
 }
 
 impl<'a> Lexer<'a> {
@@ -71,6 +74,7 @@ impl<'a> Lexer<'a> {
             src,
             bytes: src.as_bytes(),
             pos: 0,
+            peeked: None,
         }
     }
 
@@ -110,8 +114,13 @@ impl<'a> Lexer<'a> {
     pub fn peek(&mut self) -> Result<Token, SchemaError> {
         self.skip_whitespace();
         let start = self.pos;
+        if let Some(tok) = self.peeked.filter(|t| t.start == start) {
+            return Ok(tok);
+        }
         let (kind, end) = self.scan(start)?;
-        Ok(Token { kind, start, end })
+        let tok = Token { kind, start, end };
+        self.peeked = Some(tok);
+        Ok(tok)
     }
 
     /// Consumes `tok`, which must be the token `peek` just returned.

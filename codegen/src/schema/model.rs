@@ -11,6 +11,9 @@ pub use super::enums::{Layout, MemoryFormat};
 /// The `Sym*` types are PyTorch's symbolic-shape integers, floats and bools. opbox has no
 /// symbolic shapes: they are plain `i64`, `f64` and `bool` at run time, and exist in the model so
 /// that a PyTorch schema parses, prints and round-trips unchanged.
+///
+/// `Class` is a custom class (a TorchBind object, `__torch__.torch.classes.ns.Name`): its spelling
+/// here is the prefix every such name starts with, and the [`Type`] holds the whole name.
 #[macro_export]
 macro_rules! for_each_base_type {
     ($callback:ident) => {
@@ -36,6 +39,7 @@ macro_rules! for_each_base_type {
             (QScheme, "QScheme")
             (DimVector, "DimVector")
             (GraphModule, "GraphModule")
+            (Class, "__torch__.torch.classes")
         }
     };
 }
@@ -76,6 +80,15 @@ impl BaseType {
         BaseType::ALL.into_iter().find(|b| b.schema_name() == s)
     }
 
+    /// How a schema writes the type, for lists of types: its spelling, or for `Class` the form
+    /// of a custom class's name.
+    pub const fn written(self) -> &'static str {
+        match self {
+            BaseType::Class => "__torch__.torch.classes.ns.Name",
+            other => other.schema_name(),
+        }
+    }
+
     /// The base type whose values this one holds at run time: `SymInt` is `int`, `SymFloat` is
     /// `float`, `SymBool` is `bool` (opbox has no symbolic shapes); every other type is itself.
     pub const fn concrete(self) -> BaseType {
@@ -104,6 +117,9 @@ pub struct Type {
     /// `Some(n)` for a fixed-size list `T[n]`. Only the innermost wrapper can be one (every
     /// PyTorch schema has it there: `int[2]`, `SymInt[1]?`), so one field holds it.
     fixed_len: Option<u32>,
+    /// For a custom class, its qualified name, `__torch__.torch.classes.ns.Name` (see
+    /// [`Type::class`]); `None` for every other base type.
+    class: Option<&'static str>,
 }
 
 /// One layer of a [`Type`], seen from the outside.
@@ -121,8 +137,38 @@ impl Type {
             depth: 0,
             optional_bits: 0,
             fixed_len: None,
+            class: None,
         }
     }
+
+    /// The custom class `qualified`, a whole name such as `__torch__.torch.classes.ns.Name` (the
+    /// parser checks the form; a name parsed at run time is interned by
+    /// [`intern_class_name`](super::intern_class_name)). `Type::base(BaseType::Class)` is a
+    /// class of no name, which prints as the bare prefix and does not parse back.
+    pub const fn class(qualified: &'static str) -> Type {
+        Type {
+            base: BaseType::Class,
+            depth: 0,
+            optional_bits: 0,
+            fixed_len: None,
+            class: Some(qualified),
+        }
+    }
+
+    /// The custom class's qualified name, for a type whose base is [`BaseType::Class`].
+    pub const fn class_name(self) -> Option<&'static str> {
+        self.class
+    }
+
+    /// The base type as a schema writes it: a custom class's whole name, else the base type's
+    /// spelling.
+    pub const fn base_name(self) -> &'static str {
+        match self.class {
+            Some(name) => name,
+            None => self.base.schema_name(),
+        }
+    }
+
     pub const TENSOR: Type = Type::base(BaseType::Tensor);
     pub const INT: Type = Type::base(BaseType::Int);
     pub const FLOAT: Type = Type::base(BaseType::Float);
@@ -139,6 +185,7 @@ impl Type {
             depth: self.depth + 1,
             optional_bits: self.optional_bits,
             fixed_len: self.fixed_len,
+            class: self.class,
         })
     }
 
@@ -153,6 +200,7 @@ impl Type {
             depth: 1,
             optional_bits: 0,
             fixed_len: Some(len),
+            class: self.class,
         })
     }
 
@@ -180,6 +228,7 @@ impl Type {
             depth: self.depth + 1,
             optional_bits: self.optional_bits | (1 << self.depth),
             fixed_len: self.fixed_len,
+            class: self.class,
         })
     }
 
@@ -204,6 +253,7 @@ impl Type {
             optional_bits: self.optional_bits & !(1 << top),
             // Peeling the innermost list leaves the bare base type.
             fixed_len: if top == 0 { None } else { self.fixed_len },
+            class: self.class,
         };
         if self.optional_bits & (1 << top) != 0 {
             TypeShape::Optional(inner)
@@ -230,7 +280,7 @@ impl std::fmt::Debug for Type {
 
 impl std::fmt::Display for Type {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.base.schema_name())?;
+        f.write_str(self.base_name())?;
         for i in 0..self.depth {
             if self.optional_bits & (1 << i) != 0 {
                 f.write_str("?")?;

@@ -5,11 +5,12 @@
 //! name      := [ IDENT '::' ] IDENT [ '.' IDENT ]
 //! params    := param { ',' param }
 //! param     := '*' | type IDENT [ '=' default ]
-//! type      := BASE [ alias ] [ '[' INT ']' ] { '[' ']' | '?' }   (alias only on Tensor)
+//! type      := ( BASE | CLASS ) [ alias ] [ '[' INT ']' ] { '[' ']' | '?' }   (alias only on Tensor)
 //! alias     := '(' sets [ '!' ] [ '->' ( '*' | sets ) ] ')'
 //! sets      := IDENT { '|' IDENT }
 //! returns   := '(' [ ret { ',' ret } ] ')' | ret
 //! ret       := type [ IDENT ]
+//! CLASS     := '__torch__' '.' 'torch' '.' 'classes' '.' IDENT '.' IDENT
 //! ```
 //!
 //! As in torchgen's `model.py`: a fixed size (`int[2]`) goes on the innermost list, a written
@@ -18,7 +19,7 @@
 //!
 //! The parser never panics: every byte access is checked, and every failure is a
 //! [`SchemaError`] with the byte range of the offending token. It runs in time linear in the
-//! schema's length: names are checked for duplicates through a hash set.
+//! schema's length: names are checked for duplicates by a scan while few, then a hash set.
 
 #![deny(
     clippy::indexing_slicing,
@@ -28,12 +29,13 @@
 )]
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::ops::Range;
 use std::str::FromStr;
 
+use super::class_name;
 use super::default::{check, parse_default};
 use super::lex::{Lexer, Tok, Token};
+use super::names::Names;
 use super::type_hint::unknown_type_message;
 use super::{
     Alias, Argument, BaseType, OperatorName, Return, Schema, SchemaError, Type, MAX_TYPE_DEPTH,
@@ -42,6 +44,18 @@ use super::{
 /// Parses a PyTorch function schema such as `ns::name.overload(Tensor x, *, int dim=0) -> Tensor`.
 pub fn parse(s: &str) -> Result<Schema, SchemaError> {
     Parser { lx: Lexer::new(s) }.schema()
+}
+
+/// Parses an operator name alone, `ns::name.overload` as a schema begins: what a caller that
+/// already holds the rest of a schema (its `(args) -> returns`, parsed once) needs.
+pub fn parse_operator_name(s: &str) -> Result<OperatorName, SchemaError> {
+    let mut parser = Parser { lx: Lexer::new(s) };
+    let (name, _) = parser.operator_name()?;
+    let end = parser.lx.peek()?;
+    if end.kind != Tok::End {
+        return Err(parser.expected(end, "the end of the operator name"));
+    }
+    Ok(name)
 }
 
 impl FromStr for Schema {
@@ -102,7 +116,7 @@ impl<'a> Parser<'a> {
             }
             _ => return Err(self.expected(open, "`(` and the arguments after the operator name")),
         }
-        let arguments = self.arguments()?;
+        let mut arguments = self.arguments()?;
         let arrow = self.lx.peek()?;
         if arrow.kind != Tok::Arrow {
             return Err(SchemaError::new(
@@ -114,11 +128,15 @@ impl<'a> Parser<'a> {
             ));
         }
         self.lx.bump(arrow);
-        let returns = self.returns()?;
+        let mut returns = self.returns()?;
         let end = self.lx.peek()?;
         if end.kind != Tok::End {
             return Err(self.expected(end, "the end of the schema after the return type(s)"));
         }
+        // A schema is often kept for the process (a plugin's 10,000 are): without this a
+        // one-argument op keeps room for four (about 1 KB more each).
+        arguments.shrink_to_fit();
+        returns.shrink_to_fit();
         Ok(Schema {
             name,
             arguments: Cow::Owned(arguments),
@@ -161,7 +179,7 @@ impl<'a> Parser<'a> {
 
     fn arguments(&mut self) -> Result<Vec<Argument>, SchemaError> {
         let mut args: Vec<Argument> = Vec::new();
-        let mut names: HashSet<&'a str> = HashSet::new();
+        let mut names: Names<'a> = Names::new();
         let close = self.lx.peek()?;
         if close.kind == Tok::RParen {
             self.lx.bump(close);
@@ -207,11 +225,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn argument(
-        &mut self,
-        kw_only: bool,
-        names: &mut HashSet<&'a str>,
-    ) -> Result<Argument, SchemaError> {
+    fn argument(&mut self, kw_only: bool, names: &mut Names<'a>) -> Result<Argument, SchemaError> {
         let (ty, alias) = self.ty(Position::Argument)?;
         // The message is built only on the error path: this runs once per argument.
         let name_tok = self.lx.peek()?;
@@ -245,7 +259,7 @@ impl<'a> Parser<'a> {
 
     fn returns(&mut self) -> Result<Vec<Return>, SchemaError> {
         let mut rets: Vec<Return> = Vec::new();
-        let mut names: HashSet<&'a str> = HashSet::new();
+        let mut names: Names<'a> = Names::new();
         let open = self.lx.peek()?;
         if open.kind != Tok::LParen {
             rets.push(self.ret(&mut names)?);
@@ -269,7 +283,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn ret(&mut self, names: &mut HashSet<&'a str>) -> Result<Return, SchemaError> {
+    fn ret(&mut self, names: &mut Names<'a>) -> Result<Return, SchemaError> {
         let (ty, alias) = self.ty(Position::Return)?;
         let mut name = None;
         let tok = self.lx.peek()?;
@@ -301,7 +315,14 @@ impl<'a> Parser<'a> {
         }
         self.lx.bump(tok);
         let text = self.lx.text(tok);
-        let Some(base) = BaseType::from_schema_name(text) else {
+        let class = match text == class_name::PREFIX[0] {
+            true => Some(class_name::parse_class(&mut self.lx, tok)?),
+            false => None,
+        };
+        let Some(base) = class
+            .map(Type::base_type)
+            .or_else(|| BaseType::from_schema_name(text))
+        else {
             let next = self.lx.peek().map(|t| t.kind).unwrap_or(Tok::Other);
             let looks_like_name = position == Position::Argument
                 && matches!(next, Tok::Comma | Tok::RParen | Tok::Eq | Tok::End);
@@ -310,7 +331,7 @@ impl<'a> Parser<'a> {
                 unknown_type_message(text, looks_like_name),
             ));
         };
-        let mut ty = Type::base(base);
+        let mut ty = class.unwrap_or(Type::base(base));
         let mut alias = None;
         let next = self.lx.peek()?;
         match next.kind {
@@ -321,7 +342,8 @@ impl<'a> Parser<'a> {
                         range,
                         format!(
                             "alias annotations such as `(a!)` are only allowed on `Tensor`, \
-                             not on `{text}`"
+                             not on `{}`",
+                            ty.base_name()
                         ),
                     ));
                 }

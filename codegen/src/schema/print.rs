@@ -51,7 +51,7 @@ fn write_sets(f: &mut Formatter<'_>, sets: &[std::borrow::Cow<'static, str>]) ->
 
 /// `ty` with `alias` placed after the base name: `Tensor(a!)[]?`.
 fn write_type(f: &mut Formatter<'_>, ty: Type, alias: Option<&Alias>) -> fmt::Result {
-    let base = ty.base_type().schema_name();
+    let base = ty.base_name();
     f.write_str(base)?;
     if let Some(alias) = alias {
         write!(f, "{alias}")?;

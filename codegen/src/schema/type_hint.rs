@@ -15,7 +15,7 @@ pub(super) const DOUBLE_MESSAGE: &str = "Use `float` instead of `double` in an o
 
 /// The list of types every unknown-type message carries, from the one list of base types.
 fn type_list() -> String {
-    let names: Vec<&str> = BaseType::ALL.iter().map(|b| b.schema_name()).collect();
+    let names: Vec<&str> = BaseType::ALL.iter().map(|b| b.written()).collect();
     format!(
         "schema types are {}, with `[]` (or `[N]`) for lists and `?` for optionals",
         names.join(", ")

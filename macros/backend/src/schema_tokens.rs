@@ -97,6 +97,10 @@ fn alias(alias: Option<&Alias>) -> TokenStream {
 /// already checked the depth, so the unwraps cannot fail.
 pub fn ty(t: Type) -> TokenStream {
     match t.shape() {
+        TypeShape::Base(_) if t.class_name().is_some() => {
+            let name = t.base_name();
+            quote!(Type::class(#name))
+        }
         TypeShape::Base(base) => {
             let variant = format_ident!("{}", base.variant_name());
             quote!(Type::base(BaseType::#variant))

@@ -106,9 +106,11 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
     }
     let mut new_definers: Map<&'static str, Site> = Map::default();
     let count: usize = batch.libraries.iter().map(|l| l.ops.len()).sum();
-    let mut new_ops: Map<&'static str, (usize, &'static Schema, Site)> =
+    // Each new op's index in `entries`.
+    let mut new_ops: Map<&'static str, usize> =
         HashMap::with_capacity_and_hasher(count, FixedState::default());
-    let mut order: Vec<(&'static str, &'static Schema, Site)> = Vec::with_capacity(count);
+    // The batch's entries, built in place and leaked as one block once the batch is accepted.
+    let mut entries: Vec<OpEntry> = Vec::with_capacity(count);
     for lib in &batch.libraries {
         let defined = definers
             .get(lib.namespace)
@@ -147,7 +149,7 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
                 .get(def.name)
                 .or_else(|| foreign.index.get(def.name).copied())
                 .map(|e| e.site)
-                .or_else(|| new_ops.get(def.name).map(|(_, _, site)| *site));
+                .or_else(|| new_ops.get(def.name).map(|&i| entries[i].site));
             match first {
                 Some(first) => errors.push(Error::DuplicateOp {
                     op: def.name.to_string(),
@@ -155,17 +157,21 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
                     second: def.site,
                 }),
                 None => {
-                    new_ops.insert(def.name, (order.len(), def.schema, def.site));
-                    order.push((def.name, def.schema, def.site));
+                    new_ops.insert(def.name, entries.len());
+                    entries.push(entry(
+                        def.name,
+                        def.schema,
+                        def.site,
+                        [None; DispatchKey::COUNT],
+                        Some(batch.image),
+                    ));
                 }
             }
         }
     }
 
-    let mut kernels: Vec<[Option<KernelSlot>; DispatchKey::COUNT]> =
-        vec![[None; DispatchKey::COUNT]; order.len()];
     for imp in &batch.impls {
-        let Some(&(index, _, _)) = new_ops.get(imp.op) else {
+        let Some(&index) = new_ops.get(imp.op) else {
             let elsewhere = host
                 .get(imp.op)
                 .or_else(|| foreign.index.get(imp.op).copied());
@@ -183,7 +189,7 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
             });
             continue;
         };
-        let slot = &mut kernels[index][imp.key.index()];
+        let slot = &mut entries[index].kernels[imp.key.index()];
         match slot {
             Some(existing) if existing.registration.function == imp.function => {}
             Some(existing) => errors.push(Error::DuplicateImpl {
@@ -217,12 +223,12 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
         1 => return Err(errors.remove(0)),
         _ => return Err(Error::Registration(errors)),
     }
-    let mut added = Vec::with_capacity(order.len());
-    foreign.index.reserve(order.len());
-    foreign.ops.reserve(order.len());
-    for ((name, schema, site), kernels) in order.into_iter().zip(kernels) {
-        let entry = leak_entry(name, schema, site, kernels, Some(batch.image));
-        foreign.index.insert(name, entry);
+    let entries: &'static [OpEntry] = entries.leak();
+    let mut added = Vec::with_capacity(entries.len());
+    foreign.index.reserve(entries.len());
+    foreign.ops.reserve(entries.len());
+    for entry in entries {
+        foreign.index.insert(entry.name, entry);
         foreign.ops.push(entry);
         added.push(entry);
     }
@@ -262,20 +268,21 @@ pub(crate) fn adopt(
         foreign: Some(kernel),
         registration,
     });
-    let entry = leak_entry(name, schema, site, kernels, Some(image));
+    let entry: &'static OpEntry =
+        Box::leak(Box::new(entry(name, schema, site, kernels, Some(image))));
     foreign.index.insert(name, entry);
     foreign.ops.push(entry);
     entry
 }
 
-fn leak_entry(
+fn entry(
     name: &'static str,
     schema: &'static Schema,
     site: Site,
     kernels: [Option<KernelSlot>; DispatchKey::COUNT],
     image: Option<&'static str>,
-) -> &'static OpEntry {
-    Box::leak(Box::new(OpEntry {
+) -> OpEntry {
+    OpEntry {
         name,
         schema,
         site,
@@ -287,5 +294,5 @@ fn leak_entry(
         tags: &[],
         python_module: None,
         image,
-    }))
+    }
 }

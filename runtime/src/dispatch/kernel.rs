@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use opbox_codegen::schema::Schema;
 
 use super::registration::OpSpec;
-use crate::value::{FromStable, StableValue};
+use crate::value::{FromStable, Lend, StableValue};
 use crate::{Error, Result};
 
 /// A boxed kernel: `extern "C"`, so a plugin built by another compiler can provide one.
@@ -51,6 +51,24 @@ impl<'a> KernelArgs<'a> {
     pub fn get<T: FromStable<'a>>(&self, index: usize) -> Result<T> {
         match self.values.get(index) {
             Some(value) => match T::from_stable(value) {
+                Ok(v) => Ok(v),
+                Err(_) => Err(self.type_error(index, value)),
+            },
+            None => Err(self.count_error()),
+        }
+    }
+
+    /// Unboxes argument `index` as `T` as [`get`](Self::get) does, for a `T` that may borrow
+    /// `scratch` too (a `&[&str]`): what generated shims call, with a scratch per argument that
+    /// lives for the kernel call.
+    #[inline]
+    pub fn lend<'x, T: Lend<'a, 'x>>(
+        &self,
+        index: usize,
+        scratch: &'x mut T::Scratch,
+    ) -> Result<T> {
+        match self.values.get(index) {
+            Some(value) => match T::lend(value, scratch) {
                 Ok(v) => Ok(v),
                 Err(_) => Err(self.type_error(index, value)),
             },

@@ -43,30 +43,7 @@ pub(crate) fn carried(ty: Type) -> bool {
     }
 }
 
-/// True when `v` is a value of `ty` (for the types [`carried`] accepts).
-pub(crate) fn fits(ty: Type, v: &StableValue) -> bool {
-    match ty.shape() {
-        TypeShape::Optional(inner) => v.is_none() || fits(inner, v),
-        TypeShape::List(_) => v.tag() == Some(Tag::List),
-        TypeShape::Base(b) => {
-            let tag = match b.concrete() {
-                BaseType::Tensor => Tag::Tensor,
-                // Layout and MemoryFormat box as their codes, as PyTorch's do.
-                BaseType::Int | BaseType::Layout | BaseType::MemoryFormat => Tag::Int,
-                BaseType::Float => Tag::Float,
-                BaseType::Bool => Tag::Bool,
-                BaseType::Str => Tag::Str,
-                BaseType::ScalarType => Tag::DType,
-                BaseType::Device => Tag::Device,
-                BaseType::Scalar => Tag::Scalar,
-                _ => return false,
-            };
-            v.tag() == Some(tag)
-        }
-    }
-}
-
-fn is_plain(tag: Option<Tag>) -> bool {
+pub(crate) fn is_plain(tag: Option<Tag>) -> bool {
     matches!(
         tag,
         Some(
@@ -354,7 +331,7 @@ unsafe fn read_list(l: *const AbiList) -> Result<List> {
 }
 
 /// A plain value's in-process form.
-fn plain(v: &Value) -> StableValue {
+pub(crate) fn plain(v: &Value) -> StableValue {
     // SAFETY: only plain tags reach here (checked by the callers), which own no handle.
     unsafe { StableValue::from_raw_parts(v.tag, v.aux, v.payload) }
 }

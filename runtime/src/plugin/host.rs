@@ -2,12 +2,13 @@
 //! `register` fills. Every function here is an `extern "C"` edge: panics are caught, and
 //! failures set this thread's error text (read back with `last_error`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void};
 use std::mem::size_of;
 
 use super::convert;
 use super::kernel::PluginKernel;
+use super::schemas::SchemaCache;
 use super::tensor;
 use crate::abi::plugin_v1::{
     host_size_for, opbox_version, AbiString, HostV1, ImplDesc, LibraryDesc, OpDesc, Registrar,
@@ -24,17 +25,25 @@ use crate::{Error, Result, Tensor};
 
 thread_local! {
     static ERROR: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// Whether `ERROR` may hold a text: a plain flag (no destructor, so reading it is one
+    /// load), which lets every kernel call clear the error without touching `ERROR`.
+    static ERROR_SET: Cell<bool> = const { Cell::new(false) };
 }
 
 pub(crate) fn set_error_text(text: String) {
     ERROR.with(|e| *e.borrow_mut() = Some(text));
+    ERROR_SET.set(true);
 }
 
+#[inline]
 pub(crate) fn clear_error() {
-    ERROR.with(|e| *e.borrow_mut() = None);
+    if ERROR_SET.get() {
+        take_error_text();
+    }
 }
 
 pub(crate) fn take_error_text() -> Option<String> {
+    ERROR_SET.set(false);
     ERROR.with(|e| e.borrow_mut().take())
 }
 
@@ -151,7 +160,8 @@ pub(crate) struct Registration {
     pub(crate) impls: Vec<ForeignImpl>,
     pub(crate) errors: Vec<Error>,
     /// File and function names, which repeat across a plugin's registrations: leaked once each.
-    interned: std::collections::HashSet<&'static str>,
+    interned: std::collections::HashSet<&'static str, foldhash::fast::FixedState>,
+    schemas: SchemaCache,
 }
 
 impl Registration {
@@ -161,7 +171,8 @@ impl Registration {
             libraries: Vec::new(),
             impls: Vec::new(),
             errors: Vec::new(),
-            interned: std::collections::HashSet::new(),
+            interned: std::collections::HashSet::default(),
+            schemas: SchemaCache::default(),
         }
     }
 
@@ -280,7 +291,7 @@ unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
                 file: lib.site.file,
                 line: desc.line,
             };
-            let mut schema = opbox_codegen::schema::parse(text).map_err(|e| {
+            let mut schema = r.schemas.parse(text).map_err(|e| {
                 Error::InvalidArgument(format!("the schema '{text}' at {site} does not parse: {e}"))
             })?;
             if let Some(ns) = schema.name.namespace.as_deref() {
@@ -310,7 +321,7 @@ unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
             // As the macros register in-process ops: the schema names its namespace.
             schema.name.namespace = Some(lib.namespace.into());
             lib.ops.push(ForeignOp {
-                name: leak(&name),
+                name: Box::leak(name.into_boxed_str()),
                 schema: Box::leak(Box::new(schema)),
                 site,
             });

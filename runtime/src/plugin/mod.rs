@@ -15,8 +15,10 @@
 //!
 //! # Files
 //!
-//! `load.rs` the loader and the descriptor's checks; `host.rs` the host table and the registrar;
-//! `kernel.rs` a plugin's kernel as the dispatcher calls it; `convert.rs` values across the
+//! `load.rs` the loader and the descriptor's checks; `host.rs` the host table and the registrar,
+//! which parses schemas through `schemas.rs`'s signature cache;
+//! `kernel.rs` a plugin's kernel as the dispatcher calls it, with the checks `plan.rs` works out
+//! once per op; `convert.rs` values across the
 //! boundary; `tensor.rs` tensor headers; `guest.rs` the plugin side (`export_plugin!`).
 
 mod convert;
@@ -24,6 +26,8 @@ pub mod guest;
 mod host;
 mod kernel;
 mod load;
+mod plan;
+mod schemas;
 mod tensor;
 
 use std::path::{Path, PathBuf};

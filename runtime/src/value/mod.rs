@@ -22,6 +22,7 @@
 //! frees twice.
 
 mod convert;
+mod lend;
 mod list;
 mod live;
 mod stable_value;
@@ -34,6 +35,7 @@ mod typed_key;
 pub(crate) mod tests;
 
 pub use convert::{FromStable, IntoStable, Mismatch};
+pub use lend::{Lend, StrScratch};
 pub use list::List;
 pub use live::live_handles;
 /// The plugin ABI's owned string and list boxes count as live handles too.

@@ -171,6 +171,33 @@ impl StableValue {
         }
     }
 
+    /// Replaces this value (released as any drop would) with the plain value `(tag, aux,
+    /// payload)`, written in place as two 8-byte stores: building the value first and moving it
+    /// in would read it back as one 16-byte load, which the CPU cannot forward from the smaller
+    /// stores that built it (the stall `move_by_halves` avoids).
+    ///
+    /// # Safety
+    /// `tag` is a plain tag, one whose value owns no handle (not Str, Tensor, List or
+    /// Generator), as for [`StableValue::from_raw_parts`].
+    #[inline]
+    pub(crate) unsafe fn overwrite_plain(&mut self, tag: u32, aux: u32, payload: u64) {
+        let this: *mut StableValue = self;
+        let [t0, t1, t2, t3] = tag.to_ne_bytes();
+        let [a0, a1, a2, a3] = aux.to_ne_bytes();
+        let header = u64::from_ne_bytes([t0, t1, t2, t3, a0, a1, a2, a3]);
+        // SAFETY: `this` is a live, aligned value: it is dropped once and then overwritten
+        // without being read. `repr(C)` puts `tag` then `aux` in the first 8 bytes (so the
+        // native-endian bytes of `header` are the two fields) and `payload` in the last 8. The
+        // new value owns nothing, per the contract, so no handle is made from `payload`.
+        unsafe {
+            std::ptr::drop_in_place(this);
+            std::ptr::addr_of_mut!((*this).tag)
+                .cast::<u64>()
+                .write(header);
+            std::ptr::addr_of_mut!((*this).payload).write(Payload { bits: payload });
+        }
+    }
+
     /// The same value, owning its handle: a borrowed tensor becomes a counted reference.
     pub(crate) fn into_owned(self) -> StableValue {
         if self.is_borrowed_tensor() {

@@ -788,3 +788,59 @@ fn generators_are_owned_handles_and_streams_plain_values() {
     assert_eq!(s.describe(), "Stream");
     assert_eq!(StableValue::int(3).as_stream(), None);
 }
+
+#[test]
+fn overwrite_plain_releases_the_old_value_and_writes_the_new_one() {
+    let b = balance();
+    let t = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+    let mut values = [
+        StableValue::str("owned"),
+        StableValue::tensor(t.clone()),
+        StableValue::list(List::Int(vec![1, 2])),
+        StableValue::none(),
+    ];
+    let (tag, aux, payload) = {
+        let v = StableValue::scalar(Scalar::Float(2.5));
+        (v.raw_tag(), v.aux(), v.raw_bits())
+    };
+    for v in &mut values {
+        // SAFETY: Scalar is a plain tag.
+        unsafe { v.overwrite_plain(tag, aux, payload) };
+        assert_eq!(v.as_scalar(), Some(Scalar::Float(2.5)));
+    }
+    // SAFETY: Int is a plain tag.
+    unsafe { values[0].overwrite_plain(Tag::Int as u32, 0, 7u64) };
+    assert_eq!(values[0].as_int(), Some(7));
+    drop(values);
+    drop(t);
+    b.assert_balanced();
+}
+
+#[test]
+fn lend_borrows_a_str_list_for_the_call() {
+    use super::{Lend, StrScratch};
+    let typed = StableValue::list(List::Str(vec!["N".into(), "C".into()]));
+    let boxed = StableValue::list(List::Values(vec![
+        StableValue::str("H"),
+        StableValue::str("W"),
+    ]));
+    let mut scratch = StrScratch::default();
+    let names = <&[&str]>::lend(&typed, &mut scratch).unwrap();
+    assert_eq!(names, ["N", "C"]);
+    let mut scratch = StrScratch::default();
+    let names = <&[&str]>::lend(&boxed, &mut scratch).unwrap();
+    assert_eq!(names, ["H", "W"]);
+    let (none, int) = (StableValue::none(), StableValue::int(1));
+    let mut scratch = StrScratch::default();
+    assert_eq!(<Option<&[&str]>>::lend(&none, &mut scratch), Ok(None));
+    let mixed = StableValue::list(List::Values(vec![
+        StableValue::str("a"),
+        StableValue::int(1),
+    ]));
+    let mut scratch = StrScratch::default();
+    assert_eq!(<&[&str]>::lend(&mixed, &mut scratch), Err(Mismatch));
+    let mut scratch = StrScratch::default();
+    assert_eq!(<&[&str]>::lend(&int, &mut scratch), Err(Mismatch));
+    // Every other type lends straight from the value.
+    assert_eq!(<i64 as Lend>::lend(&StableValue::int(4), &mut ()), Ok(4));
+}

@@ -68,7 +68,7 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
             ),
         };
         let label = match unsupported {
-            Some(_) => format!("`{}` has no Rust type in opbox", arg.ty.base_type().schema_name()),
+            Some(_) => format!("`{}` has no Rust type in opbox", arg.ty.base_name()),
             None => format!("expected {} here", spelled(&fits)),
         };
         let note = if unsupported.is_some() {
@@ -113,11 +113,10 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
         .schema
         .returns
         .iter()
-        .find_map(|r| unsupported(r.ty.base_type()).map(|why| (r.ty.base_type(), why)));
+        .find_map(|r| unsupported(r.ty.base_type()).map(|why| (r.ty.base_name(), why)));
     let returns_message = match unsupported_return {
         Some((base, why)) => format!(
-            "`{full}` returns `{}`, which opbox cannot return from a kernel: {why}; `#[stable_impl]` cannot implement this op",
-            base.schema_name()
+            "`{full}` returns `{base}`, which opbox cannot return from a kernel: {why}; `#[stable_impl]` cannot implement this op"
         ),
         None => format!(
         "`{full}` returns {}, so its kernel must return {return_spelled} (or a Result of it)",

@@ -110,10 +110,14 @@ pub(super) fn items(
         fn returns<M: #returns_trait<S>, S>() {}
         returns::<#returns_marker, <#ret_ty as ::opbox::__private::KernelReturn>::Schema>();
     };
-    let gets = params
-        .iter()
-        .enumerate()
-        .map(|(i, (span, _))| quote_spanned!(*span=> __opbox_args.get(#i)?));
+    // One scratch per argument, declared before the call so that what a kernel borrows from it
+    // (a `&[&str]`'s names) lives for the call; `()` for every type that borrows the stack only.
+    let scratches: Vec<Ident> = (0..arity)
+        .map(|i| format_ident!("__opbox_s{}", i))
+        .collect();
+    let gets = params.iter().zip(&scratches).enumerate().map(
+        |(i, ((span, _), scratch))| quote_spanned!(*span=> __opbox_args.lend(#i, &mut #scratch)?),
+    );
     let typed = typed_entry(fn_ident, &params, &ret_ty, ret_span);
     let site = paths::site(sig.ident.span());
     let fn_name = fn_ident.to_string();
@@ -147,6 +151,7 @@ pub(super) fn items(
                         num_args,
                         num_outputs,
                         &mut |__opbox_args, __opbox_outs| {
+                            #(#[allow(clippy::let_unit_value)] let mut #scratches = ::core::default::Default::default();)*
                             ::opbox::__private::KernelReturn::write(#fn_ident(#(#gets),*), __opbox_outs)
                         },
                     )

@@ -1,0 +1,114 @@
+//! What a call of a plugin's kernel checks, worked out once from its op's schema: the tag each
+//! argument and return must carry, and whether every one of them is a plain value (no tensor,
+//! string or list), whose bits are the same on both sides of the ABI so the call needs no
+//! conversion at all.
+
+use opbox_codegen::schema::{BaseType, Schema, Type, TypeShape};
+
+use crate::value::Tag;
+
+/// The tag a value of one schema type carries (`None` too when the type is optional).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Expect {
+    /// A [`Tag`] number, or [`Expect::NEVER`] for a type plugin ABI v1 does not carry (the
+    /// registrar refuses those, so no call sees one).
+    tag: u32,
+    optional: bool,
+}
+
+impl Expect {
+    const NEVER: u32 = u32::MAX;
+
+    pub(crate) const fn of(ty: Type) -> Expect {
+        match ty.shape() {
+            TypeShape::Optional(inner) => Expect {
+                optional: true,
+                ..Expect::of(inner)
+            },
+            TypeShape::List(_) => Expect::exactly(Tag::List),
+            TypeShape::Base(b) => match b.concrete() {
+                BaseType::Tensor => Expect::exactly(Tag::Tensor),
+                // Layout and MemoryFormat box as their codes, as PyTorch's do.
+                BaseType::Int | BaseType::Layout | BaseType::MemoryFormat => {
+                    Expect::exactly(Tag::Int)
+                }
+                BaseType::Float => Expect::exactly(Tag::Float),
+                BaseType::Bool => Expect::exactly(Tag::Bool),
+                BaseType::Str => Expect::exactly(Tag::Str),
+                BaseType::ScalarType => Expect::exactly(Tag::DType),
+                BaseType::Device => Expect::exactly(Tag::Device),
+                BaseType::Scalar => Expect::exactly(Tag::Scalar),
+                _ => Expect {
+                    tag: Expect::NEVER,
+                    optional: false,
+                },
+            },
+        }
+    }
+
+    const fn exactly(tag: Tag) -> Expect {
+        Expect {
+            tag: tag as u32,
+            optional: false,
+        }
+    }
+
+    /// Whether a value with tag number `tag` is one of this type.
+    #[inline]
+    pub(crate) fn admits(self, tag: u32) -> bool {
+        tag == self.tag || (self.optional && tag == Tag::None as u32)
+    }
+
+    /// Whether every value of this type is plain: no handle, the same bits in both images.
+    const fn is_plain(self) -> bool {
+        !matches!(
+            Tag::from_u32(self.tag),
+            Some(Tag::Tensor | Tag::Str | Tag::List) | None
+        )
+    }
+}
+
+/// One op's checks, as a plugin's kernel for it is called.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub(crate) args: Box<[Expect]>,
+    pub(crate) returns: Box<[Expect]>,
+    /// Every argument and return is plain: the call copies bits both ways.
+    pub(crate) plain: bool,
+}
+
+impl Plan {
+    pub(crate) fn of(schema: &Schema) -> Plan {
+        let args: Box<[Expect]> = schema.arguments.iter().map(|a| Expect::of(a.ty)).collect();
+        let returns: Box<[Expect]> = schema.returns.iter().map(|r| Expect::of(r.ty)).collect();
+        let plain = args.iter().chain(returns.iter()).all(|e| e.is_plain());
+        Plan {
+            args,
+            returns,
+            plain,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::StableValue;
+
+    #[test]
+    fn plain_ops_and_the_others() {
+        let plan = |s: &str| Plan::of(&opbox_codegen::schema::parse(s).unwrap());
+        assert!(
+            plan("f(int x, float? y, Scalar s, ScalarType t, Device d) -> (bool, Layout)").plain
+        );
+        assert!(!plan("f(int x) -> Tensor").plain);
+        assert!(!plan("f(str s) -> int").plain);
+        assert!(!plan("f(int[] xs) -> int").plain);
+        let p = plan("f(int? x, Tensor t) -> ()");
+        assert!(p.args[0].admits(Tag::None as u32) && p.args[0].admits(Tag::Int as u32));
+        assert!(!p.args[0].admits(Tag::Float as u32));
+        assert!(!p.args[1].admits(Tag::None as u32));
+        let list = StableValue::list(crate::value::List::Int(vec![]));
+        assert!(Expect::of(Type::INT.list().unwrap()).admits(list.raw_tag()));
+    }
+}
