@@ -22,6 +22,7 @@ pub type StrScratch<'a> = SmallVec<[&'a str; 8]>;
 pub trait Lend<'a, 'x>: Sized {
     /// What the shim holds while the kernel runs (`()` for a type that borrows the stack only).
     type Scratch: Default;
+    /// The parameter from stack value `v`, or `Mismatch` when `v` holds another type.
     fn lend(v: &'a StableValue, scratch: &'x mut Self::Scratch) -> Result<Self, Mismatch>;
 }
 
