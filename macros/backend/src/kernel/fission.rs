@@ -64,7 +64,7 @@ pub(crate) fn split(block: &syn::Block, publish: bool, d: &TokenStream) -> Optio
     Some(quote! {
         let __opbox_n = __opbox_block.block_threads();
         let __opbox_reset = __opbox_block.publishing(#publish);
-        let mut __opbox_done = ::std::vec![false; __opbox_n];
+        let mut __opbox_done = #d::fission::done_flags(__opbox_n);
         #body
     })
 }
@@ -163,8 +163,9 @@ impl Split {
 
     fn declare(&mut self, seg: &mut Segment, name: &syn::Ident, mutable: bool) {
         let slot = format_ident!("__opbox_l{}", self.locals.len());
+        let d = &self.d;
         seg.pre
-            .push(quote!(let mut #slot = ::std::vec::Vec::new();));
+            .push(quote!(let mut #slot = #d::fission::Slots::new();));
         seg.declared.push(self.locals.len());
         if let Some(scope) = self.scopes.last_mut() {
             scope.push(self.locals.len());

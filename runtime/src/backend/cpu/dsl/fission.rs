@@ -9,15 +9,29 @@
 
 use std::marker::PhantomData;
 
+use smallvec::SmallVec;
+
 use super::coop::DivergentBarrier;
 use super::grid::{Published, ThreadCtx};
 use super::ops::{Arith, Num};
 use super::warp::{Combine, WarpExchange, WarpOp, WarpValue, WARP_SIZE};
 
-/// Writes thread `t`'s value of a local kept across a split (the vector has one slot a thread,
-/// made at the first write).
+/// Threads a block's per-thread storage holds inline: the CPU build's blocks are often one warp,
+/// and many short blocks on many workers would otherwise contend in the allocator.
+const INLINE_THREADS: usize = 32;
+
+/// A local kept across a split, one slot a thread of the block.
+pub type Slots<T> = SmallVec<[T; INLINE_THREADS]>;
+
+/// Which threads of the block have returned.
+pub fn done_flags(threads: usize) -> Slots<bool> {
+    smallvec::smallvec![false; threads]
+}
+
+/// Writes thread `t`'s value of a local kept across a split (the slots are made at the first
+/// write).
 #[inline(always)]
-pub fn store<T: Copy>(slots: &mut Vec<T>, threads: usize, t: usize, v: T) {
+pub fn store<T: Copy>(slots: &mut Slots<T>, threads: usize, t: usize, v: T) {
     if slots.is_empty() {
         slots.resize(threads, v);
     }
@@ -26,8 +40,8 @@ pub fn store<T: Copy>(slots: &mut Vec<T>, threads: usize, t: usize, v: T) {
 
 /// A warp exchange's deposits and results, one slot a thread of the block.
 pub struct WarpLanes<R> {
-    deposits: Vec<Option<(WarpOp, u64)>>,
-    results: Vec<u64>,
+    deposits: Slots<Option<(WarpOp, u64)>>,
+    results: Slots<u64>,
     _result: PhantomData<R>,
 }
 
@@ -64,8 +78,8 @@ impl<R: LaneResult> WarpLanes<R> {
     /// Slots for a block of `threads`.
     pub fn new(threads: usize) -> WarpLanes<R> {
         WarpLanes {
-            deposits: vec![None; threads],
-            results: vec![0; threads],
+            deposits: smallvec::smallvec![None; threads],
+            results: smallvec::smallvec![0; threads],
             _result: PhantomData,
         }
     }
