@@ -13,10 +13,10 @@ use super::kernels::{matmul_tiled, softmax_rows, sum_f32};
 use super::ops::{BLOCK, TILE};
 
 /// What the checks cover, for the example's report.
-pub const SHAPES: &str = "dsl::sum over 3, 4,096 and 1,000,003 f32; dsl::softmax over [37, 1000], [5, 1027], [3, 8192] and [2, 1]; dsl::matmul [67, 45]·[45, 83] and [64, 64]·[64, 64]; all match plain Rust loops";
+pub const SHAPES: &str = "dsl::sum over 3, 4,096 and 1,000,003 f32; dsl::softmax over [37, 1000], [5, 1027], [3, 8192], [64, 128] and [2, 1]; dsl::matmul [67, 45]·[45, 83] and [64, 64]·[64, 64]; all match plain Rust loops";
 
 const SUMS: &[usize] = &[3, 4096, 1_000_003];
-const SOFTMAX: &[[usize; 2]] = &[[37, 1000], [5, 1027], [3, 8192], [2, 1]];
+const SOFTMAX: &[[usize; 2]] = &[[37, 1000], [5, 1027], [3, 8192], [64, 128], [2, 1]];
 const MATMUL: &[[usize; 3]] = &[[67, 45, 83], [64, 64, 64]];
 
 /// Every kernel with the constexpr values the ops launch it with.

@@ -57,10 +57,11 @@ pub fn sum_f32(x: In<[f32]>, total: InOut<[f32]>, n: u32, #[constexpr] BLOCK: u3
 }
 
 /// Row-wise softmax of a `[rows, d]` matrix, one block of `BLOCK` threads a row: the row's max,
-/// then `exp(x - max)` written to `y` and summed, each reduced over the block through warp
-/// shuffles and (for more than one warp) one shared slot per warp, then `y` scaled by the
-/// sum's inverse. Rows whose length is a multiple of 4 move as float4s (a row's later passes
-/// find it in cache); others element by element.
+/// then `exp(x - max)` summed, each reduced over the block through warp shuffles and (for more
+/// than one warp) one shared slot per warp, then `exp(x - max) / sum` written. A row of at most
+/// `BLOCK` float4s is read once into registers, one float4 a thread, and written once; a longer
+/// one moves as float4s a pass at a time (`exp` written to `y`, then scaled there, the row
+/// found in cache); a row whose length is not a multiple of 4, element by element.
 #[kernel]
 pub fn softmax_rows(x: In<[f32]>, y: Out<[f32]>, d: u32, #[constexpr] BLOCK: u32) {
     let partial = shared::<f32, 32>();
@@ -71,8 +72,20 @@ pub fn softmax_rows(x: In<[f32]>, y: Out<[f32]>, d: u32, #[constexpr] BLOCK: u32
     let d4 = d / 4;
     let base4 = row * d4;
     let base = row * d;
+    let cached = vector && d4 <= BLOCK;
+    let mut v = F32x4 {
+        x: 0.0,
+        y: 0.0,
+        z: 0.0,
+        w: 0.0,
+    };
     let mut m = f32::NEG_INFINITY;
-    if vector {
+    if cached {
+        if t < d4 {
+            v = x.load4(base4 + t);
+            m = v.x.max(v.y).max(v.z.max(v.w));
+        }
+    } else if vector {
         let mut j = t;
         while j < d4 {
             let v = x.load4(base4 + j);
@@ -103,7 +116,17 @@ pub fn softmax_rows(x: In<[f32]>, y: Out<[f32]>, d: u32, #[constexpr] BLOCK: u32
     }
     // exp(x - max) goes to y, which the last pass scales, so each is computed once.
     let mut s = 0.0f32;
-    if vector {
+    if cached {
+        if t < d4 {
+            v = F32x4 {
+                x: (v.x - row_max).exp(),
+                y: (v.y - row_max).exp(),
+                z: (v.z - row_max).exp(),
+                w: (v.w - row_max).exp(),
+            };
+            s = (v.x + v.y) + (v.z + v.w);
+        }
+    } else if vector {
         let mut j = t;
         while j < d4 {
             let v = x.load4(base4 + j);
@@ -140,7 +163,17 @@ pub fn softmax_rows(x: In<[f32]>, y: Out<[f32]>, d: u32, #[constexpr] BLOCK: u32
         row_sum = warp_reduce_sum(ps);
     }
     let inv = 1.0 / row_sum;
-    if vector {
+    if cached {
+        if t < d4 {
+            let p = F32x4 {
+                x: v.x * inv,
+                y: v.y * inv,
+                z: v.z * inv,
+                w: v.w * inv,
+            };
+            y.store4(base4 + t, p);
+        }
+    } else if vector {
         let mut j = t;
         while j < d4 {
             let e = y.load4(base4 + j);

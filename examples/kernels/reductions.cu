@@ -47,18 +47,28 @@ extern "C" __global__ void sum_f32_hand(const float* __restrict__ x, float* tota
     if (t == 0) atomicAdd(total, block_sum);
 }
 
-// Row-wise softmax of [rows, d], one block a row, d a multiple of 4: the max; exp(x - max)
-// written and summed; the written row scaled by the sum's inverse.
+// Row-wise softmax of [rows, d], one block a row, d a multiple of 4: the max; the sum of
+// exp(x - max); exp(x - max) / sum written. A row of at most BLOCK float4s is read once into
+// registers and written once; a longer one writes exp and then scales it in place.
 extern "C" __global__ void softmax_rows_hand(const float* __restrict__ x, float* y, unsigned int d) {
     __shared__ float partial[32];
     const unsigned int t = threadIdx.x, lane = t & 31;
     const unsigned int d4 = d / 4;
+    const bool cached = d4 <= OPBOX_RED_BLOCK;
     const float4* row = reinterpret_cast<const float4*>(x) + (size_t)blockIdx.x * d4;
     float4* out = reinterpret_cast<float4*>(y) + (size_t)blockIdx.x * d4;
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float m = __int_as_float(0xff800000);
-    for (unsigned int j = t; j < d4; j += OPBOX_RED_BLOCK) {
-        float4 v = row[j];
-        m = fmaxf(m, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+    if (cached) {
+        if (t < d4) {
+            v = row[t];
+            m = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
+        }
+    } else {
+        for (unsigned int j = t; j < d4; j += OPBOX_RED_BLOCK) {
+            float4 e = row[j];
+            m = fmaxf(m, fmaxf(fmaxf(e.x, e.y), fmaxf(e.z, e.w)));
+        }
     }
     m = warp_max(m);
     if (lane == 0) partial[t / 32] = m;
@@ -66,19 +76,30 @@ extern "C" __global__ void softmax_rows_hand(const float* __restrict__ x, float*
     const float row_max = warp_max(lane < OPBOX_RED_BLOCK / 32 ? partial[lane] : __int_as_float(0xff800000));
     __syncthreads();
     float s = 0.0f;
-    for (unsigned int j = t; j < d4; j += OPBOX_RED_BLOCK) {
-        float4 v = row[j];
-        float4 e = make_float4(expf(v.x - row_max), expf(v.y - row_max), expf(v.z - row_max), expf(v.w - row_max));
-        s += (e.x + e.y) + (e.z + e.w);
-        out[j] = e;
+    if (cached) {
+        if (t < d4) {
+            v = make_float4(expf(v.x - row_max), expf(v.y - row_max), expf(v.z - row_max), expf(v.w - row_max));
+            s = (v.x + v.y) + (v.z + v.w);
+        }
+    } else {
+        for (unsigned int j = t; j < d4; j += OPBOX_RED_BLOCK) {
+            float4 e = row[j];
+            e = make_float4(expf(e.x - row_max), expf(e.y - row_max), expf(e.z - row_max), expf(e.w - row_max));
+            s += (e.x + e.y) + (e.z + e.w);
+            out[j] = e;
+        }
     }
     s = warp_sum(s);
     if (lane == 0) partial[t / 32] = s;
     __syncthreads();
     const float inv = 1.0f / warp_sum(lane < OPBOX_RED_BLOCK / 32 ? partial[lane] : 0.0f);
-    for (unsigned int j = t; j < d4; j += OPBOX_RED_BLOCK) {
-        float4 e = out[j];
-        out[j] = make_float4(e.x * inv, e.y * inv, e.z * inv, e.w * inv);
+    if (cached) {
+        if (t < d4) out[t] = make_float4(v.x * inv, v.y * inv, v.z * inv, v.w * inv);
+    } else {
+        for (unsigned int j = t; j < d4; j += OPBOX_RED_BLOCK) {
+            float4 e = out[j];
+            out[j] = make_float4(e.x * inv, e.y * inv, e.z * inv, e.w * inv);
+        }
     }
 }
 
