@@ -112,7 +112,12 @@ fn every_readme_block_is_compiled() {
 fn every_tutorial_block_is_compiled() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let (doctests, excerpts) = check_page(root, "docs/tutorial.md");
-    assert!(doctests >= 4 && excerpts >= 2);
+    // Steps 2 and 5 and the plugin host are doctests; step 4 (examples/tutorial_cuda.rs, which
+    // scripts/gpu-check runs on a GPU), the kernel and the plugin are excerpts.
+    assert!(
+        doctests >= 3 && excerpts >= 3,
+        "{doctests} doctests, {excerpts} excerpts"
+    );
 }
 
 #[test]
