@@ -62,7 +62,7 @@ fn bench() -> opbox::Result<()> {
     let n = SUM_ELEMS;
     let x = Tensor::full(&[n], 1.0f64, DType::F32, dev)?;
     let total = Tensor::zeros(&[], DType::F32, dev)?;
-    let blocks = (8 * info.multiprocessors).min((n as u32 / 4).div_ceil(BLOCK));
+    let blocks = ops::stride_grid(dev, n as u32 / 4)?;
     let cfg = LaunchConfig::single().grid(blocks, 1, 1).block(BLOCK, 1, 1);
     // The blocks' sums meet in one f32 through atomics, each add rounded at the total's
     // magnitude (an ulp of 32 near 2^28): about 1e-5 off, in an order that changes per run.

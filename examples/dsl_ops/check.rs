@@ -13,7 +13,20 @@ use super::kernels::{matmul_tiled, softmax_rows, sum_f32};
 use super::ops::{BLOCK, TILE};
 
 /// What the checks cover, for the example's report.
-pub const SHAPES: &str = "dsl::sum over 3, 4,096 and 1,000,003 f32; dsl::softmax over [37, 1000], [5, 1027], [3, 8192], [64, 128] and [2, 1]; dsl::matmul [67, 45]·[45, 83] and [64, 64]·[64, 64]; all match plain Rust loops";
+pub fn shapes() -> String {
+    let sums: Vec<String> = SUMS.iter().map(|n| n.to_string()).collect();
+    let rows: Vec<String> = SOFTMAX.iter().map(|s| format!("{s:?}")).collect();
+    let products: Vec<String> = MATMUL
+        .iter()
+        .map(|[m, k, n]| format!("[{m}, {k}]·[{k}, {n}]"))
+        .collect();
+    format!(
+        "dsl::sum over {} f32; dsl::softmax over {}; dsl::matmul {}; all match plain Rust loops",
+        sums.join(", "),
+        rows.join(", "),
+        products.join(", ")
+    )
+}
 
 const SUMS: &[usize] = &[3, 4096, 1_000_003];
 const SOFTMAX: &[[usize; 2]] = &[[37, 1000], [5, 1027], [3, 8192], [64, 128], [2, 1]];

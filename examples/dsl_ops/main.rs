@@ -66,7 +66,7 @@ fn run() -> Result<(), String> {
 
     let cpu = check::Run::on(Device::Cpu).map_err(e)?;
     cpu.against_reference()?;
-    println!("CPU: {}", check::SHAPES);
+    println!("CPU: {}", check::shapes());
     match opbox::cuda::device_count() {
         Ok(n) if n > 0 => {
             let cuda = check::Run::on(Device::Cuda(0)).map_err(e)?;

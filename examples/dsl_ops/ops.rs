@@ -45,7 +45,7 @@ fn f32_input(op: &str, x: &Tensor) -> opbox::Result<u32> {
     })
 }
 
-/// Blocks that fill `device` for a grid-stride kernel over `n4` float4s: 8 blocks of `BLOCK`
+/// Blocks that fill `device` for `sum_f32` over `n4` float4s: 8 blocks of `BLOCK`
 /// threads an SM (2,048 resident threads) on CUDA, 4 a core on the CPU; never more than the
 /// work has.
 pub fn stride_grid(device: Device, n4: u32) -> opbox::Result<u32> {

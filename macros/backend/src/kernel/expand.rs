@@ -413,11 +413,7 @@ fn emit(
         },
     };
     let block_body = split.map(|split| {
-        let lints = func.attrs.iter().filter(|a| {
-            ["allow", "warn", "deny", "expect"]
-                .iter()
-                .any(|l| a.path().is_ident(l))
-        });
+        let lints = lints.clone();
         quote! {
             /// The CPU build of the body, split at its barriers and warp exchanges.
             #(#lints)*

@@ -283,19 +283,13 @@ impl ThreadCtx {
     /// The warp's sum, in every lane: five rounds of `shfl_xor` with the DSL's `+`, in one
     /// exchange.
     pub fn warp_reduce_sum<T: WarpValue + Arith>(&self, v: T) -> T {
-        fn add<T: WarpValue + Arith>(a: u64, b: u64) -> u64 {
-            T::from_bits64(a).add(T::from_bits64(b)).to_bits64()
-        }
-        let op = WarpOp::Butterfly(Combine(add::<T>));
+        let op = WarpOp::Butterfly(Combine::sum::<T>());
         T::from_bits64(self.exchange(op, v.to_bits64()))
     }
 
     /// The warp's maximum (the DSL's `max`), in every lane, likewise.
     pub fn warp_reduce_max<T: WarpValue + Num>(&self, v: T) -> T {
-        fn max<T: WarpValue + Num>(a: u64, b: u64) -> u64 {
-            T::from_bits64(a).max(T::from_bits64(b)).to_bits64()
-        }
-        let op = WarpOp::Butterfly(Combine(max::<T>));
+        let op = WarpOp::Butterfly(Combine::max::<T>());
         T::from_bits64(self.exchange(op, v.to_bits64()))
     }
 

@@ -155,19 +155,13 @@ impl ThreadCtx {
     /// This lane's half of `warp_reduce_sum(v)`.
     #[inline(always)]
     pub fn defer_warp_reduce_sum<T: WarpValue + Arith>(&self, v: T) -> Deferred<T> {
-        fn add<T: WarpValue + Arith>(a: u64, b: u64) -> u64 {
-            T::from_bits64(a).add(T::from_bits64(b)).to_bits64()
-        }
-        deferred(WarpOp::Butterfly(Combine(add::<T>)), v.to_bits64())
+        deferred(WarpOp::Butterfly(Combine::sum::<T>()), v.to_bits64())
     }
 
     /// This lane's half of `warp_reduce_max(v)`.
     #[inline(always)]
     pub fn defer_warp_reduce_max<T: WarpValue + Num>(&self, v: T) -> Deferred<T> {
-        fn max<T: WarpValue + Num>(a: u64, b: u64) -> u64 {
-            T::from_bits64(a).max(T::from_bits64(b)).to_bits64()
-        }
-        deferred(WarpOp::Butterfly(Combine(max::<T>)), v.to_bits64())
+        deferred(WarpOp::Butterfly(Combine::max::<T>()), v.to_bits64())
     }
 }
 

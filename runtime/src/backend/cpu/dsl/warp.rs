@@ -5,6 +5,8 @@
 //! results of all lanes are computed at once, then the lanes resume and read their own. So the
 //! results are CUDA's, bit for bit.
 
+use super::ops::{Arith, Num};
+
 /// Lanes a warp has: CUDA's `warpSize` on every GPU opbox targets.
 pub const WARP_SIZE: u32 = 32;
 
@@ -30,6 +32,24 @@ pub(crate) enum WarpOp {
 /// How a butterfly combines two lanes' values (the DSL's `+` or `max` of their type).
 #[derive(Clone, Copy)]
 pub(crate) struct Combine(pub fn(u64, u64) -> u64);
+
+impl Combine {
+    /// `warp_reduce_sum`'s: the DSL's `+` of `T`.
+    pub fn sum<T: WarpValue + Arith>() -> Combine {
+        fn add<T: WarpValue + Arith>(a: u64, b: u64) -> u64 {
+            T::from_bits64(a).add(T::from_bits64(b)).to_bits64()
+        }
+        Combine(add::<T>)
+    }
+
+    /// `warp_reduce_max`'s: the DSL's `max` of `T`.
+    pub fn max<T: WarpValue + Num>() -> Combine {
+        fn max<T: WarpValue + Num>(a: u64, b: u64) -> u64 {
+            T::from_bits64(a).max(T::from_bits64(b)).to_bits64()
+        }
+        Combine(max::<T>)
+    }
+}
 
 impl std::fmt::Debug for Combine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
