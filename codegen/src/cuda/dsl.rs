@@ -161,6 +161,11 @@ pub fn dsl_build_options(user: Option<&BuildOptions>, kernel: &DslCode) -> Build
             preamble.push_str(section);
         }
     }
+    // The unit's prelude leaves <stdint.h> out for generated code; C++ a user wrote (a group's
+    // preamble, a #[builtin]'s native function) may need it.
+    if !out.preamble.is_empty() || fns.iter().any(|f| matches!(f.body, DslBody::Builtin(_))) {
+        preamble.push_str("#include <stdint.h>\n");
+    }
     if !out.preamble.is_empty() {
         preamble.push_str(&out.preamble);
         if !out.preamble.ends_with('\n') {

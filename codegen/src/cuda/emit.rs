@@ -112,10 +112,20 @@ pub fn emit_module(
     );
     src.push_str("#line 1 \"<opbox-prelude>\"\n");
     let uses = |t: ElemType| members.iter().any(|m| m.decl.uses_elem(t));
+    let natives: Vec<NativeParam> = members
+        .iter()
+        .flat_map(|m| m.decl.native_params())
+        .collect();
+    // A #[kernel]'s unit holds user C++ only through its preamble, where `dsl_build_options`
+    // includes the header itself.
+    let user_cpp = members
+        .iter()
+        .any(|m| m.decl.abi != EntryAbi::ParamsAndLens);
     src.push_str(&prelude(PreludeParts {
         f16: uses(ElemType::F16),
         bf16: uses(ElemType::BF16),
         fp8: uses(ElemType::F8E4M3) || uses(ElemType::F8E5M2),
+        stdint: user_cpp || !natives.is_empty(),
     }));
     // Code that names `#[derive(KernelArg)]` structs (a DSL kernel's #[device] fns) follows the
     // slot line, and goes after their twins, which follow the user's own preamble (a twin's
@@ -138,10 +148,6 @@ pub fn emit_module(
             let _ = writeln!(src, "#define {name} {lit}");
         }
     }
-    let natives: Vec<NativeParam> = members
-        .iter()
-        .flat_map(|m| m.decl.native_params())
-        .collect();
     let mut generated: Vec<&'static NativeSchema> = Vec::new();
     for schema in natives
         .iter()
@@ -206,7 +212,17 @@ pub fn emit_module(
             }
             _ => m.decl.entry.to_string(),
         };
+        // A #[kernel]'s entry and its declaration are both printed from one Rust signature, so
+        // their check is the DSL checking itself: debug builds (OPBOX_DSL_BOUNDS, which the test
+        // suites compile) keep it; release builds skip its template instantiations.
+        let generated_entry = m.decl.abi == EntryAbi::ParamsAndLens;
+        if generated_entry {
+            src.push_str("#ifdef OPBOX_DSL_BOUNDS\n");
+        }
         push_checks(&mut src, index, m.decl, &entry_expr);
+        if generated_entry {
+            src.push_str("#endif\n");
+        }
         name_expressions.push(format!("&{entry_expr}"));
     }
     Ok(TranslationUnit {

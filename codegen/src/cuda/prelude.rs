@@ -69,12 +69,18 @@ pub struct PreludeParts {
     pub f16: bool,
     pub bf16: bool,
     pub fp8: bool,
+    /// `<stdint.h>`, for units with C++ a user wrote. The code of a `#[kernel]` spells its
+    /// types itself, and under a CUDA toolkit the header pulls in CCCL's `<cuda/std/cstdint>`,
+    /// the largest part of a small kernel's NVRTC time.
+    pub stdint: bool,
 }
 
 /// The prelude for a unit.
 pub fn prelude(parts: PreludeParts) -> String {
     let mut s = String::with_capacity(STDINT.len() + CHECK.len() + HALF.len() + BF16.len());
-    s.push_str(STDINT);
+    if parts.stdint {
+        s.push_str(STDINT);
+    }
     s.push_str(CHECK);
     s.push_str(super::signature_check::CHECK_TEMPLATES);
     if parts.f16 {

@@ -1,4 +1,5 @@
 // preamble (after the opbox_dsl helpers of opbox_codegen::cuda::dsl_prelude):
+#include <stdint.h>
 namespace opbox_ex {
 __device__ inline float gelu(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978846f * (x + 0.044715f * x * x * x)));
