@@ -373,3 +373,25 @@ fn names_with_quotes_are_escaped_in_line_directives() {
     let tu = emit(&decl, &[]).expect("emit");
     assert!(tu.source.contains("#line 1 \"we\\\"ird\\\\dir/k.cu\"\n"));
 }
+
+#[test]
+fn a_generated_entry_takes_neither_stdint_nor_a_release_signature_check() {
+    let user = emit(&axpby_decl(AXPBY), &[]).expect("emit");
+    assert!(user.source.contains("#include <stdint.h>"));
+    assert!(!user.source.contains("#ifdef OPBOX_DSL_BOUNDS"));
+
+    let mut dsl = axpby_decl(AXPBY);
+    dsl.abi = EntryAbi::ParamsAndLens;
+    let tu = emit(&dsl, &[]).expect("emit");
+    assert!(!tu.source.contains("#include <stdint.h>"), "{}", tu.source);
+    let guard = tu
+        .source
+        .find("#ifdef OPBOX_DSL_BOUNDS")
+        .expect("guarded checks");
+    let check = tu
+        .source
+        .find("struct opbox_check_0_axpby_f32")
+        .expect("checks");
+    let end = tu.source.rfind("#endif").expect("the guard's end");
+    assert!(guard < check && check < end);
+}
