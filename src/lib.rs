@@ -152,9 +152,9 @@ pub mod cuda {
     };
     pub use opbox_runtime::backend::cuda::{
         compile_ahead, compile_cached, compile_for_arch, compile_for_device, cuda_include_options,
-        default_cache, device, device_count, nvrtc, probe, synchronize, translation_unit,
-        ArchVariant, Artifact, CacheOutcome, Compiled, CudaDevice, DiskCache, ImageKind,
-        KernelReport, LoadedKernel, Lookup, Target,
+        default_cache, device, device_count, nvrtc, options_for, probe, synchronize,
+        translation_unit, ArchVariant, Artifact, CacheOutcome, Compiled, CudaDevice, DiskCache,
+        ImageKind, KernelReport, LoadedKernel, Lookup, Target,
     };
     pub use opbox_runtime::kernel::Stream;
 

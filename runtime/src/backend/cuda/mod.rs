@@ -45,7 +45,7 @@ pub use context::{device, device_count, CudaDevice};
 pub use disk_cache::{DiskCache, Lookup};
 pub use jit::{
     compile_ahead, compile_cached, compile_for_arch, compile_for_device, default_cache,
-    translation_unit, CacheOutcome, Compiled,
+    options_for, translation_unit, CacheOutcome, Compiled,
 };
 pub use loader::LoadedKernel;
 pub use report::KernelReport;
