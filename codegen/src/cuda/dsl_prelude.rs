@@ -212,6 +212,15 @@ OPBOX_DSL_XYZ(grid_dim, gridDim.x, gridDim.y, gridDim.z)
 OPBOX_DSL_XYZ(global_id, blockIdx.x * blockDim.x + threadIdx.x, blockIdx.y * blockDim.y + threadIdx.y,
   blockIdx.z * blockDim.z + threadIdx.z)
 #undef OPBOX_DSL_XYZ
+
+// A kernel's first statement: under programmatic dependent launch (the edges a kernel graph
+// gives a #[kernel] node) the grid may start before its predecessors finish, and waits here until
+// they have, their writes visible. Launched any other way, it returns at once.
+__device__ inline void wait_for_primaries() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 }  // namespace opbox_dsl
 "#;
 

@@ -25,6 +25,7 @@ template <class I, class V> __device__ inline void store4(const Slice<float>& s,
 // source:
 // #[kernel] axpy4, generated from examples/dsl.rs
 __global__ void axpy4(const float* x__p, const float* y__p, float* out__p, float a, unsigned int n, unsigned int x__len, unsigned int y__len, unsigned int out__len) {
+  opbox_dsl::wait_for_primaries();
   const opbox_dsl::Slice<const float> x{reinterpret_cast<const float*>(x__p), x__len};
   const opbox_dsl::Slice<const float> y{reinterpret_cast<const float*>(y__p), y__len};
   const opbox_dsl::Slice<float> out{reinterpret_cast<float*>(out__p), out__len};

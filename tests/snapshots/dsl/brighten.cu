@@ -10,6 +10,7 @@ __device__ inline float opbox_dev_expose(float v, float gain) {
 // source:
 // #[kernel] brighten, generated from examples/dsl.rs
 __global__ void brighten(const float* img__p, float* out__p, unsigned int width, unsigned int height, unsigned int stride, float gain, unsigned int img__len, unsigned int out__len) {
+  opbox_dsl::wait_for_primaries();
   const opbox_dsl::Slice<const float> img{reinterpret_cast<const float*>(img__p), img__len};
   const opbox_dsl::Slice<float> out{reinterpret_cast<float*>(out__p), out__len};
 #line 81 "examples/dsl.rs"

@@ -12,6 +12,7 @@ __device__ inline float opbox_builtin_gelu(float x) { return opbox_ex::gelu(x); 
 // source:
 // #[kernel] fused_gelu, generated from examples/dsl.rs
 __global__ void fused_gelu(const float* x__p, float* y__p, float a, float b, unsigned int n, unsigned int x__len, unsigned int y__len) {
+  opbox_dsl::wait_for_primaries();
   const opbox_dsl::Slice<const float> x{reinterpret_cast<const float*>(x__p), x__len};
   const opbox_dsl::Slice<float> y{reinterpret_cast<float*>(y__p), y__len};
 #line 67 "examples/dsl.rs"

@@ -258,6 +258,7 @@ fn entry_text(
         "__global__ void {name}({}) {{\n",
         cparams.join(", ")
     ));
+    s.push_str("  opbox_dsl::wait_for_primaries();\n");
     for w in wraps {
         s.push_str(&w);
         s.push('\n');

@@ -2,6 +2,12 @@
 //! launch (a group's members chained), with exactly the derived dependencies, no stream
 //! capture. A replay re-binds what changed with `cuGraphExecKernelNodeSetParams` on the nodes
 //! that use it, then launches; it never re-instantiates.
+//!
+//! On Hopper and later, the edges into a `#[kernel]` node are programmatic (programmatic
+//! dependent launch): its grid is launched as its predecessors' blocks exit, and its first
+//! statement waits for their completion, so the launch latency between dependent kernels
+//! overlaps the predecessor's drain. Extern kernels cannot be known to wait, and keep the
+//! default edges.
 
 mod constant;
 mod rebind;
@@ -32,6 +38,19 @@ struct Packed {
 }
 
 /// Checks and packs `launch` as a submit would ([`prepare`]), keeping the bytes.
+/// Programmatic dependent launch needs compute capability 9.0 (Hopper) or later.
+const PROGRAMMATIC_LAUNCH_MAJOR: u32 = 9;
+
+/// An edge that lets its kernel start once every block of the predecessor has exited (or
+/// triggered), before the predecessor's grid has completed; the kernel's own wait
+/// (`griddepcontrol.wait`) then holds it until the predecessor's writes are visible.
+const PROGRAMMATIC_EDGE: sys::CUgraphEdgeData = sys::CUgraphEdgeData {
+    from_port: sys::CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC as u8,
+    to_port: 0,
+    type_: sys::CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8,
+    reserved: [0; 5],
+};
+
 fn pack(launch: &Launch) -> Result<Packed> {
     let args = launch.launch_args();
     let mut buffer = ParamBuffer::new();
@@ -209,21 +228,50 @@ impl Graph {
                 dev.context
                     .bind_to_thread()
                     .map_err(|e| fail("binding the context", e))?;
-                // SAFETY: `graph` is live; `deps` holds nodes of this graph; `params` names a
-                // function loaded in this device's context, and its kernelParams point at this
+                // A #[kernel] waits for its predecessors at its first statement, so on a GPU
+                // with programmatic dependent launch its grid may start as theirs drain: its
+                // incoming edges are programmatic (all come from kernel nodes), the rest default.
+                let programmatic = decl.abi == EntryAbi::ParamsAndLens
+                    && dev.compute_capability.0 >= PROGRAMMATIC_LAUNCH_MAJOR
+                    && !deps.is_empty();
+                let added_with = if programmatic { &[][..] } else { &deps[..] };
+                // SAFETY: `graph` is live; `added_with` holds nodes of this graph; `params` names
+                // a function loaded in this device's context, and its kernelParams point at this
                 // launch's packed parameters (checked by `prepare` against the declaration, which
                 // the kernel's static_asserts tie to its C++ signature), which the driver copies.
                 unsafe {
                     sys::cuGraphAddKernelNode_v2(
                         &mut launch.node,
                         exec.graph,
-                        deps.as_ptr(),
-                        deps.len(),
+                        added_with.as_ptr(),
+                        added_with.len(),
                         &params,
                     )
                 }
                 .result()
                 .map_err(|e| fail(&format!("adding kernel {} (node #{n})", decl.rust_name), e))?;
+                if programmatic {
+                    let to = vec![launch.node; deps.len()];
+                    let edges = vec![PROGRAMMATIC_EDGE; deps.len()];
+                    // SAFETY: `graph` is live; `deps`, `to` and `edges` are as long as each
+                    // other, and every node in them is a kernel node of this graph.
+                    unsafe {
+                        sys::cuGraphAddDependencies_v2(
+                            exec.graph,
+                            deps.as_ptr(),
+                            to.as_ptr(),
+                            edges.as_ptr(),
+                            deps.len(),
+                        )
+                    }
+                    .result()
+                    .map_err(|e| {
+                        fail(
+                            &format!("adding the edges of kernel {} (node #{n})", decl.rust_name),
+                            e,
+                        )
+                    })?;
+                }
                 deps = vec![launch.node];
                 exec.launches.push(launch);
             }
