@@ -27,17 +27,19 @@ use crate::backend::cuda::current::cuda_stream_for;
 use crate::backend::cuda::loader::LoadedKernel;
 use crate::error::{Error, Result};
 use crate::kernel::prepare::Chunk;
-use crate::kernel::{prepare, ParamBuffer};
+use crate::kernel::{prepare, LaunchArg, OwnedArg, ParamBuffer};
 use crate::tensor::{Device, Tensor};
+use smallvec::SmallVec;
 
 /// A launch's parameters, owned: the driver reads them through `ptrs` when a node is added or
 /// its parameters are set.
 struct Packed {
-    _chunks: Box<[Chunk]>,
+    /// The bytes `ptrs` point into; a heap block that stays put when `Packed` moves.
+    chunks: Box<[Chunk]>,
+    starts: Box<[u16]>,
     ptrs: Box<[*mut c_void]>,
 }
 
-/// Checks and packs `launch` as a submit would ([`prepare`]), keeping the bytes.
 /// Programmatic dependent launch needs compute capability 9.0 (Hopper) or later.
 const PROGRAMMATIC_LAUNCH_MAJOR: u32 = 9;
 
@@ -51,8 +53,10 @@ const PROGRAMMATIC_EDGE: sys::CUgraphEdgeData = sys::CUgraphEdgeData {
     reserved: [0; 5],
 };
 
+/// Checks and packs `launch` as a submit would ([`prepare`]), keeping the bytes.
 fn pack(launch: &Launch) -> Result<Packed> {
-    let args = launch.launch_args();
+    let args: SmallVec<[LaunchArg<'_>; 16]> =
+        launch.args.iter().map(OwnedArg::as_launch_arg).collect();
     let mut buffer = ParamBuffer::new();
     let prepared = prepare(
         launch.handle,
@@ -71,9 +75,35 @@ fn pack(launch: &Launch) -> Result<Packed> {
         .map(|&s| unsafe { base.add(s as usize) }.cast::<c_void>())
         .collect();
     Ok(Packed {
-        _chunks: chunks,
+        chunks,
+        starts: starts.into(),
         ptrs,
     })
+}
+
+impl Packed {
+    /// Checks and packs `launch` again, for a re-bind: into these buffers when the layout is
+    /// the same (it is, unless a by-value argument changed size), so `ptrs` stay valid and
+    /// nothing is allocated; a fresh pack otherwise.
+    fn repack(&mut self, launch: &Launch) -> Result<()> {
+        let args: SmallVec<[LaunchArg<'_>; 16]> =
+            launch.args.iter().map(OwnedArg::as_launch_arg).collect();
+        let mut buffer = ParamBuffer::new();
+        let prepared = prepare(
+            launch.handle,
+            &launch.cfg,
+            &args,
+            &launch.constexprs,
+            &mut buffer,
+        )?;
+        let (chunks, starts) = prepared.packed();
+        if chunks.len() == self.chunks.len() && *starts == *self.starts {
+            self.chunks.copy_from_slice(chunks);
+            return Ok(());
+        }
+        *self = pack(launch)?;
+        Ok(())
+    }
 }
 
 struct ExecLaunch {

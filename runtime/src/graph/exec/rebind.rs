@@ -4,7 +4,7 @@
 
 use cudarc::driver::sys;
 
-use super::{pack, GraphExec};
+use super::GraphExec;
 use crate::error::{Error, Result};
 use crate::graph::bind::Bindings;
 use crate::graph::record::Launch;
@@ -32,9 +32,8 @@ impl GraphExec {
                 super::constant::upload(self.name, src, bytes, self.ordinal)?;
                 continue;
             }
-            let packed = pack(&self.launches[l].launch)?;
             let launch = &mut self.launches[l];
-            launch.packed = packed;
+            launch.packed.repack(&launch.launch)?;
             let params = launch.params();
             // SAFETY: `exec` instantiates the graph that holds `launch.node`, a kernel node whose
             // function `params` keeps; the parameters were checked by `prepare` as at
