@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use foldhash::fast::FixedState;
+use smallvec::SmallVec;
 use std::ops::Range;
 
 use super::record::Launch;
@@ -12,6 +13,27 @@ use super::NodeId;
 use crate::error::{Error, Result};
 use crate::kernel::{KernelArg, OwnedArg};
 use crate::tensor::Tensor;
+
+/// A tensor binding about to be applied: its buffer, the new tensor and its addresses.
+type PlannedTensor<'t> = (usize, &'t Tensor, Option<Range<u64>>);
+
+/// The launches a binding changed, in order.
+pub(crate) type Dirty = SmallVec<[usize; 8]>;
+
+/// A slot holding one recorded launch: the graph's own list, or an instantiated graph's nodes.
+pub(crate) trait HoldsLaunch {
+    fn launch(&self) -> &Launch;
+    fn launch_mut(&mut self) -> &mut Launch;
+}
+
+impl HoldsLaunch for &mut Launch {
+    fn launch(&self) -> &Launch {
+        self
+    }
+    fn launch_mut(&mut self) -> &mut Launch {
+        self
+    }
+}
 
 /// New tensors and values for a replay (`GraphExec::replay`) or an eager graph
 /// ([`Graph::bind`](super::Graph::bind)).
@@ -157,14 +179,13 @@ impl Binder {
 
     /// Checks every binding against the recording, then applies them all to `launches`; returns
     /// the launches whose arguments changed, in order. A refused binding changes nothing.
-    pub(crate) fn apply(
+    pub(crate) fn apply<L: HoldsLaunch>(
         &mut self,
         bindings: &Bindings<'_>,
-        launches: &mut [&mut Launch],
-    ) -> Result<Vec<usize>> {
+        launches: &mut [L],
+    ) -> Result<Dirty> {
         // (buffer, new tensor, its addresses)
-        let mut tensors: Vec<(usize, &Tensor, Option<Range<u64>>)> =
-            Vec::with_capacity(bindings.tensors.len());
+        let mut tensors: SmallVec<[PlannedTensor<'_>; 4]> = SmallVec::new();
         for (recorded, new) in &bindings.tensors {
             let id = *self
                 .by_handle
@@ -184,19 +205,8 @@ impl Binder {
             self.check_tensor(id, new, launches)?;
             tensors.push((id, new, new.address_range()));
         }
-        // Each buffer's planned binding, if any.
-        let mut planned = vec![
-            usize::MAX;
-            if tensors.is_empty() {
-                0
-            } else {
-                self.buffers.len()
-            }
-        ];
-        for (k, (id, _, _)) in tensors.iter().enumerate() {
-            planned[*id] = k;
-        }
-        let bound = |j: usize| match tensors.get(planned[j]) {
+        // Each buffer's planned binding, if any (a binding names few buffers).
+        let bound = |j: usize| match tensors.iter().find(|(i, _, _)| *i == j) {
             Some((_, _, r)) => r,
             None => &self.buffers[j].range,
         };
@@ -216,7 +226,7 @@ impl Binder {
                 }
             }
         }
-        let mut values = Vec::with_capacity(bindings.values.len());
+        let mut values: SmallVec<[(usize, usize, OwnedArg); 4]> = SmallVec::new();
         for (node, param, value) in &bindings.values {
             let &(first, end) = self.members.get(node.index()).ok_or_else(|| {
                 self.error(format!(
@@ -226,7 +236,7 @@ impl Binder {
                 ))
             })?;
             for l in first..end {
-                let launch = &launches[l];
+                let launch = launches[l].launch();
                 let a = launch.param_index(param).ok_or_else(|| {
                     self.error(format!(
                         "node #{} (kernel {}) has no parameter '{param}'",
@@ -246,18 +256,18 @@ impl Binder {
                 values.push((l, a, value.clone()));
             }
         }
-        let mut dirty: Vec<usize> = Vec::new();
+        let mut dirty = Dirty::new();
         for (id, new, range) in tensors {
             let b = &mut self.buffers[id];
             b.current = new.clone();
             b.range = range;
             for &(l, a) in &b.uses {
-                launches[l].args[a] = OwnedArg::Tensor(new.clone());
+                launches[l].launch_mut().args[a] = OwnedArg::Tensor(new.clone());
                 dirty.push(l);
             }
         }
         for (l, a, value) in values {
-            launches[l].args[a] = value;
+            launches[l].launch_mut().args[a] = value;
             dirty.push(l);
         }
         dirty.sort_unstable();
@@ -266,19 +276,20 @@ impl Binder {
     }
 
     /// "node #3 (kernel scale) parameter 'x'": where launch `l`'s argument `a` is.
-    fn site(&self, l: usize, a: usize, launches: &[&mut Launch]) -> String {
+    fn site<L: HoldsLaunch>(&self, l: usize, a: usize, launches: &[L]) -> String {
         let node = self
             .members
             .iter()
             .position(|&(first, end)| (first..end).contains(&l))
             .unwrap_or(0);
         let (kernel, param) = launches.get(l).map_or(("?", "?"), |x| {
+            let x = x.launch();
             (x.decl().rust_name.as_ref(), x.param_name(a))
         });
         format!("node #{node} (kernel {kernel}) parameter '{param}'")
     }
 
-    fn check_tensor(&self, id: usize, new: &Tensor, launches: &[&mut Launch]) -> Result<()> {
+    fn check_tensor<L: HoldsLaunch>(&self, id: usize, new: &Tensor, launches: &[L]) -> Result<()> {
         let b = &self.buffers[id];
         let r = &b.recorded;
         let (l, a) = b.uses[0];

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cudarc::driver::{sys, CudaContext, CudaStream, DriverError};
 use opbox_codegen::cuda::EntryAbi;
 
-use super::bind::{Binder, Bindings};
+use super::bind::{Binder, Bindings, HoldsLaunch};
 use super::record::Launch;
 use super::Graph;
 use crate::backend::cuda::context::device;
@@ -117,6 +117,15 @@ struct ExecLaunch {
     /// the `params` symbol before the kernel node runs. A re-bound struct is written there, on
     /// the stream replays run on, so it lands between the replays before and after.
     constant: Option<Tensor>,
+}
+
+impl HoldsLaunch for ExecLaunch {
+    fn launch(&self) -> &Launch {
+        &self.launch
+    }
+    fn launch_mut(&mut self) -> &mut Launch {
+        &mut self.launch
+    }
 }
 
 impl ExecLaunch {

@@ -7,16 +7,11 @@ use cudarc::driver::sys;
 use super::GraphExec;
 use crate::error::{Error, Result};
 use crate::graph::bind::Bindings;
-use crate::graph::record::Launch;
 use crate::kernel::OwnedArg;
 
 impl GraphExec {
     pub(super) fn rebind(&mut self, bindings: &Bindings<'_>) -> Result<()> {
-        let dirty = {
-            let mut launches: Vec<&mut Launch> =
-                self.launches.iter_mut().map(|l| &mut l.launch).collect();
-            self.binder.apply(bindings, &mut launches)?
-        };
+        let dirty = self.binder.apply(bindings, &mut self.launches)?;
         if dirty.is_empty() {
             return Ok(());
         }
