@@ -104,6 +104,13 @@ pub(crate) struct Binder {
     by_handle: HashMap<usize, usize, FixedState>,
     /// Each node's launches: `members[n].0 .. members[n].1`.
     members: Vec<(usize, usize)>,
+    /// Each buffer's current memory as `(start, end)`, `(0, 0)` for none: a flat array, so
+    /// checking a new tensor against every buffer is one pair of compares each.
+    spans: Vec<(u64, u64)>,
+}
+
+fn span(range: &Option<Range<u64>>) -> (u64, u64) {
+    range.as_ref().map_or((0, 0), |r| (r.start, r.end))
 }
 
 fn overlap(a: &Option<Range<u64>>, b: &Option<Range<u64>>) -> bool {
@@ -138,6 +145,7 @@ impl Binder {
             buffers: Vec::new(),
             by_handle: HashMap::default(),
             members,
+            spans: Vec::new(),
         };
         for (l, launch) in launches.iter().enumerate() {
             for (a, arg) in launch.args.iter().enumerate() {
@@ -152,6 +160,7 @@ impl Binder {
                 .filter(|&j| j != i && overlap(&ranges[i], &ranges[j]))
                 .collect();
         }
+        b.spans = ranges.iter().map(span).collect();
         b
     }
 
@@ -205,25 +214,38 @@ impl Binder {
             self.check_tensor(id, new, launches)?;
             tensors.push((id, new, new.address_range()));
         }
-        // Each buffer's planned binding, if any (a binding names few buffers).
-        let bound = |j: usize| match tensors.iter().find(|(i, _, _)| *i == j) {
-            Some((_, _, r)) => r,
-            None => &self.buffers[j].range,
-        };
-        for (id, _, range) in &tensors {
-            for j in 0..self.buffers.len() {
-                if j == *id || self.buffers[*id].overlaps.contains(&j) {
-                    continue;
-                }
-                if overlap(range, bound(j)) {
-                    let (l, a) = self.buffers[*id].uses[0];
-                    let (lj, aj) = self.buffers[j].uses[0];
-                    return Err(self.error(format!(
-                        "the tensor bound for {} shares memory with the one bound for {}, which the recording did not; bind tensors that do not overlap (the graph's dependencies were derived from the recorded ones)",
-                        self.site(l, a, launches),
-                        self.site(lj, aj, launches)
-                    )));
-                }
+        // Each new tensor against every buffer's memory: the current one of a buffer this
+        // binding leaves alone, the new one of a buffer it re-binds too. Memory the recording
+        // shared (views of one allocation) may stay shared.
+        for (k, (id, _, range)) in tensors.iter().enumerate() {
+            let Some(r) = range else { continue };
+            let recorded = &self.buffers[*id].overlaps;
+            let rebound = |j: usize| tensors.iter().any(|(i, _, _)| *i == j);
+            let clash = self
+                .spans
+                .iter()
+                .enumerate()
+                .position(|(j, &(start, end))| {
+                    start < r.end
+                        && r.start < end
+                        && j != *id
+                        && !rebound(j)
+                        && !recorded.contains(&j)
+                })
+                .or_else(|| {
+                    tensors[k + 1..]
+                        .iter()
+                        .find(|(j, _, other)| overlap(range, other) && !recorded.contains(j))
+                        .map(|(j, _, _)| *j)
+                });
+            if let Some(j) = clash {
+                let (l, a) = self.buffers[*id].uses[0];
+                let (lj, aj) = self.buffers[j].uses[0];
+                return Err(self.error(format!(
+                    "the tensor bound for {} shares memory with the one bound for {}, which the recording did not; bind tensors that do not overlap (the graph's dependencies were derived from the recorded ones)",
+                    self.site(l, a, launches),
+                    self.site(lj, aj, launches)
+                )));
             }
         }
         let mut values: SmallVec<[(usize, usize, OwnedArg); 4]> = SmallVec::new();
@@ -260,6 +282,7 @@ impl Binder {
         for (id, new, range) in tensors {
             let b = &mut self.buffers[id];
             b.current = new.clone();
+            self.spans[id] = span(&range);
             b.range = range;
             for &(l, a) in &b.uses {
                 launches[l].launch_mut().args[a] = OwnedArg::Tensor(new.clone());
