@@ -53,8 +53,9 @@ const PROGRAMMATIC_EDGE: sys::CUgraphEdgeData = sys::CUgraphEdgeData {
     reserved: [0; 5],
 };
 
-/// Checks and packs `launch` as a submit would ([`prepare`]), keeping the bytes.
-fn pack(launch: &Launch) -> Result<Packed> {
+/// Checks `launch` as a submit would ([`prepare`]) and hands its packed chunks and their starts
+/// to `f`.
+fn with_packed<R>(launch: &Launch, f: impl FnOnce(&[Chunk], &[u16]) -> R) -> Result<R> {
     let args: SmallVec<[LaunchArg<'_>; 16]> =
         launch.args.iter().map(OwnedArg::as_launch_arg).collect();
     let mut buffer = ParamBuffer::new();
@@ -66,43 +67,42 @@ fn pack(launch: &Launch) -> Result<Packed> {
         &mut buffer,
     )?;
     let (chunks, starts) = prepared.packed();
-    let mut chunks: Box<[Chunk]> = chunks.into();
-    let base = chunks.as_mut_ptr();
-    let ptrs = starts
-        .iter()
-        // SAFETY: `prepare` wrote each start as the index of a chunk in use, so `base + start`
-        // stays inside `chunks`; the box's heap block does not move when the box does.
-        .map(|&s| unsafe { base.add(s as usize) }.cast::<c_void>())
-        .collect();
-    Ok(Packed {
-        chunks,
-        starts: starts.into(),
-        ptrs,
-    })
+    Ok(f(chunks, starts))
+}
+
+/// Checks and packs `launch`, keeping the bytes.
+fn pack(launch: &Launch) -> Result<Packed> {
+    with_packed(launch, Packed::new)
 }
 
 impl Packed {
+    fn new(chunks: &[Chunk], starts: &[u16]) -> Packed {
+        let mut chunks: Box<[Chunk]> = chunks.into();
+        let base = chunks.as_mut_ptr();
+        let ptrs = starts
+            .iter()
+            // SAFETY: `prepare` wrote each start as the index of a chunk in use, so `base +
+            // start` stays inside `chunks`; the box's heap block does not move when the box does.
+            .map(|&s| unsafe { base.add(s as usize) }.cast::<c_void>())
+            .collect();
+        Packed {
+            chunks,
+            starts: starts.into(),
+            ptrs,
+        }
+    }
+
     /// Checks and packs `launch` again, for a re-bind: into these buffers when the layout is
     /// the same (it is, unless a by-value argument changed size), so `ptrs` stay valid and
-    /// nothing is allocated; a fresh pack otherwise.
+    /// nothing is allocated.
     fn repack(&mut self, launch: &Launch) -> Result<()> {
-        let args: SmallVec<[LaunchArg<'_>; 16]> =
-            launch.args.iter().map(OwnedArg::as_launch_arg).collect();
-        let mut buffer = ParamBuffer::new();
-        let prepared = prepare(
-            launch.handle,
-            &launch.cfg,
-            &args,
-            &launch.constexprs,
-            &mut buffer,
-        )?;
-        let (chunks, starts) = prepared.packed();
-        if chunks.len() == self.chunks.len() && *starts == *self.starts {
-            self.chunks.copy_from_slice(chunks);
-            return Ok(());
-        }
-        *self = pack(launch)?;
-        Ok(())
+        with_packed(launch, |chunks, starts| {
+            if chunks.len() == self.chunks.len() && *starts == *self.starts {
+                self.chunks.copy_from_slice(chunks);
+            } else {
+                *self = Packed::new(chunks, starts);
+            }
+        })
     }
 }
 
