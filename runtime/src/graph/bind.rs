@@ -44,7 +44,8 @@ impl HoldsLaunch for &mut Launch {
 /// the recorded ones did (that would change the dependencies).
 #[derive(Default)]
 pub struct Bindings<'a> {
-    pub(crate) tensors: Vec<(&'a Tensor, &'a Tensor)>,
+    /// Inline up to 4, so the usual replay (an input and an output) allocates nothing.
+    pub(crate) tensors: SmallVec<[(&'a Tensor, &'a Tensor); 4]>,
     pub(crate) values: Vec<(NodeId, &'a str, OwnedArg)>,
 }
 
