@@ -6,11 +6,19 @@
 //! The in-process registry stays a frozen, lock-free table. Foreign ops live in a second map
 //! behind a lock that only `op()` takes, on a name the frozen table does not have; a resolved
 //! handle is as `&'static` as any other, so calls never take the lock.
+//!
+//! A batch is checked in full when it is registered (every error is found then), but an op's
+//! `OpEntry`, schema and kernels are built only when the op is first resolved: a plugin of
+//! thousands of ops loads in a few milliseconds and keeps a compact record per op, and the
+//! ops a process never calls cost no more than that record.
 
+use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use foldhash::fast::FixedState;
-use opbox_codegen::schema::Schema;
+use opbox_codegen::schema::{Argument, OperatorName, Return, Schema};
 use parking_lot::RwLock;
 
 use super::fixed_list;
@@ -28,6 +36,12 @@ pub(crate) trait ForeignKernel: Send + Sync + std::fmt::Debug {
     fn call(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()>;
 }
 
+/// The kernels of a batch's impls, made when their op is first resolved.
+pub(crate) trait ForeignKernels: Send + Sync {
+    /// The kernel of the batch's impl `index`, for an op with `schema`.
+    fn kernel(&self, index: usize, schema: &'static Schema) -> &'static dyn ForeignKernel;
+}
+
 /// One library or fragment of a batch.
 pub(crate) struct ForeignLibrary {
     pub(crate) namespace: &'static str,
@@ -36,17 +50,20 @@ pub(crate) struct ForeignLibrary {
     pub(crate) ops: Vec<ForeignOp>,
 }
 
+/// One op of a batch: its name and its schema's lists (shared by the ops of one signature).
 pub(crate) struct ForeignOp {
-    /// `ns::name[.overload]`.
+    /// `ns::name[.overload]`, of identifiers (as the schema parser gives them).
     pub(crate) name: &'static str,
-    pub(crate) schema: &'static Schema,
+    pub(crate) arguments: &'static [Argument],
+    pub(crate) returns: &'static [Return],
     pub(crate) site: Site,
 }
 
+/// One impl of a batch; its kernel is the batch's `kernels.kernel(index)`, `index` being its
+/// place in `ForeignBatch::impls`.
 pub(crate) struct ForeignImpl {
     pub(crate) op: &'static str,
     pub(crate) key: DispatchKey,
-    pub(crate) kernel: &'static dyn ForeignKernel,
     pub(crate) function: &'static str,
     pub(crate) site: Site,
 }
@@ -57,30 +74,95 @@ pub(crate) struct ForeignBatch {
     pub(crate) image: &'static str,
     pub(crate) libraries: Vec<ForeignLibrary>,
     pub(crate) impls: Vec<ForeignImpl>,
+    pub(crate) kernels: Box<dyn ForeignKernels>,
 }
 
 type Map<K, V> = HashMap<K, V, FixedState>;
 
+/// An accepted batch, kept for the process.
+struct Batch {
+    image: &'static str,
+    ops: Vec<Pending>,
+    impls: Vec<ForeignImpl>,
+    kernels: Box<dyn ForeignKernels>,
+}
+
+/// A checked op whose entry is built on first use.
+struct Pending {
+    op: ForeignOp,
+    /// Its impl (an index into the batch's `impls`) for each key.
+    kernels: [Option<u32>; DispatchKey::COUNT],
+    entry: OnceLock<&'static OpEntry>,
+}
+
+/// Where a batch will be once it is accepted: its ops go into the index as they are checked,
+/// so each name is hashed once, and the batch is set when all of them passed.
+type BatchCell = OnceLock<Batch>;
+
+/// A foreign op: built, or waiting in its batch.
+#[derive(Clone, Copy)]
+enum Slot {
+    Ready(&'static OpEntry),
+    Pending(&'static BatchCell, u32),
+}
+
+impl Slot {
+    /// Its site; None only for an op of the batch being registered.
+    fn site(self) -> Option<Site> {
+        match self {
+            Slot::Ready(entry) => Some(entry.site),
+            Slot::Pending(batch, i) => Some(batch.get()?.ops[i as usize].op.site),
+        }
+    }
+
+    fn entry(self) -> Option<&'static OpEntry> {
+        match self {
+            Slot::Ready(entry) => Some(entry),
+            Slot::Pending(batch, i) => Some(batch.get()?.entry(i as usize)),
+        }
+    }
+}
+
+/// What `names()` lists, in registration order: one adopted op, or a whole batch.
+#[derive(Clone, Copy)]
+enum Listed {
+    Op(&'static OpEntry),
+    Batch(&'static Batch),
+}
+
 #[derive(Default)]
 struct Foreign {
-    index: Map<&'static str, &'static OpEntry>,
+    index: Map<&'static str, Slot>,
     definers: Map<&'static str, Site>,
-    ops: Vec<&'static OpEntry>,
+    listed: Vec<Listed>,
 }
 
 static FOREIGN: RwLock<Option<Foreign>> = RwLock::new(None);
 
 /// A foreign op by name.
 pub(crate) fn get(name: &str) -> Option<&'static OpEntry> {
-    FOREIGN.read().as_ref()?.index.get(name).copied()
+    let slot = FOREIGN.read().as_ref()?.index.get(name).copied()?;
+    slot.entry()
 }
 
-/// Every foreign op, in registration order.
-pub(crate) fn ops() -> Vec<&'static OpEntry> {
+/// Every foreign op's name, in registration order.
+pub(crate) fn names() -> Vec<&'static str> {
+    let listed = listed();
+    let mut names = Vec::new();
+    for item in listed {
+        match item {
+            Listed::Op(entry) => names.push(entry.name),
+            Listed::Batch(batch) => names.extend(batch.ops.iter().map(|p| p.op.name)),
+        }
+    }
+    names
+}
+
+fn listed() -> Vec<Listed> {
     FOREIGN
         .read()
         .as_ref()
-        .map(|f| f.ops.clone())
+        .map(|f| f.listed.clone())
         .unwrap_or_default()
 }
 
@@ -91,27 +173,45 @@ unsafe extern "C" fn foreign_only(_: *mut StableValue, _: u64, _: u64) -> i32 {
 }
 
 /// Checks `batch` against the in-process registry, the foreign ops so far and itself; adds all
-/// of it, or returns every problem and adds nothing.
-pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
+/// of it, or returns every problem and adds nothing. Returns the names of the ops it added.
+pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static str>> {
     let host = check()?;
     let mut guard = FOREIGN.write();
     let foreign = guard.get_or_insert_with(Foreign::default);
     let mut errors = Vec::new();
 
     let mut definers: Map<&'static str, Site> = Map::default();
+    // Every in-process op's name starts with its library's namespace: an op in another
+    // namespace needs no look-up there.
+    let mut host_namespaces: Map<&'static str, ()> = Map::default();
     for lib in inventory::iter::<LibraryRegistration> {
+        host_namespaces.insert(lib.namespace, ());
         if lib.kind == LibraryKind::Def {
             definers.entry(lib.namespace).or_insert(lib.site);
         }
     }
     let mut new_definers: Map<&'static str, Site> = Map::default();
     let count: usize = batch.libraries.iter().map(|l| l.ops.len()).sum();
-    // Each new op's index in `entries`.
-    let mut new_ops: Map<&'static str, usize> =
-        HashMap::with_capacity_and_hasher(count, FixedState::default());
-    // The batch's entries, built in place and leaked as one block once the batch is accepted.
-    let mut entries: Vec<OpEntry> = Vec::with_capacity(count);
-    for lib in &batch.libraries {
+    let cell: &'static BatchCell = Box::leak(Box::default());
+    let ours = |slot: &Slot| match *slot {
+        Slot::Pending(batch, i) if std::ptr::eq(batch, cell) => Some(i as usize),
+        _ => None,
+    };
+    foreign.index.reserve(count);
+    let mut ops: Vec<Pending> = Vec::with_capacity(count);
+    let ForeignBatch {
+        image,
+        libraries,
+        impls,
+        kernels,
+    } = batch;
+    // A fragment may come before its library within one image.
+    let defined_here: Vec<&'static str> = libraries
+        .iter()
+        .filter(|l| l.kind == LibraryKind::Def)
+        .map(|l| l.namespace)
+        .collect();
+    for lib in libraries {
         let defined = definers
             .get(lib.namespace)
             .or_else(|| foreign.definers.get(lib.namespace))
@@ -131,12 +231,7 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
                 }
             }
             LibraryKind::Fragment => {
-                // A fragment may come before its library within one image.
-                let later = batch
-                    .libraries
-                    .iter()
-                    .any(|l| l.kind == LibraryKind::Def && l.namespace == lib.namespace);
-                if defined.is_none() && !later {
+                if defined.is_none() && !defined_here.contains(&lib.namespace) {
                     errors.push(Error::FragmentWithoutLibrary {
                         namespace: lib.namespace.to_string(),
                         site: lib.site,
@@ -144,42 +239,56 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
                 }
             }
         }
-        for def in &lib.ops {
-            let first = host
-                .get(def.name)
-                .or_else(|| foreign.index.get(def.name).copied())
-                .map(|e| e.site)
-                .or_else(|| new_ops.get(def.name).map(|&i| entries[i].site));
-            match first {
-                Some(first) => errors.push(Error::DuplicateOp {
+        let in_host = host_namespaces.contains_key(lib.namespace);
+        for def in lib.ops {
+            let in_process = if in_host { host.get(def.name) } else { None };
+            if let Some(first) = in_process {
+                errors.push(Error::DuplicateOp {
                     op: def.name.to_string(),
-                    first,
+                    first: first.site,
                     second: def.site,
-                }),
-                None => {
-                    new_ops.insert(def.name, entries.len());
-                    entries.push(entry(
-                        def.name,
-                        def.schema,
-                        def.site,
-                        [None; DispatchKey::COUNT],
-                        Some(batch.image),
-                    ));
+                });
+                continue;
+            }
+            match foreign.index.entry(def.name) {
+                Entry::Occupied(earlier) => {
+                    let earlier = *earlier.get();
+                    let first = match ours(&earlier) {
+                        Some(i) => Some(ops[i].op.site),
+                        None => earlier.site(),
+                    };
+                    if let Some(first) = first {
+                        errors.push(Error::DuplicateOp {
+                            op: def.name.to_string(),
+                            first,
+                            second: def.site,
+                        });
+                    }
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(Slot::Pending(cell, ops.len() as u32));
+                    ops.push(Pending {
+                        op: def,
+                        kernels: [None; DispatchKey::COUNT],
+                        entry: OnceLock::new(),
+                    });
                 }
             }
         }
     }
 
-    for imp in &batch.impls {
-        let Some(&index) = new_ops.get(imp.op) else {
+    for (index, imp) in impls.iter().enumerate() {
+        let found = foreign.index.get(imp.op);
+        let Some(op) = found.and_then(ours) else {
             let elsewhere = host
                 .get(imp.op)
-                .or_else(|| foreign.index.get(imp.op).copied());
+                .map(|e| e.site)
+                .or_else(|| found.and_then(|s| s.site()));
             errors.push(match elsewhere {
-                Some(entry) => Error::Unsupported(format!(
+                Some(site) => Error::Unsupported(format!(
                     "a {} kernel for '{}' is registered at {}, but '{}' is defined at {}, outside \
                      this plugin: plugin ABI v1 lets a plugin implement only the ops it defines",
-                    imp.key, imp.op, imp.site, imp.op, entry.site
+                    imp.key, imp.op, imp.site, imp.op, site
                 )),
                 None => Error::ImplWithoutDef {
                     op: imp.op.to_string(),
@@ -189,51 +298,98 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
             });
             continue;
         };
-        let slot = &mut entries[index].kernels[imp.key.index()];
-        match slot {
-            Some(existing) if existing.registration.function == imp.function => {}
-            Some(existing) => errors.push(Error::DuplicateImpl {
-                op: imp.op.to_string(),
-                key: imp.key.to_string(),
-                first: existing.registration.site,
-                second: imp.site,
-            }),
-            None => {
-                let registration: &'static KernelRegistration =
-                    Box::leak(Box::new(KernelRegistration {
-                        op: imp.op,
-                        key: imp.key,
-                        kernel: foreign_only,
-                        typed: None,
-                        site: imp.site,
-                        function: imp.function,
-                    }));
-                *slot = Some(KernelSlot {
-                    kernel: foreign_only,
-                    typed: None,
-                    foreign: Some(imp.kernel),
-                    registration,
-                });
+        let slot = &mut ops[op].kernels[imp.key.index()];
+        match *slot {
+            Some(existing) => {
+                let existing = &impls[existing as usize];
+                if existing.function != imp.function {
+                    errors.push(Error::DuplicateImpl {
+                        op: imp.op.to_string(),
+                        key: imp.key.to_string(),
+                        first: existing.site,
+                        second: imp.site,
+                    });
+                }
             }
+            None => *slot = Some(index as u32),
         }
     }
 
-    match errors.len() {
-        0 => {}
-        1 => return Err(errors.remove(0)),
-        _ => return Err(Error::Registration(errors)),
+    if !errors.is_empty() {
+        for pending in &ops {
+            foreign.index.remove(pending.op.name);
+        }
+        return Err(match errors.len() {
+            1 => errors.remove(0),
+            _ => Error::Registration(errors),
+        });
     }
-    let entries: &'static [OpEntry] = entries.leak();
-    let mut added = Vec::with_capacity(entries.len());
-    foreign.index.reserve(entries.len());
-    foreign.ops.reserve(entries.len());
-    for entry in entries {
-        foreign.index.insert(entry.name, entry);
-        foreign.ops.push(entry);
-        added.push(entry);
-    }
+    let names: Vec<&'static str> = ops.iter().map(|p| p.op.name).collect();
+    let batch = cell.get_or_init(|| Batch {
+        image,
+        ops,
+        impls,
+        kernels,
+    });
+    foreign.listed.push(Listed::Batch(batch));
     foreign.definers.extend(new_definers);
-    Ok(added)
+    Ok(names)
+}
+
+impl Batch {
+    /// Op `i`'s entry, built on first use.
+    fn entry(&'static self, i: usize) -> &'static OpEntry {
+        let pending = &self.ops[i];
+        pending.entry.get_or_init(|| self.build(pending))
+    }
+
+    fn build(&'static self, pending: &'static Pending) -> &'static OpEntry {
+        let op = &pending.op;
+        let schema: &'static Schema = Box::leak(Box::new(Schema {
+            name: operator_name(op.name),
+            arguments: Cow::Borrowed(op.arguments),
+            returns: Cow::Borrowed(op.returns),
+        }));
+        let mut kernels = [None; DispatchKey::COUNT];
+        for (slot, index) in kernels.iter_mut().zip(pending.kernels) {
+            let Some(index) = index else { continue };
+            let imp = &self.impls[index as usize];
+            let registration: &'static KernelRegistration =
+                Box::leak(Box::new(KernelRegistration {
+                    op: op.name,
+                    key: imp.key,
+                    kernel: foreign_only,
+                    typed: None,
+                    site: imp.site,
+                    function: imp.function,
+                }));
+            *slot = Some(KernelSlot {
+                kernel: foreign_only,
+                typed: None,
+                foreign: Some(self.kernels.kernel(index as usize, schema)),
+                registration,
+            });
+        }
+        Box::leak(Box::new(entry(
+            op.name,
+            schema,
+            op.site,
+            kernels,
+            Some(self.image),
+        )))
+    }
+}
+
+/// The parsed name of `ns::name[.overload]`, borrowing it: its parts are identifiers, so the
+/// first `::` and the first `.` after it are the separators.
+fn operator_name(qualified: &'static str) -> OperatorName {
+    let (namespace, rest) = qualified.split_once("::").unwrap_or(("", qualified));
+    let (name, overload) = rest.split_once('.').unwrap_or((rest, ""));
+    OperatorName {
+        namespace: Some(Cow::Borrowed(namespace)),
+        name: Cow::Borrowed(name),
+        overload: Cow::Borrowed(overload),
+    }
 }
 
 /// Adds an op whose every dispatch key runs `kernel` (the host's ops, seen from a plugin), or
@@ -246,7 +402,7 @@ pub(crate) fn adopt(
 ) -> &'static OpEntry {
     let mut guard = FOREIGN.write();
     let foreign = guard.get_or_insert_with(Foreign::default);
-    if let Some(entry) = foreign.index.get(name) {
+    if let Some(entry) = foreign.index.get(name).and_then(|s| s.entry()) {
         return entry;
     }
     let site = Site {
@@ -270,8 +426,8 @@ pub(crate) fn adopt(
     });
     let entry: &'static OpEntry =
         Box::leak(Box::new(entry(name, schema, site, kernels, Some(image))));
-    foreign.index.insert(name, entry);
-    foreign.ops.push(entry);
+    foreign.index.insert(name, Slot::Ready(entry));
+    foreign.listed.push(Listed::Op(entry));
     entry
 }
 

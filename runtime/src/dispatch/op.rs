@@ -40,13 +40,13 @@ fn resolve_elsewhere(name: &str) -> Result<OpHandle> {
         return Ok(OpHandle { entry });
     }
     let registry = check()?;
-    let foreign = foreign::ops();
+    let foreign = foreign::names();
     let names = || {
         registry
             .ops()
             .iter()
-            .chain(foreign.iter().copied())
             .map(|e| e.name)
+            .chain(foreign.iter().copied())
     };
     let unlinked_namespace = name.split_once("::").and_then(|(ns, _)| {
         let linked = names().any(|n| n.split_once("::").is_some_and(|(other, _)| other == ns));

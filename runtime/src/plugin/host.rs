@@ -6,8 +6,9 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void};
 use std::mem::size_of;
 
+use super::arena::StrArena;
 use super::convert;
-use super::kernel::PluginKernel;
+use super::kernel::RawKernel;
 use super::schemas::SchemaCache;
 use super::tensor;
 use crate::abi::plugin_v1::{
@@ -112,10 +113,6 @@ unsafe fn text_ref<'a>(s: StrRef, what: &str) -> Result<&'a str> {
     unsafe { text(s.data, s.len, what) }
 }
 
-fn leak(s: &str) -> &'static str {
-    Box::leak(s.to_string().into_boxed_str())
-}
-
 unsafe extern "C" fn set_error(data: *const c_char, len: usize) {
     let _ = std::panic::catch_unwind(|| {
         // SAFETY: the ABI's contract: `len` bytes at `data`.
@@ -155,33 +152,37 @@ unsafe extern "C" fn last_error(out: *mut StrRef) -> usize {
 
 /// What one plugin registers through the table during its `register`.
 pub(crate) struct Registration {
-    pub(crate) image: &'static str,
     pub(crate) libraries: Vec<ForeignLibrary>,
     pub(crate) impls: Vec<ForeignImpl>,
+    /// Each impl's kernel, in the order of `impls`.
+    pub(crate) kernels: Vec<RawKernel>,
     pub(crate) errors: Vec<Error>,
-    /// File and function names, which repeat across a plugin's registrations: leaked once each.
+    /// Names, kept for the process (plugins are never unloaded).
+    strings: StrArena,
+    /// File and function names, which repeat across a plugin's registrations: kept once each.
     interned: std::collections::HashSet<&'static str, foldhash::fast::FixedState>,
     schemas: SchemaCache,
 }
 
 impl Registration {
-    pub(crate) fn new(image: &'static str) -> Registration {
+    pub(crate) fn new() -> Registration {
         Registration {
-            image,
             libraries: Vec::new(),
             impls: Vec::new(),
+            kernels: Vec::new(),
             errors: Vec::new(),
+            strings: StrArena::default(),
             interned: std::collections::HashSet::default(),
             schemas: SchemaCache::default(),
         }
     }
 
-    /// `s`, kept for the process (plugins are never unloaded), shared with earlier equal ones.
+    /// `s`, kept for the process, shared with earlier equal ones.
     fn intern(&mut self, s: &str) -> &'static str {
         if let Some(&kept) = self.interned.get(s) {
             return kept;
         }
-        let kept = leak(s);
+        let kept = self.strings.concat(&[s]);
         self.interned.insert(kept);
         kept
     }
@@ -262,13 +263,14 @@ unsafe extern "C" fn library(reg: *mut Registrar, desc: *const LibraryDesc) -> i
                     )))
                 }
             };
+            let site = Site {
+                file: r.intern(file),
+                line: desc.line,
+            };
             r.libraries.push(ForeignLibrary {
-                namespace: leak(namespace),
+                namespace: r.strings.concat(&[namespace]),
                 kind,
-                site: Site {
-                    file: leak(file),
-                    line: desc.line,
-                },
+                site,
                 ops: Vec::new(),
             });
             Ok(())
@@ -291,10 +293,11 @@ unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
                 file: lib.site.file,
                 line: desc.line,
             };
-            let mut schema = r.schemas.parse(text).map_err(|e| {
+            let parsed = r.schemas.parse(text).map_err(|e| {
                 Error::InvalidArgument(format!("the schema '{text}' at {site} does not parse: {e}"))
             })?;
-            if let Some(ns) = schema.name.namespace.as_deref() {
+            let op = &parsed.name;
+            if let Some(ns) = op.namespace.as_deref() {
                 if ns != lib.namespace {
                     return Err(Error::InvalidArgument(format!(
                         "the schema '{text}' at {site} names namespace '{ns}' inside library \
@@ -303,26 +306,29 @@ unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
                     )));
                 }
             }
-            let name = schema.qualified_name(lib.namespace);
-            let args = schema.arguments.iter().map(|a| (a.name.as_ref(), a.ty));
-            let rets = schema.returns.iter().map(|r| ("", r.ty));
+            // As the macros register in-process ops: the name carries its namespace.
+            let dot = if op.overload.is_empty() { "" } else { "." };
+            let name = r
+                .strings
+                .concat(&[lib.namespace, "::", &op.name, dot, &op.overload]);
+            let args = parsed.arguments.iter().map(|a| (a.name.as_ref(), a.ty));
+            let rets = parsed.returns.iter().map(|r| ("", r.ty));
             for (i, (arg, ty)) in args.chain(rets).enumerate() {
                 if !convert::carried(ty) {
-                    let which = if i < schema.arguments.len() {
+                    let which = if i < parsed.arguments.len() {
                         format!("argument #{i} ({arg})")
                     } else {
-                        format!("return #{}", i - schema.arguments.len())
+                        format!("return #{}", i - parsed.arguments.len())
                     };
                     return Err(Error::Unsupported(format!(
                         "{name} at {site}: {which} is {ty}, which plugin ABI v1 does not carry"
                     )));
                 }
             }
-            // As the macros register in-process ops: the schema names its namespace.
-            schema.name.namespace = Some(lib.namespace.into());
             lib.ops.push(ForeignOp {
-                name: Box::leak(name.into_boxed_str()),
-                schema: Box::leak(Box::new(schema)),
+                name,
+                arguments: parsed.arguments,
+                returns: parsed.returns,
                 site,
             });
             Ok(())
@@ -351,15 +357,17 @@ unsafe extern "C" fn impl_kernel(reg: *mut Registrar, desc: *const ImplDesc) -> 
                     keys.join(", ")
                 ))
             })?;
-            let kernel: &'static PluginKernel =
-                Box::leak(Box::new(PluginKernel::new(desc.kernel, desc.ctx, r.image)));
             let function = r.intern(function);
+            let op = r.strings.concat(&[op]);
             r.impls.push(ForeignImpl {
-                op: leak(op),
+                op,
                 key,
-                kernel,
                 function,
                 site,
+            });
+            r.kernels.push(RawKernel {
+                kernel: desc.kernel,
+                ctx: SendPtr(desc.ctx),
             });
             Ok(())
         })

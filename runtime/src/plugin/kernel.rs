@@ -1,19 +1,20 @@
 //! A plugin's kernel as the host's dispatcher calls it: the stack lent across the ABI, the
 //! kernel run, and its outputs taken back and checked against the schema.
 //!
-//! The checks come from the op's [`Plan`], made at the first call. An op whose arguments and
-//! returns are all plain values (the common scalar op) skips the general lending: its values
-//! are copied bit for bit into a small array on this frame, and its outputs copied back.
+//! The checks come from the op's [`Plan`], made with the kernel when its op is first resolved.
+//! An op whose arguments and returns are all plain values (the common scalar op) skips the
+//! general lending: its values are copied bit for bit into a small array on this frame, and its
+//! outputs copied back.
 
-use std::ffi::c_void;
 use std::mem::MaybeUninit;
-use std::sync::OnceLock;
+
+use opbox_codegen::schema::Schema;
 
 use super::convert;
 use super::host::{clear_error, take_error_text, SendPtr};
 use super::plan::Plan;
 use crate::abi::plugin_v1::{KernelFn, Value, STATUS_OK, STATUS_PANIC};
-use crate::dispatch::foreign::ForeignKernel;
+use crate::dispatch::foreign::{ForeignKernel, ForeignKernels};
 use crate::dispatch::registry::OpEntry;
 use crate::value::{StableValue, Tag};
 use crate::{Error, Result};
@@ -22,6 +23,33 @@ use crate::{Error, Result};
 /// a larger op takes the general path.
 const PLAIN_SLOTS: usize = 16;
 
+/// A kernel as a plugin registered it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawKernel {
+    pub(crate) kernel: KernelFn,
+    pub(crate) ctx: SendPtr,
+}
+
+/// One plugin's kernels, in the order of its impls, made into [`PluginKernel`]s as their ops
+/// are first resolved.
+pub(crate) struct PluginKernels {
+    pub(crate) raw: Vec<RawKernel>,
+    /// The plugin's path, for messages.
+    pub(crate) image: &'static str,
+}
+
+impl ForeignKernels for PluginKernels {
+    fn kernel(&self, index: usize, schema: &'static Schema) -> &'static dyn ForeignKernel {
+        let RawKernel { kernel, ctx } = self.raw[index];
+        Box::leak(Box::new(PluginKernel {
+            kernel,
+            ctx,
+            image: self.image,
+            plan: Plan::of(schema),
+        }))
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct PluginKernel {
     kernel: KernelFn,
@@ -29,23 +57,10 @@ pub(crate) struct PluginKernel {
     /// The plugin's path, for messages.
     image: &'static str,
     /// Its op's checks; a kernel is registered for one op, so they are made once.
-    plan: OnceLock<Plan>,
+    plan: Plan,
 }
 
 impl PluginKernel {
-    pub(crate) fn new(kernel: KernelFn, ctx: *mut c_void, image: &'static str) -> PluginKernel {
-        PluginKernel {
-            kernel,
-            ctx: SendPtr(ctx),
-            image,
-            plan: OnceLock::new(),
-        }
-    }
-
-    #[inline]
-    fn plan(&self, op: &'static OpEntry) -> &Plan {
-        self.plan.get_or_init(|| Plan::of(op.schema))
-    }
 
     /// Runs the kernel on `values`: the lent arguments, then `num_outputs + 1` Nones.
     fn run(&self, op: &'static OpEntry, values: &mut [Value]) -> i32 {
@@ -86,7 +101,7 @@ fn arg_type_error(op: &'static OpEntry, index: usize, value: &StableValue) -> Er
 impl ForeignKernel for PluginKernel {
     fn call(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
         let (num_args, num_outputs) = (op.num_args, op.num_outputs);
-        let plan = self.plan(op);
+        let plan = &self.plan;
         let (inputs, outputs) = stack.split_at_mut(num_args);
         // A C kernel cannot check tags as the in-process shims do: the host checks them here,
         // with the same message.
@@ -141,7 +156,7 @@ impl PluginKernel {
             // Plain outputs own nothing, but a misbehaving kernel may have written a handle.
             return Err(self.outputs_refused(op, status, written));
         }
-        let plan = self.plan(op);
+        let plan = &self.plan;
         for (i, ((v, expect), out)) in written
             .iter()
             .zip(plan.returns.iter())

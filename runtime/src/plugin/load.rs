@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 
 use super::guest::descriptor_name;
+use super::kernel::PluginKernels;
 use super::host::{clear_error, take_error_text, Registration, HOST, HOST_V1_0};
 use super::{LoadOptions, PluginInfo};
 use crate::abi::plugin_v1::{
@@ -81,13 +82,14 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
             .unwrap_or_default()
     });
     let image: &'static str = Box::leak(canonical.display().to_string().into_boxed_str());
-    let mut registration = Registration::new(image);
+    let mut registration = Registration::new();
     clear_error();
     // SAFETY: the descriptor's `register`, with a registrar that lives for the call.
     let status = unsafe { (desc.register)(registration.as_registrar()) };
     let Registration {
         libraries,
         impls,
+        kernels,
         mut errors,
         ..
     } = registration;
@@ -114,6 +116,7 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
         image,
         libraries,
         impls,
+        kernels: Box::new(PluginKernels { raw: kernels, image }),
     })
     .map_err(failed)?;
     let info = PluginInfo {
@@ -122,7 +125,7 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
         abi_version: desc.abi_version,
         opbox_version: desc.opbox_version,
         namespaces,
-        ops: added.iter().map(|e| e.name.to_string()).collect(),
+        ops: added,
     };
     loaded.push((canonical, info.clone()));
     Ok(info)
