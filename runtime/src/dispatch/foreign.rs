@@ -15,6 +15,7 @@
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::OnceLock;
 
 use foldhash::fast::FixedState;
@@ -47,16 +48,25 @@ pub(crate) struct ForeignLibrary {
     pub(crate) namespace: &'static str,
     pub(crate) kind: LibraryKind,
     pub(crate) site: Site,
-    pub(crate) ops: Vec<ForeignOp>,
+    /// Its ops' places in `ForeignBatch::ops`.
+    pub(crate) ops: Range<usize>,
 }
 
-/// One op of a batch: its name and its schema's lists (shared by the ops of one signature).
+/// An op's argument and return lists, shared by every op of the same signature.
+#[derive(Debug)]
+pub(crate) struct Signature {
+    pub(crate) arguments: &'static [Argument],
+    pub(crate) returns: &'static [Return],
+}
+
+/// One op of a batch, compact: a batch may hold thousands.
 pub(crate) struct ForeignOp {
     /// `ns::name[.overload]`, of identifiers (as the schema parser gives them).
     pub(crate) name: &'static str,
-    pub(crate) arguments: &'static [Argument],
-    pub(crate) returns: &'static [Return],
-    pub(crate) site: Site,
+    pub(crate) signature: &'static Signature,
+    /// Its library's place in `ForeignBatch::libraries`, whose file it is in.
+    pub(crate) library: u32,
+    pub(crate) line: u32,
 }
 
 /// One impl of a batch; its kernel is the batch's `kernels.kernel(index)`, `index` being its
@@ -73,6 +83,8 @@ pub(crate) struct ForeignBatch {
     /// The image's path, reported by `OpHandle::image`.
     pub(crate) image: &'static str,
     pub(crate) libraries: Vec<ForeignLibrary>,
+    /// Every library's ops, in order.
+    pub(crate) ops: Vec<ForeignOp>,
     pub(crate) impls: Vec<ForeignImpl>,
     pub(crate) kernels: Box<dyn ForeignKernels>,
 }
@@ -82,17 +94,35 @@ type Map<K, V> = HashMap<K, V, FixedState>;
 /// An accepted batch, kept for the process.
 struct Batch {
     image: &'static str,
-    ops: Vec<Pending>,
+    libraries: Vec<ForeignLibrary>,
+    ops: Vec<ForeignOp>,
+    /// Beside `ops`, one each.
+    states: Vec<OpState>,
     impls: Vec<ForeignImpl>,
     kernels: Box<dyn ForeignKernels>,
 }
 
-/// A checked op whose entry is built on first use.
-struct Pending {
-    op: ForeignOp,
-    /// Its impl (an index into the batch's `impls`) for each key.
-    kernels: [Option<u32>; DispatchKey::COUNT],
+/// `OpState::kernels` of a key with no impl.
+const NO_IMPL: u32 = u32::MAX;
+
+/// What registration found for one op of a batch, and its entry once built.
+struct OpState {
+    /// Its impl for each key: an index into the batch's `impls`, or [`NO_IMPL`].
+    kernels: [u32; DispatchKey::COUNT],
     entry: OnceLock<&'static OpEntry>,
+}
+
+impl ForeignLibrary {
+    fn site_of(&self, op: &ForeignOp) -> Site {
+        Site {
+            file: self.site.file,
+            line: op.line,
+        }
+    }
+}
+
+fn site_of(libraries: &[ForeignLibrary], op: &ForeignOp) -> Site {
+    libraries[op.library as usize].site_of(op)
 }
 
 /// Where a batch will be once it is accepted: its ops go into the index as they are checked,
@@ -111,7 +141,10 @@ impl Slot {
     fn site(self) -> Option<Site> {
         match self {
             Slot::Ready(entry) => Some(entry.site),
-            Slot::Pending(batch, i) => Some(batch.get()?.ops[i as usize].op.site),
+            Slot::Pending(batch, i) => {
+                let batch = batch.get()?;
+                Some(site_of(&batch.libraries, &batch.ops[i as usize]))
+            }
         }
     }
 
@@ -152,7 +185,7 @@ pub(crate) fn names() -> Vec<&'static str> {
     for item in listed {
         match item {
             Listed::Op(entry) => names.push(entry.name),
-            Listed::Batch(batch) => names.extend(batch.ops.iter().map(|p| p.op.name)),
+            Listed::Batch(batch) => names.extend(batch.ops.iter().map(|op| op.name)),
         }
     }
     names
@@ -191,17 +224,18 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static str>> {
         }
     }
     let mut new_definers: Map<&'static str, Site> = Map::default();
-    let count: usize = batch.libraries.iter().map(|l| l.ops.len()).sum();
+    let count = batch.ops.len();
     let cell: &'static BatchCell = Box::leak(Box::default());
     let ours = |slot: &Slot| match *slot {
         Slot::Pending(batch, i) if std::ptr::eq(batch, cell) => Some(i as usize),
         _ => None,
     };
     foreign.index.reserve(count);
-    let mut ops: Vec<Pending> = Vec::with_capacity(count);
+    let mut states: Vec<OpState> = Vec::with_capacity(count);
     let ForeignBatch {
         image,
         libraries,
+        ops,
         impls,
         kernels,
     } = batch;
@@ -211,7 +245,7 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static str>> {
         .filter(|l| l.kind == LibraryKind::Def)
         .map(|l| l.namespace)
         .collect();
-    for lib in libraries {
+    for lib in &libraries {
         let defined = definers
             .get(lib.namespace)
             .or_else(|| foreign.definers.get(lib.namespace))
@@ -240,13 +274,19 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static str>> {
             }
         }
         let in_host = host_namespaces.contains_key(lib.namespace);
-        for def in lib.ops {
+        for (index, def) in lib.ops.clone().zip(&ops[lib.ops.clone()]) {
+            // Every op has a state, so an op's index is its place in `ops`; an op refused
+            // here refuses the batch.
+            states.push(OpState {
+                kernels: [NO_IMPL; DispatchKey::COUNT],
+                entry: OnceLock::new(),
+            });
             let in_process = if in_host { host.get(def.name) } else { None };
             if let Some(first) = in_process {
                 errors.push(Error::DuplicateOp {
                     op: def.name.to_string(),
                     first: first.site,
-                    second: def.site,
+                    second: lib.site_of(def),
                 });
                 continue;
             }
@@ -254,24 +294,19 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static str>> {
                 Entry::Occupied(earlier) => {
                     let earlier = *earlier.get();
                     let first = match ours(&earlier) {
-                        Some(i) => Some(ops[i].op.site),
+                        Some(i) => Some(site_of(&libraries, &ops[i])),
                         None => earlier.site(),
                     };
                     if let Some(first) = first {
                         errors.push(Error::DuplicateOp {
                             op: def.name.to_string(),
                             first,
-                            second: def.site,
+                            second: lib.site_of(def),
                         });
                     }
                 }
                 Entry::Vacant(slot) => {
-                    slot.insert(Slot::Pending(cell, ops.len() as u32));
-                    ops.push(Pending {
-                        op: def,
-                        kernels: [None; DispatchKey::COUNT],
-                        entry: OnceLock::new(),
-                    });
+                    slot.insert(Slot::Pending(cell, index as u32));
                 }
             }
         }
@@ -298,9 +333,10 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static str>> {
             });
             continue;
         };
-        let slot = &mut ops[op].kernels[imp.key.index()];
+        let slot = &mut states[op].kernels[imp.key.index()];
         match *slot {
-            Some(existing) => {
+            NO_IMPL => *slot = index as u32,
+            existing => {
                 let existing = &impls[existing as usize];
                 if existing.function != imp.function {
                     errors.push(Error::DuplicateImpl {
@@ -311,23 +347,26 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static str>> {
                     });
                 }
             }
-            None => *slot = Some(index as u32),
         }
     }
 
     if !errors.is_empty() {
-        for pending in &ops {
-            foreign.index.remove(pending.op.name);
+        for (index, op) in ops.iter().enumerate() {
+            if foreign.index.get(op.name).and_then(ours) == Some(index) {
+                foreign.index.remove(op.name);
+            }
         }
         return Err(match errors.len() {
             1 => errors.remove(0),
             _ => Error::Registration(errors),
         });
     }
-    let names: Vec<&'static str> = ops.iter().map(|p| p.op.name).collect();
+    let names: Vec<&'static str> = ops.iter().map(|op| op.name).collect();
     let batch = cell.get_or_init(|| Batch {
         image,
+        libraries,
         ops,
+        states,
         impls,
         kernels,
     });
@@ -339,21 +378,21 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static str>> {
 impl Batch {
     /// Op `i`'s entry, built on first use.
     fn entry(&'static self, i: usize) -> &'static OpEntry {
-        let pending = &self.ops[i];
-        pending.entry.get_or_init(|| self.build(pending))
+        self.states[i].entry.get_or_init(|| self.build(i))
     }
 
-    fn build(&'static self, pending: &'static Pending) -> &'static OpEntry {
-        let op = &pending.op;
+    fn build(&'static self, i: usize) -> &'static OpEntry {
+        let op = &self.ops[i];
         let schema: &'static Schema = Box::leak(Box::new(Schema {
             name: operator_name(op.name),
-            arguments: Cow::Borrowed(op.arguments),
-            returns: Cow::Borrowed(op.returns),
+            arguments: Cow::Borrowed(op.signature.arguments),
+            returns: Cow::Borrowed(op.signature.returns),
         }));
         let mut kernels = [None; DispatchKey::COUNT];
-        for (slot, index) in kernels.iter_mut().zip(pending.kernels) {
-            let Some(index) = index else { continue };
-            let imp = &self.impls[index as usize];
+        for (slot, &index) in kernels.iter_mut().zip(&self.states[i].kernels) {
+            let Some(imp) = self.impls.get(index as usize) else {
+                continue;
+            };
             let registration: &'static KernelRegistration =
                 Box::leak(Box::new(KernelRegistration {
                     op: op.name,
@@ -373,7 +412,7 @@ impl Batch {
         Box::leak(Box::new(entry(
             op.name,
             schema,
-            op.site,
+            site_of(&self.libraries, op),
             kernels,
             Some(self.image),
         )))

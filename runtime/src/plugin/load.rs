@@ -88,6 +88,7 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
     let status = unsafe { (desc.register)(registration.as_registrar()) };
     let Registration {
         libraries,
+        ops,
         impls,
         kernels,
         mut errors,
@@ -115,6 +116,7 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
     let added = foreign::register(ForeignBatch {
         image,
         libraries,
+        ops,
         impls,
         kernels: Box::new(PluginKernels { raw: kernels, image }),
     })

@@ -6,23 +6,21 @@
 use std::collections::HashMap;
 
 use foldhash::fast::FixedState;
-use opbox_codegen::schema::{parse, parse_operator_name, Argument, OperatorName, Return};
-use opbox_codegen::schema::{Schema, SchemaError};
+use opbox_codegen::schema::{parse, parse_operator_name, OperatorName, Schema, SchemaError};
 
-type Signature = (&'static [Argument], &'static [Return]);
+use crate::dispatch::foreign::Signature;
 
 /// A parsed schema whose lists are shared with every other schema of the same signature.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub(crate) struct Parsed {
     pub(crate) name: OperatorName,
-    pub(crate) arguments: &'static [Argument],
-    pub(crate) returns: &'static [Return],
+    pub(crate) signature: &'static Signature,
 }
 
 #[derive(Default)]
 pub(crate) struct SchemaCache {
     /// The text from the schema's `(` on, to its parsed lists.
-    signatures: HashMap<String, Signature, FixedState>,
+    signatures: HashMap<String, &'static Signature, FixedState>,
 }
 
 impl SchemaCache {
@@ -33,31 +31,27 @@ impl SchemaCache {
             return parse(text).map(|s| self.keep(None, s));
         };
         let (name, signature) = text.split_at(open);
-        if let Some(&(arguments, returns)) = self.signatures.get(signature) {
+        if let Some(&signature) = self.signatures.get(signature) {
             // A name that does not parse alone gets the whole schema's error, as before.
             if let Ok(name) = parse_operator_name(name) {
-                return Ok(Parsed {
-                    name,
-                    arguments,
-                    returns,
-                });
+                return Ok(Parsed { name, signature });
             }
         }
         parse(text).map(|s| self.keep(Some(signature), s))
     }
 
     /// Leaks `schema`'s lists, under `signature` when it has one.
-    fn keep(&mut self, signature: Option<&str>, schema: Schema) -> Parsed {
-        let arguments: &'static [Argument] = schema.arguments.into_owned().leak();
-        let returns: &'static [Return] = schema.returns.into_owned().leak();
-        if let Some(signature) = signature {
-            self.signatures
-                .insert(signature.to_string(), (arguments, returns));
+    fn keep(&mut self, text: Option<&str>, schema: Schema) -> Parsed {
+        let signature: &'static Signature = Box::leak(Box::new(Signature {
+            arguments: schema.arguments.into_owned().leak(),
+            returns: schema.returns.into_owned().leak(),
+        }));
+        if let Some(text) = text {
+            self.signatures.insert(text.to_string(), signature);
         }
         Parsed {
             name: schema.name,
-            arguments,
-            returns,
+            signature,
         }
     }
 }
@@ -66,11 +60,12 @@ impl SchemaCache {
 mod tests {
     use super::*;
 
-    fn parsed(text: &str) -> Result<Parsed, SchemaError> {
-        parse(text).map(|s| Parsed {
-            name: s.name,
-            arguments: s.arguments.into_owned().leak(),
-            returns: s.returns.into_owned().leak(),
+    /// What `parsed` holds, as a whole schema.
+    fn whole(parsed: Result<Parsed, SchemaError>) -> Result<Schema, SchemaError> {
+        parsed.map(|p| Schema {
+            name: p.name,
+            arguments: p.signature.arguments.into(),
+            returns: p.signature.returns.into(),
         })
     }
 
@@ -87,11 +82,11 @@ mod tests {
             "op_3 (Tensor x, int n=2) -> Tensor",
             "op_4(Tensor x, int n=3) -> Tensor",
         ];
-        let schemas: Vec<Parsed> = texts.iter().map(|t| cache.parse(t).unwrap()).collect();
-        for (text, schema) in texts.iter().zip(&schemas) {
-            assert_eq!(schema, &parsed(text).unwrap(), "{text}");
+        let parsed: Vec<Parsed> = texts.iter().map(|t| cache.parse(t).unwrap()).collect();
+        assert!(std::ptr::eq(parsed[0].signature, parsed[1].signature));
+        for (text, parsed) in texts.iter().zip(parsed) {
+            assert_eq!(whole(Ok(parsed)), parse(text), "{text}");
         }
-        assert!(std::ptr::eq(schemas[0].arguments, schemas[1].arguments));
         assert_eq!(cache.signatures.len(), 2, "op_4 differs in a default");
         // Errors are the parser's, in the name or in the signature.
         for bad in [
@@ -99,7 +94,7 @@ mod tests {
             "op(Tensor x, int n=2) -> Tensr",
             "op",
         ] {
-            assert_eq!(cache.parse(bad), parsed(bad), "{bad}");
+            assert_eq!(whole(cache.parse(bad)), parse(bad), "{bad}");
         }
     }
 }
