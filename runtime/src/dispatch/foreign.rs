@@ -33,7 +33,9 @@ use crate::{Error, Result};
 /// A kernel that lives behind another image's ABI.
 pub(crate) trait ForeignKernel: Send + Sync + std::fmt::Debug {
     /// Runs the kernel on `stack`: the op's arguments, then its outputs, which hold None and
-    /// receive owned results. On error the caller releases whatever the stack holds.
+    /// receive owned results, then one more None (a guard, which a kernel that writes one
+    /// output too many hits instead of memory past the stack). On error the caller releases
+    /// whatever the stack holds, so the kernel leaves only values the host may release.
     fn call(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()>;
 }
 

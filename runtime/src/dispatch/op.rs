@@ -246,8 +246,10 @@ fn call_foreign(
     foreign: &'static dyn foreign::ForeignKernel,
     stack: &mut Stack,
 ) -> Result<()> {
-    stack.reserve_outputs(entry.num_outputs);
+    // The outputs, and the guard slot the kernel must leave None.
+    stack.reserve_outputs(entry.num_outputs + 1);
     foreign.call(entry, stack.as_mut_slice())?;
+    stack.truncate(entry.num_args + entry.num_outputs);
     stack.release_front(entry.num_args);
     Ok(())
 }

@@ -3,12 +3,11 @@
 //!
 //! The checks come from the op's [`Plan`], made with the kernel when its op is first resolved.
 //! An op whose arguments and returns are all plain values (the common scalar op) skips the
-//! general lending: its values are copied bit for bit into a small array on this frame, and its
-//! outputs copied back.
-
-use std::mem::MaybeUninit;
+//! general lending: the kernel runs on the dispatcher's stack itself, a plain `StableValue`
+//! being its ABI value bit for bit, and what it wrote is checked in place.
 
 use opbox_codegen::schema::Schema;
+use smallvec::SmallVec;
 
 use super::convert;
 use super::host::{clear_error, take_error_text, SendPtr};
@@ -19,8 +18,7 @@ use crate::dispatch::registry::OpEntry;
 use crate::value::{StableValue, Tag};
 use crate::{Error, Result};
 
-/// The most values (arguments, outputs and the guard slot) a plain op copies onto the frame;
-/// a larger op takes the general path.
+/// The values (outputs and the guard slot) a refused plain call keeps inline to describe.
 const PLAIN_SLOTS: usize = 16;
 
 /// A kernel as a plugin registered it.
@@ -100,9 +98,8 @@ fn arg_type_error(op: &'static OpEntry, index: usize, value: &StableValue) -> Er
 
 impl ForeignKernel for PluginKernel {
     fn call(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
-        let (num_args, num_outputs) = (op.num_args, op.num_outputs);
         let plan = &self.plan;
-        let (inputs, outputs) = stack.split_at_mut(num_args);
+        let inputs = stack.get(..op.num_args).unwrap_or_default();
         // A C kernel cannot check tags as the in-process shims do: the host checks them here,
         // with the same message.
         for (index, (value, expect)) in inputs.iter().zip(plan.args.iter()).enumerate() {
@@ -110,66 +107,108 @@ impl ForeignKernel for PluginKernel {
                 return Err(arg_type_error(op, index, value));
             }
         }
-        // One slot past the outputs catches a kernel that writes one too many.
-        let used = num_args + num_outputs + 1;
-        if plan.plain && used <= PLAIN_SLOTS {
-            return self.call_plain(op, inputs, outputs);
+        if plan.plain {
+            return self.call_plain(op, stack);
         }
-        convert::with_lent(inputs, num_outputs + 1, |values| {
-            let status = self.run(op, values);
-            self.take_outputs(op, plan, status, &values[num_args..], outputs)
-        })?
+        self.call_lent(op, stack)
     }
 }
 
 impl PluginKernel {
-    /// The call of an op whose arguments and returns are all plain values (checked by the
-    /// caller, with `num_args + num_outputs + 1 <= PLAIN_SLOTS`): their fields are their ABI
-    /// values (see `convert`), copied onto this frame and back with no conversion.
+    /// The call of an op whose arguments and returns are all plain values (their tags checked
+    /// by the caller): the stack itself is the kernel's, with nothing copied, as a plain
+    /// `StableValue` is its ABI value bit for bit (the layouts are asserted equal in
+    /// `value::stable_value`). What the kernel wrote is checked before the stack is a
+    /// `StableValue` stack again: outputs of the schema's plain types, the guard still None, the
+    /// inputs still plain. On any failure the slots it may have written are reset to None
+    /// without being dropped, so no handle a kernel made up is ever released.
     #[inline]
-    fn call_plain(
+    fn call_plain(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
+        let (num_args, num_outputs) = (op.num_args, op.num_outputs);
+        let used = num_args + num_outputs + 1;
+        if stack.len() != used {
+            return Err(failed(op.name, format!("{} stack slots, not {used}", stack.len())));
+        }
+        clear_error();
+        let base = stack.as_mut_ptr().cast::<Value>();
+        // SAFETY: the stack's `used` values are plain (inputs checked by the caller; outputs and
+        // the guard None), so each is a valid `Value` with the same fields (the layouts are
+        // asserted equal); they are valid and unaliased for the call, as the kernel ABI asks.
+        // The plugin is never unloaded.
+        let status = unsafe {
+            (self.kernel)(self.ctx.0, base, num_args as u64, num_outputs as u64)
+        };
+        // SAFETY: as above; `stack` is not touched until `values` is done with.
+        let values = unsafe { std::slice::from_raw_parts_mut(base, used) };
+        let (inputs, written) = values.split_at_mut(num_args);
+        let inputs_plain = inputs.iter().all(|v| convert::is_plain_number(v.tag));
+        let outputs_fit = written
+            .iter()
+            .zip(self.plan.returns.iter())
+            .all(|(v, expect)| expect.admits(v.tag));
+        if status == STATUS_OK
+            && written[num_outputs] == Value::default()
+            && outputs_fit
+            && inputs_plain
+        {
+            return Ok(());
+        }
+        Err(self.plain_refused(op, status, inputs, written))
+    }
+
+    /// What failed in a plain call, with every slot the kernel wrote (`written`: the outputs
+    /// and the guard) taken out and reset to None, and any input it overwrote with a handle
+    /// reset too: the stack then holds nothing the host would release.
+    #[cold]
+    #[inline(never)]
+    fn plain_refused(
         &self,
         op: &'static OpEntry,
-        inputs: &[StableValue],
-        outputs: &mut [StableValue],
-    ) -> Result<()> {
-        let (num_args, num_outputs) = (inputs.len(), outputs.len());
-        let used = num_args + num_outputs + 1;
-        // Only the `used` slots are written (all of them): zeroing the whole array would cost
-        // more than the copies.
-        let mut slots = [const { MaybeUninit::<Value>::uninit() }; PLAIN_SLOTS];
-        for (slot, v) in slots.iter_mut().zip(inputs) {
-            slot.write(Value {
-                tag: v.raw_tag(),
-                aux: v.aux(),
-                payload: v.raw_bits(),
-            });
-        }
-        for slot in &mut slots[num_args..used] {
-            slot.write(Value::default());
-        }
-        // SAFETY: the first `used` slots were all written just above.
-        let values = unsafe { std::slice::from_raw_parts_mut(slots.as_mut_ptr().cast(), used) };
-        let status = self.run(op, values);
-        let written = &values[num_args..];
-        if status != STATUS_OK || written[num_outputs] != Value::default() {
-            // Plain outputs own nothing, but a misbehaving kernel may have written a handle.
-            return Err(self.outputs_refused(op, status, written));
-        }
-        let plan = &self.plan;
-        for (i, ((v, expect), out)) in written
-            .iter()
-            .zip(plan.returns.iter())
-            .zip(outputs)
-            .enumerate()
-        {
-            if !expect.admits(v.tag) {
-                return Err(wrong_output(op, written, i));
+        status: i32,
+        inputs: &mut [Value],
+        written: &mut [Value],
+    ) -> Error {
+        let taken: SmallVec<[Value; PLAIN_SLOTS]> = written.iter().copied().collect();
+        written.fill(Value::default());
+        let mut overwrote = false;
+        for input in inputs {
+            if !convert::is_plain_number(input.tag) {
+                // SAFETY: the kernel wrote this handle over a borrowed input: released as the
+                // owned value it claims to be, once.
+                unsafe { convert::discard(*input) };
+                *input = Value::default();
+                overwrote = true;
             }
-            // SAFETY: every return of a plain op is plain, and `v.tag` is one of its tags.
-            unsafe { out.overwrite_plain(v.tag, v.aux, v.payload) };
         }
-        Ok(())
+        if status != STATUS_OK || taken[taken.len() - 1] != Value::default() {
+            return self.outputs_refused(op, status, &taken);
+        }
+        if let Some(i) = taken
+            .iter()
+            .zip(self.plan.returns.iter())
+            .position(|(v, expect)| !expect.admits(v.tag))
+        {
+            return wrong_output(op, &taken, i);
+        }
+        discard_from(&taken, 0);
+        let _ = overwrote;
+        failed(
+            op.name,
+            "the kernel overwrote a borrowed input with a handle".to_string(),
+        )
+    }
+
+    /// The call of an op with a tensor, string or list among its arguments or returns: the
+    /// inputs are lent as ABI objects, and the outputs taken back from ABI values.
+    #[inline(never)]
+    fn call_lent(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
+        let (num_args, num_outputs) = (op.num_args, op.num_outputs);
+        let (inputs, rest) = stack.split_at_mut(num_args);
+        let outputs = rest.get_mut(..num_outputs).unwrap_or_default();
+        convert::with_lent(inputs, num_outputs + 1, |values| {
+            let status = self.run(op, values);
+            self.take_outputs(op, &self.plan, status, &values[num_args..], outputs)
+        })?
     }
 
     /// Moves the kernel's outputs (`written`: its output slots and the guard slot) into
