@@ -308,3 +308,151 @@ fn wrong_output(op: &'static OpEntry, written: &[Value], i: usize) -> Error {
     };
     failed(op.name, message)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::c_void;
+    use std::sync::OnceLock;
+
+    use super::*;
+    use crate::abi::plugin_v1::STATUS_ERROR;
+    use crate::dispatch::DispatchKey;
+    use crate::error::Site;
+
+    /// `t::f(int x) -> int`, kept in statics (an entry is `&'static`; nothing leaks).
+    fn op() -> &'static OpEntry {
+        static SCHEMA: OnceLock<Schema> = OnceLock::new();
+        static ENTRY: OnceLock<OpEntry> = OnceLock::new();
+        let schema = SCHEMA
+            .get_or_init(|| opbox_codegen::schema::parse("t::f(int x) -> int").expect("parses"));
+        ENTRY.get_or_init(|| OpEntry {
+            name: "t::f",
+            schema,
+            site: Site {
+                file: "test.c",
+                line: 1,
+            },
+            kernels: [None; DispatchKey::COUNT],
+            num_args: 1,
+            num_outputs: 1,
+            tensor_args: &[],
+            fixed_lists: Vec::new(),
+            tags: &[],
+            python_module: None,
+            image: Some("test.so"),
+        })
+    }
+
+    fn call(kernel: KernelFn, x: StableValue) -> (Result<()>, Vec<StableValue>) {
+        let op = op();
+        let k = PluginKernel {
+            kernel,
+            ctx: SendPtr(std::ptr::null_mut()),
+            image: "test.so",
+            plan: Plan::of(op.schema),
+        };
+        // The argument, the output and the guard, as the dispatcher lays them out.
+        let mut stack = vec![x, StableValue::none(), StableValue::none()];
+        let result = k.call(op, &mut stack);
+        (result, stack)
+    }
+
+    unsafe extern "C" fn add_one(_: *mut c_void, s: *mut Value, n: u64, _: u64) -> i32 {
+        // SAFETY: the kernel ABI: `n` inputs, then the output slot.
+        unsafe {
+            let x = (*s).payload as i64;
+            s.add(n as usize).write(Value {
+                tag: Tag::Int as u32,
+                aux: 0,
+                payload: (x + 1) as u64,
+            });
+            // An input overwritten with another plain value is the kernel's business.
+            (*s).payload = 0;
+        }
+        STATUS_OK
+    }
+
+    unsafe extern "C" fn one_too_many(_: *mut c_void, s: *mut Value, n: u64, m: u64) -> i32 {
+        for i in 0..=m {
+            // SAFETY: the outputs and the guard slot after them.
+            unsafe {
+                s.add((n + i) as usize).write(Value {
+                    tag: Tag::Int as u32,
+                    aux: 0,
+                    payload: 7,
+                })
+            };
+        }
+        STATUS_OK
+    }
+
+    unsafe extern "C" fn a_float(_: *mut c_void, s: *mut Value, n: u64, _: u64) -> i32 {
+        // SAFETY: the output slot.
+        unsafe {
+            s.add(n as usize).write(Value {
+                tag: Tag::Float as u32,
+                aux: 0,
+                payload: 1.5f64.to_bits(),
+            })
+        };
+        STATUS_OK
+    }
+
+    unsafe extern "C" fn says_no(_: *mut c_void, s: *mut Value, n: u64, _: u64) -> i32 {
+        super::super::host::set_error_text("no, says the kernel".to_string());
+        // SAFETY: the output slot, written before failing (the host must drop it).
+        unsafe {
+            s.add(n as usize).write(Value {
+                tag: Tag::Int as u32,
+                aux: 0,
+                payload: 3,
+            })
+        };
+        STATUS_ERROR
+    }
+
+    fn message(result: Result<()>) -> String {
+        result.expect_err("the call fails").to_string()
+    }
+
+    #[test]
+    fn a_plain_kernel_runs_on_the_stack_and_what_it_wrote_is_checked_in_place() {
+        let (result, stack) = call(add_one, StableValue::int(41));
+        result.expect("runs");
+        assert_eq!(stack[1].as_int(), Some(42));
+        assert!(stack[2].is_none(), "the guard is untouched");
+
+        let (result, stack) = call(one_too_many, StableValue::int(1));
+        assert_eq!(
+            message(result),
+            call_error("the kernel wrote more than the 1 outputs its schema declares")
+        );
+        assert!(stack[1].is_none() && stack[2].is_none(), "reset, not kept");
+
+        let (result, stack) = call(a_float, StableValue::int(1));
+        assert_eq!(
+            message(result),
+            call_error("output #0 is float, but the schema returns int")
+        );
+        assert!(stack[1].is_none());
+
+        let (result, stack) = call(says_no, StableValue::int(1));
+        assert_eq!(message(result), call_error("no, says the kernel"));
+        assert!(stack[1].is_none());
+
+        // The host checks the arguments' tags before a C kernel sees them.
+        let (result, _) = call(add_one, StableValue::float(1.0));
+        assert_eq!(
+            message(result),
+            "t::f expects argument #0 (x) to be int, but got float"
+        );
+    }
+
+    fn call_error(message: &str) -> String {
+        Error::Kernel {
+            op: "t::f".to_string(),
+            message: message.to_string(),
+        }
+        .to_string()
+    }
+}
