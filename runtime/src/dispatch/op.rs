@@ -237,10 +237,8 @@ impl OpHandle {
     }
 }
 
-/// A plugin's kernel (or, in a plugin, the host's): out of line, so the in-process path is one
-/// predictable branch longer.
-#[cold]
-#[inline(never)]
+/// A plugin's kernel (or, in a plugin, the host's).
+#[inline]
 fn call_foreign(
     entry: &'static OpEntry,
     foreign: &'static dyn foreign::ForeignKernel,
