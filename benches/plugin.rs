@@ -215,7 +215,10 @@ fn rust_plugin() -> std::path::PathBuf {
         None => {
             let exe = std::env::current_exe().expect("the bench's path");
             // target/release/deps/plugin-<hash> -> target/release/examples
-            let profile = exe.parent().and_then(Path::parent).expect("target/<profile>");
+            let profile = exe
+                .parent()
+                .and_then(Path::parent)
+                .expect("target/<profile>");
             profile.join("examples").join(file)
         }
     }

@@ -43,7 +43,10 @@ mod tests {
     use super::*;
 
     #[test]
-    #[cfg_attr(miri, ignore = "the arena leaks its chunks, as plugins' names live for the process")]
+    #[cfg_attr(
+        miri,
+        ignore = "the arena leaks its chunks, as plugins' names live for the process"
+    )]
     fn strings_are_copied_whole_across_chunks_and_long_ones_alone() {
         let mut arena = StrArena::default();
         let mut kept = Vec::new();

@@ -59,7 +59,6 @@ pub(crate) struct PluginKernel {
 }
 
 impl PluginKernel {
-
     /// Runs the kernel on `values`: the lent arguments, then `num_outputs + 1` Nones.
     fn run(&self, op: &'static OpEntry, values: &mut [Value]) -> i32 {
         clear_error();
@@ -127,7 +126,10 @@ impl PluginKernel {
         let (num_args, num_outputs) = (op.num_args, op.num_outputs);
         let used = num_args + num_outputs + 1;
         if stack.len() != used {
-            return Err(failed(op.name, format!("{} stack slots, not {used}", stack.len())));
+            return Err(failed(
+                op.name,
+                format!("{} stack slots, not {used}", stack.len()),
+            ));
         }
         clear_error();
         let base = stack.as_mut_ptr().cast::<Value>();
@@ -135,9 +137,8 @@ impl PluginKernel {
         // the guard None), so each is a valid `Value` with the same fields (the layouts are
         // asserted equal); they are valid and unaliased for the call, as the kernel ABI asks.
         // The plugin is never unloaded.
-        let status = unsafe {
-            (self.kernel)(self.ctx.0, base, num_args as u64, num_outputs as u64)
-        };
+        let status =
+            unsafe { (self.kernel)(self.ctx.0, base, num_args as u64, num_outputs as u64) };
         // SAFETY: as above; `stack` is not touched until `values` is done with.
         let values = unsafe { std::slice::from_raw_parts_mut(base, used) };
         let (inputs, written) = values.split_at_mut(num_args);

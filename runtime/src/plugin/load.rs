@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 
 use super::guest::descriptor_name;
-use super::kernel::PluginKernels;
 use super::host::{clear_error, take_error_text, Registration, HOST, HOST_V1_0};
+use super::kernel::PluginKernels;
 use super::{LoadOptions, PluginInfo};
 use crate::abi::plugin_v1::{
     unpack_version, version_string, EntryV1, HostV1, PluginV1, ABI_V1_1, ABI_VERSION, ENTRY_V1,
@@ -118,7 +118,10 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
         libraries,
         ops,
         impls,
-        kernels: Box::new(PluginKernels { raw: kernels, image }),
+        kernels: Box::new(PluginKernels {
+            raw: kernels,
+            image,
+        }),
     })
     .map_err(failed)?;
     let info = PluginInfo {
