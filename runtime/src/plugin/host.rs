@@ -6,6 +6,8 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void};
 use std::mem::size_of;
 
+use opbox_codegen::cpp_ident::is_identifier;
+
 use super::arena::StrArena;
 use super::convert;
 use super::kernel::RawKernel;
@@ -263,12 +265,6 @@ unsafe fn sized<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
     }
     // SAFETY: at least as large as T, per its size.
     Ok(unsafe { &*p })
-}
-
-fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 unsafe extern "C" fn library(reg: *mut Registrar, desc: *const LibraryDesc) -> i32 {

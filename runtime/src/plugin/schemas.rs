@@ -3,9 +3,11 @@
 //! as long as the process), so ops that share a signature (a plugin's unary ops, say) share one
 //! parsed argument and return list, and only their names are parsed again.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use foldhash::fast::FixedState;
+use opbox_codegen::cpp_ident::is_identifier;
 use opbox_codegen::schema::{parse, parse_operator_name, OperatorName, Schema, SchemaError};
 
 use crate::dispatch::foreign::Signature;
@@ -32,6 +34,16 @@ impl SchemaCache {
         };
         let (name, signature) = text.split_at(open);
         if let Some(&signature) = self.signatures.get(signature) {
+            // A plain name (one identifier: the schema lexer's `[A-Za-z_][A-Za-z0-9_]*`, the
+            // rule `is_identifier` checks) is what parsing it would give, without the lexer.
+            if is_identifier(name) {
+                let name = OperatorName {
+                    namespace: None,
+                    name: Cow::Owned(name.to_string()),
+                    overload: Cow::Borrowed(""),
+                };
+                return Ok(Parsed { name, signature });
+            }
             // A name that does not parse alone gets the whole schema's error, as before.
             if let Ok(name) = parse_operator_name(name) {
                 return Ok(Parsed { name, signature });
@@ -77,13 +89,16 @@ mod tests {
     fn a_shared_signature_is_parsed_once_and_the_results_are_parses() {
         let mut cache = SchemaCache::default();
         let texts = [
+            "op_0(Tensor x, int n=2) -> Tensor",
             "op_1(Tensor x, int n=2) -> Tensor",
             "ns::op_2.out(Tensor x, int n=2) -> Tensor",
             "op_3 (Tensor x, int n=2) -> Tensor",
             "op_4(Tensor x, int n=3) -> Tensor",
+            "_5.out(Tensor x, int n=3) -> Tensor",
+            "ns::op_6(Tensor x, int n=3) -> Tensor",
         ];
         let parsed: Vec<Parsed> = texts.iter().map(|t| cache.parse(t).unwrap()).collect();
-        assert!(std::ptr::eq(parsed[0].signature, parsed[1].signature));
+        assert!(std::ptr::eq(parsed[0].signature, parsed[2].signature));
         for (text, parsed) in texts.iter().zip(parsed) {
             assert_eq!(whole(Ok(parsed)), parse(text), "{text}");
         }
@@ -91,6 +106,8 @@ mod tests {
         // Errors are the parser's, in the name or in the signature.
         for bad in [
             "9op(Tensor x, int n=2) -> Tensor",
+            "é(Tensor x, int n=2) -> Tensor",
+            "(Tensor x, int n=2) -> Tensor",
             "op(Tensor x, int n=2) -> Tensr",
             "op",
         ] {
