@@ -227,7 +227,7 @@ fn a_rust_plugin_built_with_the_macros_reads_host_tensors_and_calls_host_ops() {
     assert_eq!(info.namespaces, ["rplug"]);
     assert_eq!(info.opbox_version_string(), env!("CARGO_PKG_VERSION"));
     assert!(
-        info.ops.contains(&"rplug::shout".to_string()),
+        info.ops.contains(&"rplug::shout"),
         "the fragment's op: {info:?}"
     );
 

@@ -118,8 +118,8 @@ fn json_str(s: &str) -> String {
     out
 }
 
-fn json_list(items: &[String]) -> String {
-    let items: Vec<String> = items.iter().map(|s| json_str(s)).collect();
+fn json_list(items: &[impl AsRef<str>]) -> String {
+    let items: Vec<String> = items.iter().map(|s| json_str(s.as_ref())).collect();
     format!("[{}]", items.join(", "))
 }
 

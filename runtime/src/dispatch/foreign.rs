@@ -6,11 +6,20 @@
 //! The in-process registry stays a frozen, lock-free table. Foreign ops live in a second map
 //! behind a lock that only `op()` takes, on a name the frozen table does not have; a resolved
 //! handle is as `&'static` as any other, so calls never take the lock.
+//!
+//! A batch is checked in full when it is registered (every error is found then), but an op's
+//! `OpEntry`, schema and kernels are built only when the op is first resolved: a plugin of
+//! thousands of ops loads in a few milliseconds and keeps a compact record per op, and the
+//! ops a process never calls cost no more than that record.
 
+use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::OnceLock;
 
 use foldhash::fast::FixedState;
-use opbox_codegen::schema::Schema;
+use opbox_codegen::schema::{Argument, OperatorName, Return, Schema};
 use parking_lot::RwLock;
 
 use super::fixed_list;
@@ -24,8 +33,16 @@ use crate::{Error, Result};
 /// A kernel that lives behind another image's ABI.
 pub(crate) trait ForeignKernel: Send + Sync + std::fmt::Debug {
     /// Runs the kernel on `stack`: the op's arguments, then its outputs, which hold None and
-    /// receive owned results. On error the caller releases whatever the stack holds.
+    /// receive owned results, then one more None (a guard, which a kernel that writes one
+    /// output too many hits instead of memory past the stack). On error the caller releases
+    /// whatever the stack holds, so the kernel leaves only values the host may release.
     fn call(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()>;
+}
+
+/// The kernels of a batch's impls, made when their op is first resolved.
+pub(crate) trait ForeignKernels: Send + Sync {
+    /// The kernel of the batch's impl `index`, for an op with `schema`.
+    fn kernel(&self, index: usize, schema: &'static Schema) -> &'static dyn ForeignKernel;
 }
 
 /// One library or fragment of a batch.
@@ -33,20 +50,32 @@ pub(crate) struct ForeignLibrary {
     pub(crate) namespace: &'static str,
     pub(crate) kind: LibraryKind,
     pub(crate) site: Site,
-    pub(crate) ops: Vec<ForeignOp>,
+    /// Its ops' places in `ForeignBatch::ops`.
+    pub(crate) ops: Range<usize>,
 }
 
+/// An op's argument and return lists, shared by every op of the same signature.
+#[derive(Debug)]
+pub(crate) struct Signature {
+    pub(crate) arguments: &'static [Argument],
+    pub(crate) returns: &'static [Return],
+}
+
+/// One op of a batch, compact: a batch may hold thousands.
 pub(crate) struct ForeignOp {
-    /// `ns::name[.overload]`.
+    /// `ns::name[.overload]`, of identifiers (as the schema parser gives them).
     pub(crate) name: &'static str,
-    pub(crate) schema: &'static Schema,
-    pub(crate) site: Site,
+    pub(crate) signature: &'static Signature,
+    /// Its library's place in `ForeignBatch::libraries`, whose file it is in.
+    pub(crate) library: u32,
+    pub(crate) line: u32,
 }
 
+/// One impl of a batch; its kernel is the batch's `kernels.kernel(index)`, `index` being its
+/// place in `ForeignBatch::impls`.
 pub(crate) struct ForeignImpl {
     pub(crate) op: &'static str,
     pub(crate) key: DispatchKey,
-    pub(crate) kernel: &'static dyn ForeignKernel,
     pub(crate) function: &'static str,
     pub(crate) site: Site,
 }
@@ -56,31 +85,119 @@ pub(crate) struct ForeignBatch {
     /// The image's path, reported by `OpHandle::image`.
     pub(crate) image: &'static str,
     pub(crate) libraries: Vec<ForeignLibrary>,
+    /// Every library's ops, in order.
+    pub(crate) ops: Vec<ForeignOp>,
     pub(crate) impls: Vec<ForeignImpl>,
+    pub(crate) kernels: Box<dyn ForeignKernels>,
 }
 
 type Map<K, V> = HashMap<K, V, FixedState>;
 
+/// An accepted batch, kept for the process.
+struct Batch {
+    image: &'static str,
+    libraries: Vec<ForeignLibrary>,
+    ops: Vec<ForeignOp>,
+    /// Beside `ops`, one each.
+    states: Vec<OpState>,
+    impls: Vec<ForeignImpl>,
+    kernels: Box<dyn ForeignKernels>,
+}
+
+/// `OpState::kernels` of a key with no impl.
+const NO_IMPL: u32 = u32::MAX;
+
+/// What registration found for one op of a batch, and its entry once built.
+struct OpState {
+    /// Its impl for each key: an index into the batch's `impls`, or [`NO_IMPL`].
+    kernels: [u32; DispatchKey::COUNT],
+    entry: OnceLock<&'static OpEntry>,
+}
+
+impl ForeignLibrary {
+    fn site_of(&self, op: &ForeignOp) -> Site {
+        Site {
+            file: self.site.file,
+            line: op.line,
+        }
+    }
+}
+
+fn site_of(libraries: &[ForeignLibrary], op: &ForeignOp) -> Site {
+    libraries[op.library as usize].site_of(op)
+}
+
+/// Where a batch will be once it is accepted: its ops go into the index as they are checked,
+/// so each name is hashed once, and the batch is set when all of them passed.
+type BatchCell = OnceLock<Batch>;
+
+/// A foreign op: built, or waiting in its batch.
+#[derive(Clone, Copy)]
+enum Slot {
+    Ready(&'static OpEntry),
+    Pending(&'static BatchCell, u32),
+}
+
+impl Slot {
+    /// Its site; None only for an op of the batch being registered.
+    fn site(self) -> Option<Site> {
+        match self {
+            Slot::Ready(entry) => Some(entry.site),
+            Slot::Pending(batch, i) => {
+                let batch = batch.get()?;
+                Some(site_of(&batch.libraries, &batch.ops[i as usize]))
+            }
+        }
+    }
+
+    fn entry(self) -> Option<&'static OpEntry> {
+        match self {
+            Slot::Ready(entry) => Some(entry),
+            Slot::Pending(batch, i) => Some(batch.get()?.entry(i as usize)),
+        }
+    }
+}
+
+/// What `names()` lists, in registration order: one adopted op, or a whole batch.
+#[derive(Clone, Copy)]
+enum Listed {
+    Op(&'static OpEntry),
+    Batch(&'static Batch),
+}
+
 #[derive(Default)]
 struct Foreign {
-    index: Map<&'static str, &'static OpEntry>,
+    index: Map<&'static str, Slot>,
     definers: Map<&'static str, Site>,
-    ops: Vec<&'static OpEntry>,
+    listed: Vec<Listed>,
 }
 
 static FOREIGN: RwLock<Option<Foreign>> = RwLock::new(None);
 
 /// A foreign op by name.
 pub(crate) fn get(name: &str) -> Option<&'static OpEntry> {
-    FOREIGN.read().as_ref()?.index.get(name).copied()
+    let slot = FOREIGN.read().as_ref()?.index.get(name).copied()?;
+    slot.entry()
 }
 
-/// Every foreign op, in registration order.
-pub(crate) fn ops() -> Vec<&'static OpEntry> {
+/// Every foreign op's name, in registration order.
+pub(crate) fn names() -> Vec<&'static str> {
+    let listed = listed();
+    let mut names = Vec::new();
+    for item in listed {
+        match item {
+            Listed::Op(entry) => names.push(entry.name),
+            Listed::Batch(batch) => names.extend(batch.ops.iter().map(|op| op.name)),
+        }
+    }
+    names
+}
+
+fn listed() -> Vec<Listed> {
     FOREIGN
         .read()
         .as_ref()
-        .map(|f| f.ops.clone())
+        .map(|f| f.listed.clone())
         .unwrap_or_default()
 }
 
@@ -91,27 +208,46 @@ unsafe extern "C" fn foreign_only(_: *mut StableValue, _: u64, _: u64) -> i32 {
 }
 
 /// Checks `batch` against the in-process registry, the foreign ops so far and itself; adds all
-/// of it, or returns every problem and adds nothing.
-pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
+/// of it, or returns every problem and adds nothing. Returns the names of the ops it added.
+pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static str>> {
     let host = check()?;
     let mut guard = FOREIGN.write();
     let foreign = guard.get_or_insert_with(Foreign::default);
     let mut errors = Vec::new();
 
     let mut definers: Map<&'static str, Site> = Map::default();
+    // Every in-process op's name starts with its library's namespace: an op in another
+    // namespace needs no look-up there.
+    let mut host_namespaces: Map<&'static str, ()> = Map::default();
     for lib in inventory::iter::<LibraryRegistration> {
+        host_namespaces.insert(lib.namespace, ());
         if lib.kind == LibraryKind::Def {
             definers.entry(lib.namespace).or_insert(lib.site);
         }
     }
     let mut new_definers: Map<&'static str, Site> = Map::default();
-    let count: usize = batch.libraries.iter().map(|l| l.ops.len()).sum();
-    // Each new op's index in `entries`.
-    let mut new_ops: Map<&'static str, usize> =
-        HashMap::with_capacity_and_hasher(count, FixedState::default());
-    // The batch's entries, built in place and leaked as one block once the batch is accepted.
-    let mut entries: Vec<OpEntry> = Vec::with_capacity(count);
-    for lib in &batch.libraries {
+    let count = batch.ops.len();
+    let cell: &'static BatchCell = Box::leak(Box::default());
+    let ours = |slot: &Slot| match *slot {
+        Slot::Pending(batch, i) if std::ptr::eq(batch, cell) => Some(i as usize),
+        _ => None,
+    };
+    foreign.index.reserve(count);
+    let mut states: Vec<OpState> = Vec::with_capacity(count);
+    let ForeignBatch {
+        image,
+        libraries,
+        ops,
+        impls,
+        kernels,
+    } = batch;
+    // A fragment may come before its library within one image.
+    let defined_here: Vec<&'static str> = libraries
+        .iter()
+        .filter(|l| l.kind == LibraryKind::Def)
+        .map(|l| l.namespace)
+        .collect();
+    for lib in &libraries {
         let defined = definers
             .get(lib.namespace)
             .or_else(|| foreign.definers.get(lib.namespace))
@@ -131,12 +267,7 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
                 }
             }
             LibraryKind::Fragment => {
-                // A fragment may come before its library within one image.
-                let later = batch
-                    .libraries
-                    .iter()
-                    .any(|l| l.kind == LibraryKind::Def && l.namespace == lib.namespace);
-                if defined.is_none() && !later {
+                if defined.is_none() && !defined_here.contains(&lib.namespace) {
                     errors.push(Error::FragmentWithoutLibrary {
                         namespace: lib.namespace.to_string(),
                         site: lib.site,
@@ -144,42 +275,57 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
                 }
             }
         }
-        for def in &lib.ops {
-            let first = host
-                .get(def.name)
-                .or_else(|| foreign.index.get(def.name).copied())
-                .map(|e| e.site)
-                .or_else(|| new_ops.get(def.name).map(|&i| entries[i].site));
-            match first {
-                Some(first) => errors.push(Error::DuplicateOp {
+        let in_host = host_namespaces.contains_key(lib.namespace);
+        for (index, def) in lib.ops.clone().zip(&ops[lib.ops.clone()]) {
+            // Every op has a state, so an op's index is its place in `ops`; an op refused
+            // here refuses the batch.
+            states.push(OpState {
+                kernels: [NO_IMPL; DispatchKey::COUNT],
+                entry: OnceLock::new(),
+            });
+            let in_process = if in_host { host.get(def.name) } else { None };
+            if let Some(first) = in_process {
+                errors.push(Error::DuplicateOp {
                     op: def.name.to_string(),
-                    first,
-                    second: def.site,
-                }),
-                None => {
-                    new_ops.insert(def.name, entries.len());
-                    entries.push(entry(
-                        def.name,
-                        def.schema,
-                        def.site,
-                        [None; DispatchKey::COUNT],
-                        Some(batch.image),
-                    ));
+                    first: first.site,
+                    second: lib.site_of(def),
+                });
+                continue;
+            }
+            match foreign.index.entry(def.name) {
+                Entry::Occupied(earlier) => {
+                    let earlier = *earlier.get();
+                    let first = match ours(&earlier) {
+                        Some(i) => Some(site_of(&libraries, &ops[i])),
+                        None => earlier.site(),
+                    };
+                    if let Some(first) = first {
+                        errors.push(Error::DuplicateOp {
+                            op: def.name.to_string(),
+                            first,
+                            second: lib.site_of(def),
+                        });
+                    }
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(Slot::Pending(cell, index as u32));
                 }
             }
         }
     }
 
-    for imp in &batch.impls {
-        let Some(&index) = new_ops.get(imp.op) else {
+    for (index, imp) in impls.iter().enumerate() {
+        let found = foreign.index.get(imp.op);
+        let Some(op) = found.and_then(ours) else {
             let elsewhere = host
                 .get(imp.op)
-                .or_else(|| foreign.index.get(imp.op).copied());
+                .map(|e| e.site)
+                .or_else(|| found.and_then(|s| s.site()));
             errors.push(match elsewhere {
-                Some(entry) => Error::Unsupported(format!(
+                Some(site) => Error::Unsupported(format!(
                     "a {} kernel for '{}' is registered at {}, but '{}' is defined at {}, outside \
                      this plugin: plugin ABI v1 lets a plugin implement only the ops it defines",
-                    imp.key, imp.op, imp.site, imp.op, entry.site
+                    imp.key, imp.op, imp.site, imp.op, site
                 )),
                 None => Error::ImplWithoutDef {
                     op: imp.op.to_string(),
@@ -189,51 +335,102 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static OpEntry>> {
             });
             continue;
         };
-        let slot = &mut entries[index].kernels[imp.key.index()];
-        match slot {
-            Some(existing) if existing.registration.function == imp.function => {}
-            Some(existing) => errors.push(Error::DuplicateImpl {
-                op: imp.op.to_string(),
-                key: imp.key.to_string(),
-                first: existing.registration.site,
-                second: imp.site,
-            }),
-            None => {
-                let registration: &'static KernelRegistration =
-                    Box::leak(Box::new(KernelRegistration {
-                        op: imp.op,
-                        key: imp.key,
-                        kernel: foreign_only,
-                        typed: None,
-                        site: imp.site,
-                        function: imp.function,
-                    }));
-                *slot = Some(KernelSlot {
-                    kernel: foreign_only,
-                    typed: None,
-                    foreign: Some(imp.kernel),
-                    registration,
-                });
+        let slot = &mut states[op].kernels[imp.key.index()];
+        match *slot {
+            NO_IMPL => *slot = index as u32,
+            existing => {
+                let existing = &impls[existing as usize];
+                if existing.function != imp.function {
+                    errors.push(Error::DuplicateImpl {
+                        op: imp.op.to_string(),
+                        key: imp.key.to_string(),
+                        first: existing.site,
+                        second: imp.site,
+                    });
+                }
             }
         }
     }
 
-    match errors.len() {
-        0 => {}
-        1 => return Err(errors.remove(0)),
-        _ => return Err(Error::Registration(errors)),
+    if !errors.is_empty() {
+        for (index, op) in ops.iter().enumerate() {
+            if foreign.index.get(op.name).and_then(ours) == Some(index) {
+                foreign.index.remove(op.name);
+            }
+        }
+        return Err(match errors.len() {
+            1 => errors.remove(0),
+            _ => Error::Registration(errors),
+        });
     }
-    let entries: &'static [OpEntry] = entries.leak();
-    let mut added = Vec::with_capacity(entries.len());
-    foreign.index.reserve(entries.len());
-    foreign.ops.reserve(entries.len());
-    for entry in entries {
-        foreign.index.insert(entry.name, entry);
-        foreign.ops.push(entry);
-        added.push(entry);
-    }
+    let names: Vec<&'static str> = ops.iter().map(|op| op.name).collect();
+    let batch = cell.get_or_init(|| Batch {
+        image,
+        libraries,
+        ops,
+        states,
+        impls,
+        kernels,
+    });
+    foreign.listed.push(Listed::Batch(batch));
     foreign.definers.extend(new_definers);
-    Ok(added)
+    Ok(names)
+}
+
+impl Batch {
+    /// Op `i`'s entry, built on first use.
+    fn entry(&'static self, i: usize) -> &'static OpEntry {
+        self.states[i].entry.get_or_init(|| self.build(i))
+    }
+
+    fn build(&'static self, i: usize) -> &'static OpEntry {
+        let op = &self.ops[i];
+        let schema: &'static Schema = Box::leak(Box::new(Schema {
+            name: operator_name(op.name),
+            arguments: Cow::Borrowed(op.signature.arguments),
+            returns: Cow::Borrowed(op.signature.returns),
+        }));
+        let mut kernels = [None; DispatchKey::COUNT];
+        for (slot, &index) in kernels.iter_mut().zip(&self.states[i].kernels) {
+            let Some(imp) = self.impls.get(index as usize) else {
+                continue;
+            };
+            let registration: &'static KernelRegistration =
+                Box::leak(Box::new(KernelRegistration {
+                    op: op.name,
+                    key: imp.key,
+                    kernel: foreign_only,
+                    typed: None,
+                    site: imp.site,
+                    function: imp.function,
+                }));
+            *slot = Some(KernelSlot {
+                kernel: foreign_only,
+                typed: None,
+                foreign: Some(self.kernels.kernel(index as usize, schema)),
+                registration,
+            });
+        }
+        Box::leak(Box::new(entry(
+            op.name,
+            schema,
+            site_of(&self.libraries, op),
+            kernels,
+            Some(self.image),
+        )))
+    }
+}
+
+/// The parsed name of `ns::name[.overload]`, borrowing it: its parts are identifiers, so the
+/// first `::` and the first `.` after it are the separators.
+fn operator_name(qualified: &'static str) -> OperatorName {
+    let (namespace, rest) = qualified.split_once("::").unwrap_or(("", qualified));
+    let (name, overload) = rest.split_once('.').unwrap_or((rest, ""));
+    OperatorName {
+        namespace: Some(Cow::Borrowed(namespace)),
+        name: Cow::Borrowed(name),
+        overload: Cow::Borrowed(overload),
+    }
 }
 
 /// Adds an op whose every dispatch key runs `kernel` (the host's ops, seen from a plugin), or
@@ -246,7 +443,7 @@ pub(crate) fn adopt(
 ) -> &'static OpEntry {
     let mut guard = FOREIGN.write();
     let foreign = guard.get_or_insert_with(Foreign::default);
-    if let Some(entry) = foreign.index.get(name) {
+    if let Some(entry) = foreign.index.get(name).and_then(|s| s.entry()) {
         return entry;
     }
     let site = Site {
@@ -270,8 +467,8 @@ pub(crate) fn adopt(
     });
     let entry: &'static OpEntry =
         Box::leak(Box::new(entry(name, schema, site, kernels, Some(image))));
-    foreign.index.insert(name, entry);
-    foreign.ops.push(entry);
+    foreign.index.insert(name, Slot::Ready(entry));
+    foreign.listed.push(Listed::Op(entry));
     entry
 }
 

@@ -40,13 +40,13 @@ fn resolve_elsewhere(name: &str) -> Result<OpHandle> {
         return Ok(OpHandle { entry });
     }
     let registry = check()?;
-    let foreign = foreign::ops();
+    let foreign = foreign::names();
     let names = || {
         registry
             .ops()
             .iter()
-            .chain(foreign.iter().copied())
             .map(|e| e.name)
+            .chain(foreign.iter().copied())
     };
     let unlinked_namespace = name.split_once("::").and_then(|(ns, _)| {
         let linked = names().any(|n| n.split_once("::").is_some_and(|(other, _)| other == ns));
@@ -237,17 +237,17 @@ impl OpHandle {
     }
 }
 
-/// A plugin's kernel (or, in a plugin, the host's): out of line, so the in-process path is one
-/// predictable branch longer.
-#[cold]
-#[inline(never)]
+/// A plugin's kernel (or, in a plugin, the host's).
+#[inline]
 fn call_foreign(
     entry: &'static OpEntry,
     foreign: &'static dyn foreign::ForeignKernel,
     stack: &mut Stack,
 ) -> Result<()> {
-    stack.reserve_outputs(entry.num_outputs);
+    // The outputs, and the guard slot the kernel must leave None.
+    stack.reserve_outputs(entry.num_outputs + 1);
     foreign.call(entry, stack.as_mut_slice())?;
+    stack.truncate(entry.num_args + entry.num_outputs);
     stack.release_front(entry.num_args);
     Ok(())
 }

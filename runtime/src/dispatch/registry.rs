@@ -116,8 +116,8 @@ pub fn registered_ops() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = registry()
         .ops
         .iter()
-        .chain(foreign::ops())
         .map(|e| e.name)
+        .chain(foreign::names())
         .collect();
     names.sort_unstable();
     names

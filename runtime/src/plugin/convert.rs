@@ -43,13 +43,31 @@ pub(crate) fn carried(ty: Type) -> bool {
     }
 }
 
-pub(crate) fn is_plain(tag: Option<Tag>) -> bool {
+pub(crate) const fn is_plain(tag: Option<Tag>) -> bool {
     matches!(
         tag,
         Some(
             Tag::None | Tag::Bool | Tag::Int | Tag::Float | Tag::DType | Tag::Device | Tag::Scalar
         )
     )
+}
+
+/// [`is_plain`] of the tag numbered `tag`, as one mask test: the plain call checks every slot
+/// a kernel may have written with it.
+#[inline]
+pub(crate) fn is_plain_number(tag: u32) -> bool {
+    const PLAIN: u32 = {
+        let mut mask = 0u32;
+        let mut tag = 0;
+        while tag < 32 {
+            if is_plain(Tag::from_u32(tag)) {
+                mask |= 1 << tag;
+            }
+            tag += 1;
+        }
+        mask
+    };
+    tag < 32 && PLAIN & (1 << tag) != 0
 }
 
 fn not_carried(what: &str) -> Error {
@@ -509,6 +527,18 @@ mod tests {
         drop(inputs);
         drop(t);
         balance.assert_balanced();
+    }
+
+    #[test]
+    fn the_plain_mask_is_is_plain() {
+        for tag in 0..40 {
+            assert_eq!(
+                is_plain_number(tag),
+                is_plain(Tag::from_u32(tag)),
+                "tag {tag}"
+            );
+        }
+        assert!(is_plain_number(Tag::Int as u32) && !is_plain_number(Tag::Tensor as u32));
     }
 
     #[test]

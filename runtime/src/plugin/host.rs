@@ -6,8 +6,11 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void};
 use std::mem::size_of;
 
+use opbox_codegen::cpp_ident::is_identifier;
+
+use super::arena::StrArena;
 use super::convert;
-use super::kernel::PluginKernel;
+use super::kernel::RawKernel;
 use super::schemas::SchemaCache;
 use super::tensor;
 use crate::abi::plugin_v1::{
@@ -91,8 +94,15 @@ fn edge(f: impl FnOnce() -> Result<()>) -> i32 {
 /// # Safety
 /// `data` holds `len` bytes (or `len` is 0).
 pub(crate) unsafe fn text<'a>(data: *const c_char, len: usize, what: &str) -> Result<&'a str> {
+    // SAFETY: forwarded.
+    utf8(unsafe { bytes(data, len, what) }?, what)
+}
+
+/// # Safety
+/// As [`text`].
+unsafe fn bytes<'a>(data: *const c_char, len: usize, what: &str) -> Result<&'a [u8]> {
     if len == 0 {
-        return Ok("");
+        return Ok(&[]);
     }
     if data.is_null() {
         return Err(Error::InvalidArgument(format!(
@@ -100,9 +110,19 @@ pub(crate) unsafe fn text<'a>(data: *const c_char, len: usize, what: &str) -> Re
         )));
     }
     // SAFETY: per the contract.
-    let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) };
+    Ok(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) })
+}
+
+fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str> {
     std::str::from_utf8(bytes)
         .map_err(|_| Error::InvalidArgument(format!("plugin ABI: {what} is not UTF-8")))
+}
+
+/// # Safety
+/// As [`text`], for a borrowed string.
+unsafe fn bytes_ref<'a>(s: StrRef, what: &str) -> Result<&'a [u8]> {
+    // SAFETY: forwarded.
+    unsafe { bytes(s.data, s.len, what) }
 }
 
 /// # Safety
@@ -110,10 +130,6 @@ pub(crate) unsafe fn text<'a>(data: *const c_char, len: usize, what: &str) -> Re
 unsafe fn text_ref<'a>(s: StrRef, what: &str) -> Result<&'a str> {
     // SAFETY: forwarded.
     unsafe { text(s.data, s.len, what) }
-}
-
-fn leak(s: &str) -> &'static str {
-    Box::leak(s.to_string().into_boxed_str())
 }
 
 unsafe extern "C" fn set_error(data: *const c_char, len: usize) {
@@ -155,35 +171,55 @@ unsafe extern "C" fn last_error(out: *mut StrRef) -> usize {
 
 /// What one plugin registers through the table during its `register`.
 pub(crate) struct Registration {
-    pub(crate) image: &'static str,
     pub(crate) libraries: Vec<ForeignLibrary>,
+    pub(crate) ops: Vec<ForeignOp>,
     pub(crate) impls: Vec<ForeignImpl>,
+    /// Each impl's kernel, in the order of `impls`.
+    pub(crate) kernels: Vec<RawKernel>,
     pub(crate) errors: Vec<Error>,
-    /// File and function names, which repeat across a plugin's registrations: leaked once each.
+    /// Names, kept for the process (plugins are never unloaded).
+    strings: StrArena,
+    /// File and function names, which repeat across a plugin's registrations: kept once each.
     interned: std::collections::HashSet<&'static str, foldhash::fast::FixedState>,
+    /// The last two of them interned (a file and a function, as impls alternate them).
+    recent: [&'static str; 2],
     schemas: SchemaCache,
 }
 
 impl Registration {
-    pub(crate) fn new(image: &'static str) -> Registration {
+    pub(crate) fn new() -> Registration {
         Registration {
-            image,
             libraries: Vec::new(),
+            ops: Vec::new(),
             impls: Vec::new(),
+            kernels: Vec::new(),
             errors: Vec::new(),
+            strings: StrArena::default(),
             interned: std::collections::HashSet::default(),
+            recent: [""; 2],
             schemas: SchemaCache::default(),
         }
     }
 
-    /// `s`, kept for the process (plugins are never unloaded), shared with earlier equal ones.
-    fn intern(&mut self, s: &str) -> &'static str {
-        if let Some(&kept) = self.interned.get(s) {
-            return kept;
+    /// `s` (checked to be UTF-8, as `what`), kept for the process, shared with earlier equal
+    /// ones.
+    fn intern(&mut self, s: &[u8], what: &str) -> Result<&'static str> {
+        // A plugin passes the same file and function names call after call: most end here.
+        if let Some(&kept) = self.recent.iter().find(|k| k.as_bytes() == s) {
+            return Ok(kept);
         }
-        let kept = leak(s);
-        self.interned.insert(kept);
-        kept
+        let s = utf8(s, what)?;
+        let kept = match self.interned.get(s) {
+            Some(&kept) => kept,
+            None => {
+                let kept = self.strings.concat(&[s]);
+                self.interned.insert(kept);
+                kept
+            }
+        };
+        self.recent.rotate_right(1);
+        self.recent[0] = kept;
+        Ok(kept)
     }
 
     pub(crate) fn as_registrar(&mut self) -> *mut Registrar {
@@ -231,12 +267,6 @@ unsafe fn sized<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
     Ok(unsafe { &*p })
 }
 
-fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 unsafe extern "C" fn library(reg: *mut Registrar, desc: *const LibraryDesc) -> i32 {
     // SAFETY: the registrar and the descriptor are the ABI's, live for this call.
     unsafe {
@@ -262,14 +292,15 @@ unsafe extern "C" fn library(reg: *mut Registrar, desc: *const LibraryDesc) -> i
                     )))
                 }
             };
+            let site = Site {
+                file: r.intern(file.as_bytes(), "a file name")?,
+                line: desc.line,
+            };
             r.libraries.push(ForeignLibrary {
-                namespace: leak(namespace),
+                namespace: r.strings.concat(&[namespace]),
                 kind,
-                site: Site {
-                    file: leak(file),
-                    line: desc.line,
-                },
-                ops: Vec::new(),
+                site,
+                ops: r.ops.len()..r.ops.len(),
             });
             Ok(())
         })
@@ -282,6 +313,7 @@ unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
         with_registration(reg, |r| {
             let desc = sized(desc, "op descriptor")?;
             let text = text_ref(desc.schema, "a schema")?;
+            let library = r.libraries.len() as u32;
             let lib = r.libraries.last_mut().ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "plugin op '{text}': defined before any library; call `library` first"
@@ -291,10 +323,11 @@ unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
                 file: lib.site.file,
                 line: desc.line,
             };
-            let mut schema = r.schemas.parse(text).map_err(|e| {
+            let parsed = r.schemas.parse(text).map_err(|e| {
                 Error::InvalidArgument(format!("the schema '{text}' at {site} does not parse: {e}"))
             })?;
-            if let Some(ns) = schema.name.namespace.as_deref() {
+            let op = &parsed.name;
+            if let Some(ns) = op.namespace.as_deref() {
                 if ns != lib.namespace {
                     return Err(Error::InvalidArgument(format!(
                         "the schema '{text}' at {site} names namespace '{ns}' inside library \
@@ -303,28 +336,33 @@ unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
                     )));
                 }
             }
-            let name = schema.qualified_name(lib.namespace);
-            let args = schema.arguments.iter().map(|a| (a.name.as_ref(), a.ty));
-            let rets = schema.returns.iter().map(|r| ("", r.ty));
+            // As the macros register in-process ops: the name carries its namespace.
+            let dot = if op.overload.is_empty() { "" } else { "." };
+            let name = r
+                .strings
+                .concat(&[lib.namespace, "::", &op.name, dot, &op.overload]);
+            let signature = parsed.signature;
+            let args = signature.arguments.iter().map(|a| (a.name.as_ref(), a.ty));
+            let rets = signature.returns.iter().map(|r| ("", r.ty));
             for (i, (arg, ty)) in args.chain(rets).enumerate() {
                 if !convert::carried(ty) {
-                    let which = if i < schema.arguments.len() {
+                    let which = if i < signature.arguments.len() {
                         format!("argument #{i} ({arg})")
                     } else {
-                        format!("return #{}", i - schema.arguments.len())
+                        format!("return #{}", i - signature.arguments.len())
                     };
                     return Err(Error::Unsupported(format!(
                         "{name} at {site}: {which} is {ty}, which plugin ABI v1 does not carry"
                     )));
                 }
             }
-            // As the macros register in-process ops: the schema names its namespace.
-            schema.name.namespace = Some(lib.namespace.into());
-            lib.ops.push(ForeignOp {
-                name: Box::leak(name.into_boxed_str()),
-                schema: Box::leak(Box::new(schema)),
-                site,
+            r.ops.push(ForeignOp {
+                name,
+                signature,
+                library: library - 1,
+                line: desc.line,
             });
+            lib.ops.end = r.ops.len();
             Ok(())
         })
     }
@@ -335,14 +373,19 @@ unsafe extern "C" fn impl_kernel(reg: *mut Registrar, desc: *const ImplDesc) -> 
     unsafe {
         with_registration(reg, |r| {
             let desc = sized(desc, "impl descriptor")?;
-            let op = text_ref(desc.op, "an op name")?;
+            // An impl usually follows its op's def: then its name is that op's.
+            let op = bytes_ref(desc.op, "an op name")?;
+            let op = match r.ops.last() {
+                Some(last) if last.name.as_bytes() == op => last.name,
+                _ => r.strings.concat(&[utf8(op, "an op name")?]),
+            };
             let key_name = text_ref(desc.key, "a dispatch key")?;
-            let file = text_ref(desc.file, "a file name")?;
-            let function = text_ref(desc.function, "a function name")?;
             let site = Site {
-                file: r.intern(file),
+                file: r.intern(bytes_ref(desc.file, "a file name")?, "a file name")?,
                 line: desc.line,
             };
+            let function = bytes_ref(desc.function, "a function name")?;
+            let function = r.intern(function, "a function name")?;
             let key = DispatchKey::from_name(key_name).ok_or_else(|| {
                 let keys: Vec<&str> = DispatchKey::ALL.iter().map(|k| k.name()).collect();
                 Error::InvalidArgument(format!(
@@ -351,15 +394,15 @@ unsafe extern "C" fn impl_kernel(reg: *mut Registrar, desc: *const ImplDesc) -> 
                     keys.join(", ")
                 ))
             })?;
-            let kernel: &'static PluginKernel =
-                Box::leak(Box::new(PluginKernel::new(desc.kernel, desc.ctx, r.image)));
-            let function = r.intern(function);
             r.impls.push(ForeignImpl {
-                op: leak(op),
+                op,
                 key,
-                kernel,
                 function,
                 site,
+            });
+            r.kernels.push(RawKernel {
+                kernel: desc.kernel,
+                ctx: SendPtr(desc.ctx),
             });
             Ok(())
         })

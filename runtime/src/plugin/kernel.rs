@@ -1,26 +1,52 @@
 //! A plugin's kernel as the host's dispatcher calls it: the stack lent across the ABI, the
 //! kernel run, and its outputs taken back and checked against the schema.
 //!
-//! The checks come from the op's [`Plan`], made at the first call. An op whose arguments and
-//! returns are all plain values (the common scalar op) skips the general lending: its values
-//! are copied bit for bit into a small array on this frame, and its outputs copied back.
+//! The checks come from the op's [`Plan`], made with the kernel when its op is first resolved.
+//! An op whose arguments and returns are all plain values (the common scalar op) skips the
+//! general lending: the kernel runs on the dispatcher's stack itself, a plain `StableValue`
+//! being its ABI value bit for bit, and what it wrote is checked in place.
 
-use std::ffi::c_void;
-use std::mem::MaybeUninit;
-use std::sync::OnceLock;
+use opbox_codegen::schema::Schema;
+use smallvec::SmallVec;
 
 use super::convert;
 use super::host::{clear_error, take_error_text, SendPtr};
 use super::plan::Plan;
 use crate::abi::plugin_v1::{KernelFn, Value, STATUS_OK, STATUS_PANIC};
-use crate::dispatch::foreign::ForeignKernel;
+use crate::dispatch::foreign::{ForeignKernel, ForeignKernels};
 use crate::dispatch::registry::OpEntry;
 use crate::value::{StableValue, Tag};
 use crate::{Error, Result};
 
-/// The most values (arguments, outputs and the guard slot) a plain op copies onto the frame;
-/// a larger op takes the general path.
+/// The values (outputs and the guard slot) a refused plain call keeps inline to describe.
 const PLAIN_SLOTS: usize = 16;
+
+/// A kernel as a plugin registered it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawKernel {
+    pub(crate) kernel: KernelFn,
+    pub(crate) ctx: SendPtr,
+}
+
+/// One plugin's kernels, in the order of its impls, made into [`PluginKernel`]s as their ops
+/// are first resolved.
+pub(crate) struct PluginKernels {
+    pub(crate) raw: Vec<RawKernel>,
+    /// The plugin's path, for messages.
+    pub(crate) image: &'static str,
+}
+
+impl ForeignKernels for PluginKernels {
+    fn kernel(&self, index: usize, schema: &'static Schema) -> &'static dyn ForeignKernel {
+        let RawKernel { kernel, ctx } = self.raw[index];
+        Box::leak(Box::new(PluginKernel {
+            kernel,
+            ctx,
+            image: self.image,
+            plan: Plan::of(schema),
+        }))
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct PluginKernel {
@@ -29,24 +55,10 @@ pub(crate) struct PluginKernel {
     /// The plugin's path, for messages.
     image: &'static str,
     /// Its op's checks; a kernel is registered for one op, so they are made once.
-    plan: OnceLock<Plan>,
+    plan: Plan,
 }
 
 impl PluginKernel {
-    pub(crate) fn new(kernel: KernelFn, ctx: *mut c_void, image: &'static str) -> PluginKernel {
-        PluginKernel {
-            kernel,
-            ctx: SendPtr(ctx),
-            image,
-            plan: OnceLock::new(),
-        }
-    }
-
-    #[inline]
-    fn plan(&self, op: &'static OpEntry) -> &Plan {
-        self.plan.get_or_init(|| Plan::of(op.schema))
-    }
-
     /// Runs the kernel on `values`: the lent arguments, then `num_outputs + 1` Nones.
     fn run(&self, op: &'static OpEntry, values: &mut [Value]) -> i32 {
         clear_error();
@@ -85,9 +97,8 @@ fn arg_type_error(op: &'static OpEntry, index: usize, value: &StableValue) -> Er
 
 impl ForeignKernel for PluginKernel {
     fn call(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
-        let (num_args, num_outputs) = (op.num_args, op.num_outputs);
-        let plan = self.plan(op);
-        let (inputs, outputs) = stack.split_at_mut(num_args);
+        let plan = &self.plan;
+        let inputs = stack.get(..op.num_args).unwrap_or_default();
         // A C kernel cannot check tags as the in-process shims do: the host checks them here,
         // with the same message.
         for (index, (value, expect)) in inputs.iter().zip(plan.args.iter()).enumerate() {
@@ -95,66 +106,110 @@ impl ForeignKernel for PluginKernel {
                 return Err(arg_type_error(op, index, value));
             }
         }
-        // One slot past the outputs catches a kernel that writes one too many.
-        let used = num_args + num_outputs + 1;
-        if plan.plain && used <= PLAIN_SLOTS {
-            return self.call_plain(op, inputs, outputs);
+        if plan.plain {
+            return self.call_plain(op, stack);
         }
-        convert::with_lent(inputs, num_outputs + 1, |values| {
-            let status = self.run(op, values);
-            self.take_outputs(op, plan, status, &values[num_args..], outputs)
-        })?
+        self.call_lent(op, stack)
     }
 }
 
 impl PluginKernel {
-    /// The call of an op whose arguments and returns are all plain values (checked by the
-    /// caller, with `num_args + num_outputs + 1 <= PLAIN_SLOTS`): their fields are their ABI
-    /// values (see `convert`), copied onto this frame and back with no conversion.
+    /// The call of an op whose arguments and returns are all plain values (their tags checked
+    /// by the caller): the stack itself is the kernel's, with nothing copied, as a plain
+    /// `StableValue` is its ABI value bit for bit (the layouts are asserted equal in
+    /// `value::stable_value`). What the kernel wrote is checked before the stack is a
+    /// `StableValue` stack again: outputs of the schema's plain types, the guard still None, the
+    /// inputs still plain. On any failure the slots it may have written are reset to None
+    /// without being dropped, so no handle a kernel made up is ever released.
     #[inline]
-    fn call_plain(
+    fn call_plain(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
+        let (num_args, num_outputs) = (op.num_args, op.num_outputs);
+        let used = num_args + num_outputs + 1;
+        if stack.len() != used {
+            return Err(failed(
+                op.name,
+                format!("{} stack slots, not {used}", stack.len()),
+            ));
+        }
+        clear_error();
+        let base = stack.as_mut_ptr().cast::<Value>();
+        // SAFETY: the stack's `used` values are plain (inputs checked by the caller; outputs and
+        // the guard None), so each is a valid `Value` with the same fields (the layouts are
+        // asserted equal); they are valid and unaliased for the call, as the kernel ABI asks.
+        // The plugin is never unloaded.
+        let status =
+            unsafe { (self.kernel)(self.ctx.0, base, num_args as u64, num_outputs as u64) };
+        // SAFETY: as above; `stack` is not touched until `values` is done with.
+        let values = unsafe { std::slice::from_raw_parts_mut(base, used) };
+        let (inputs, written) = values.split_at_mut(num_args);
+        let inputs_plain = inputs.iter().all(|v| convert::is_plain_number(v.tag));
+        let outputs_fit = written
+            .iter()
+            .zip(self.plan.returns.iter())
+            .all(|(v, expect)| expect.admits(v.tag));
+        if status == STATUS_OK
+            && written[num_outputs] == Value::default()
+            && outputs_fit
+            && inputs_plain
+        {
+            return Ok(());
+        }
+        Err(self.plain_refused(op, status, inputs, written))
+    }
+
+    /// What failed in a plain call, with every slot the kernel wrote (`written`: the outputs
+    /// and the guard) taken out and reset to None, and any input it overwrote with a handle
+    /// reset too: the stack then holds nothing the host would release.
+    #[cold]
+    #[inline(never)]
+    fn plain_refused(
         &self,
         op: &'static OpEntry,
-        inputs: &[StableValue],
-        outputs: &mut [StableValue],
-    ) -> Result<()> {
-        let (num_args, num_outputs) = (inputs.len(), outputs.len());
-        let used = num_args + num_outputs + 1;
-        // Only the `used` slots are written (all of them): zeroing the whole array would cost
-        // more than the copies.
-        let mut slots = [const { MaybeUninit::<Value>::uninit() }; PLAIN_SLOTS];
-        for (slot, v) in slots.iter_mut().zip(inputs) {
-            slot.write(Value {
-                tag: v.raw_tag(),
-                aux: v.aux(),
-                payload: v.raw_bits(),
-            });
-        }
-        for slot in &mut slots[num_args..used] {
-            slot.write(Value::default());
-        }
-        // SAFETY: the first `used` slots were all written just above.
-        let values = unsafe { std::slice::from_raw_parts_mut(slots.as_mut_ptr().cast(), used) };
-        let status = self.run(op, values);
-        let written = &values[num_args..];
-        if status != STATUS_OK || written[num_outputs] != Value::default() {
-            // Plain outputs own nothing, but a misbehaving kernel may have written a handle.
-            return Err(self.outputs_refused(op, status, written));
-        }
-        let plan = self.plan(op);
-        for (i, ((v, expect), out)) in written
-            .iter()
-            .zip(plan.returns.iter())
-            .zip(outputs)
-            .enumerate()
-        {
-            if !expect.admits(v.tag) {
-                return Err(wrong_output(op, written, i));
+        status: i32,
+        inputs: &mut [Value],
+        written: &mut [Value],
+    ) -> Error {
+        let taken: SmallVec<[Value; PLAIN_SLOTS]> = written.iter().copied().collect();
+        written.fill(Value::default());
+        let mut overwrote = false;
+        for input in inputs {
+            if !convert::is_plain_number(input.tag) {
+                // SAFETY: the kernel wrote this handle over a borrowed input: released as the
+                // owned value it claims to be, once.
+                unsafe { convert::discard(*input) };
+                *input = Value::default();
+                overwrote = true;
             }
-            // SAFETY: every return of a plain op is plain, and `v.tag` is one of its tags.
-            unsafe { out.overwrite_plain(v.tag, v.aux, v.payload) };
         }
-        Ok(())
+        if status != STATUS_OK || taken[taken.len() - 1] != Value::default() {
+            return self.outputs_refused(op, status, &taken);
+        }
+        if let Some(i) = taken
+            .iter()
+            .zip(self.plan.returns.iter())
+            .position(|(v, expect)| !expect.admits(v.tag))
+        {
+            return wrong_output(op, &taken, i);
+        }
+        discard_from(&taken, 0);
+        let _ = overwrote;
+        failed(
+            op.name,
+            "the kernel overwrote a borrowed input with a handle".to_string(),
+        )
+    }
+
+    /// The call of an op with a tensor, string or list among its arguments or returns: the
+    /// inputs are lent as ABI objects, and the outputs taken back from ABI values.
+    #[inline(never)]
+    fn call_lent(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
+        let (num_args, num_outputs) = (op.num_args, op.num_outputs);
+        let (inputs, rest) = stack.split_at_mut(num_args);
+        let outputs = rest.get_mut(..num_outputs).unwrap_or_default();
+        convert::with_lent(inputs, num_outputs + 1, |values| {
+            let status = self.run(op, values);
+            self.take_outputs(op, &self.plan, status, &values[num_args..], outputs)
+        })?
     }
 
     /// Moves the kernel's outputs (`written`: its output slots and the guard slot) into
@@ -253,4 +308,152 @@ fn wrong_output(op: &'static OpEntry, written: &[Value], i: usize) -> Error {
         Err(e) => format!("output #{i}: {e}"),
     };
     failed(op.name, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::c_void;
+    use std::sync::OnceLock;
+
+    use super::*;
+    use crate::abi::plugin_v1::STATUS_ERROR;
+    use crate::dispatch::DispatchKey;
+    use crate::error::Site;
+
+    /// `t::f(int x) -> int`, kept in statics (an entry is `&'static`; nothing leaks).
+    fn op() -> &'static OpEntry {
+        static SCHEMA: OnceLock<Schema> = OnceLock::new();
+        static ENTRY: OnceLock<OpEntry> = OnceLock::new();
+        let schema = SCHEMA
+            .get_or_init(|| opbox_codegen::schema::parse("t::f(int x) -> int").expect("parses"));
+        ENTRY.get_or_init(|| OpEntry {
+            name: "t::f",
+            schema,
+            site: Site {
+                file: "test.c",
+                line: 1,
+            },
+            kernels: [None; DispatchKey::COUNT],
+            num_args: 1,
+            num_outputs: 1,
+            tensor_args: &[],
+            fixed_lists: Vec::new(),
+            tags: &[],
+            python_module: None,
+            image: Some("test.so"),
+        })
+    }
+
+    fn call(kernel: KernelFn, x: StableValue) -> (Result<()>, Vec<StableValue>) {
+        let op = op();
+        let k = PluginKernel {
+            kernel,
+            ctx: SendPtr(std::ptr::null_mut()),
+            image: "test.so",
+            plan: Plan::of(op.schema),
+        };
+        // The argument, the output and the guard, as the dispatcher lays them out.
+        let mut stack = vec![x, StableValue::none(), StableValue::none()];
+        let result = k.call(op, &mut stack);
+        (result, stack)
+    }
+
+    unsafe extern "C" fn add_one(_: *mut c_void, s: *mut Value, n: u64, _: u64) -> i32 {
+        // SAFETY: the kernel ABI: `n` inputs, then the output slot.
+        unsafe {
+            let x = (*s).payload as i64;
+            s.add(n as usize).write(Value {
+                tag: Tag::Int as u32,
+                aux: 0,
+                payload: (x + 1) as u64,
+            });
+            // An input overwritten with another plain value is the kernel's business.
+            (*s).payload = 0;
+        }
+        STATUS_OK
+    }
+
+    unsafe extern "C" fn one_too_many(_: *mut c_void, s: *mut Value, n: u64, m: u64) -> i32 {
+        for i in 0..=m {
+            // SAFETY: the outputs and the guard slot after them.
+            unsafe {
+                s.add((n + i) as usize).write(Value {
+                    tag: Tag::Int as u32,
+                    aux: 0,
+                    payload: 7,
+                })
+            };
+        }
+        STATUS_OK
+    }
+
+    unsafe extern "C" fn a_float(_: *mut c_void, s: *mut Value, n: u64, _: u64) -> i32 {
+        // SAFETY: the output slot.
+        unsafe {
+            s.add(n as usize).write(Value {
+                tag: Tag::Float as u32,
+                aux: 0,
+                payload: 1.5f64.to_bits(),
+            })
+        };
+        STATUS_OK
+    }
+
+    unsafe extern "C" fn says_no(_: *mut c_void, s: *mut Value, n: u64, _: u64) -> i32 {
+        super::super::host::set_error_text("no, says the kernel".to_string());
+        // SAFETY: the output slot, written before failing (the host must drop it).
+        unsafe {
+            s.add(n as usize).write(Value {
+                tag: Tag::Int as u32,
+                aux: 0,
+                payload: 3,
+            })
+        };
+        STATUS_ERROR
+    }
+
+    fn message(result: Result<()>) -> String {
+        result.expect_err("the call fails").to_string()
+    }
+
+    #[test]
+    fn a_plain_kernel_runs_on_the_stack_and_what_it_wrote_is_checked_in_place() {
+        let (result, stack) = call(add_one, StableValue::int(41));
+        result.expect("runs");
+        assert_eq!(stack[1].as_int(), Some(42));
+        assert!(stack[2].is_none(), "the guard is untouched");
+
+        let (result, stack) = call(one_too_many, StableValue::int(1));
+        assert_eq!(
+            message(result),
+            call_error("the kernel wrote more than the 1 outputs its schema declares")
+        );
+        assert!(stack[1].is_none() && stack[2].is_none(), "reset, not kept");
+
+        let (result, stack) = call(a_float, StableValue::int(1));
+        assert_eq!(
+            message(result),
+            call_error("output #0 is float, but the schema returns int")
+        );
+        assert!(stack[1].is_none());
+
+        let (result, stack) = call(says_no, StableValue::int(1));
+        assert_eq!(message(result), call_error("no, says the kernel"));
+        assert!(stack[1].is_none());
+
+        // The host checks the arguments' tags before a C kernel sees them.
+        let (result, _) = call(add_one, StableValue::float(1.0));
+        assert_eq!(
+            message(result),
+            "t::f expects argument #0 (x) to be int, but got float"
+        );
+    }
+
+    fn call_error(message: &str) -> String {
+        Error::Kernel {
+            op: "t::f".to_string(),
+            message: message.to_string(),
+        }
+        .to_string()
+    }
 }

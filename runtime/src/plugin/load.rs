@@ -6,6 +6,7 @@ use parking_lot::Mutex;
 
 use super::guest::descriptor_name;
 use super::host::{clear_error, take_error_text, Registration, HOST, HOST_V1_0};
+use super::kernel::PluginKernels;
 use super::{LoadOptions, PluginInfo};
 use crate::abi::plugin_v1::{
     unpack_version, version_string, EntryV1, HostV1, PluginV1, ABI_V1_1, ABI_VERSION, ENTRY_V1,
@@ -81,13 +82,15 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
             .unwrap_or_default()
     });
     let image: &'static str = Box::leak(canonical.display().to_string().into_boxed_str());
-    let mut registration = Registration::new(image);
+    let mut registration = Registration::new();
     clear_error();
     // SAFETY: the descriptor's `register`, with a registrar that lives for the call.
     let status = unsafe { (desc.register)(registration.as_registrar()) };
     let Registration {
         libraries,
+        ops,
         impls,
+        kernels,
         mut errors,
         ..
     } = registration;
@@ -113,7 +116,12 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
     let added = foreign::register(ForeignBatch {
         image,
         libraries,
+        ops,
         impls,
+        kernels: Box::new(PluginKernels {
+            raw: kernels,
+            image,
+        }),
     })
     .map_err(failed)?;
     let info = PluginInfo {
@@ -122,7 +130,7 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
         abi_version: desc.abi_version,
         opbox_version: desc.opbox_version,
         namespaces,
-        ops: added.iter().map(|e| e.name.to_string()).collect(),
+        ops: added,
     };
     loaded.push((canonical, info.clone()));
     Ok(info)

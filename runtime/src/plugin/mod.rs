@@ -16,11 +16,12 @@
 //! # Files
 //!
 //! `load.rs` the loader and the descriptor's checks; `host.rs` the host table and the registrar,
-//! which parses schemas through `schemas.rs`'s signature cache;
+//! which parses schemas through `schemas.rs`'s signature cache and keeps names in `arena.rs`;
 //! `kernel.rs` a plugin's kernel as the dispatcher calls it, with the checks `plan.rs` works out
 //! once per op; `convert.rs` values across the
 //! boundary; `tensor.rs` tensor headers; `guest.rs` the plugin side (`export_plugin!`).
 
+mod arena;
 mod convert;
 pub mod guest;
 mod host;
@@ -49,7 +50,7 @@ pub struct PluginInfo {
     /// The namespaces its libraries and fragments name, in registration order.
     pub namespaces: Vec<String>,
     /// Its ops, `ns::name[.overload]`, in registration order.
-    pub ops: Vec<String>,
+    pub ops: Vec<&'static str>,
 }
 
 impl PluginInfo {

@@ -7,50 +7,79 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use foldhash::fast::FixedState;
-use opbox_codegen::schema::{parse, parse_operator_name, Argument, Return, Schema, SchemaError};
+use opbox_codegen::cpp_ident::is_identifier;
+use opbox_codegen::schema::{parse, parse_operator_name, OperatorName, Schema, SchemaError};
 
-type Signature = (&'static [Argument], &'static [Return]);
+use crate::dispatch::foreign::Signature;
+
+/// A parsed schema whose lists are shared with every other schema of the same signature.
+#[derive(Debug)]
+pub(crate) struct Parsed {
+    pub(crate) name: OperatorName,
+    pub(crate) signature: &'static Signature,
+}
 
 #[derive(Default)]
 pub(crate) struct SchemaCache {
     /// The text from the schema's `(` on, to its parsed lists.
-    signatures: HashMap<String, Signature, FixedState>,
+    signatures: HashMap<String, &'static Signature, FixedState>,
 }
 
 impl SchemaCache {
     /// `text` parsed, as [`parse`] would (and with its error when it does not parse).
-    pub(crate) fn parse(&mut self, text: &str) -> Result<Schema, SchemaError> {
+    pub(crate) fn parse(&mut self, text: &str) -> Result<Parsed, SchemaError> {
         // An operator name has no `(`, so the first one opens the arguments.
         let Some(open) = text.find('(') else {
-            return parse(text);
+            return parse(text).map(|s| self.keep(None, s));
         };
         let (name, signature) = text.split_at(open);
-        if let Some(&(arguments, returns)) = self.signatures.get(signature) {
+        if let Some(&signature) = self.signatures.get(signature) {
+            // A plain name (one identifier: the schema lexer's `[A-Za-z_][A-Za-z0-9_]*`, the
+            // rule `is_identifier` checks) is what parsing it would give, without the lexer.
+            if is_identifier(name) {
+                let name = OperatorName {
+                    namespace: None,
+                    name: Cow::Owned(name.to_string()),
+                    overload: Cow::Borrowed(""),
+                };
+                return Ok(Parsed { name, signature });
+            }
             // A name that does not parse alone gets the whole schema's error, as before.
             if let Ok(name) = parse_operator_name(name) {
-                return Ok(Schema {
-                    name,
-                    arguments: Cow::Borrowed(arguments),
-                    returns: Cow::Borrowed(returns),
-                });
+                return Ok(Parsed { name, signature });
             }
         }
-        let schema = parse(text)?;
-        let arguments: &'static [Argument] = schema.arguments.into_owned().leak();
-        let returns: &'static [Return] = schema.returns.into_owned().leak();
-        self.signatures
-            .insert(signature.to_string(), (arguments, returns));
-        Ok(Schema {
+        parse(text).map(|s| self.keep(Some(signature), s))
+    }
+
+    /// Leaks `schema`'s lists, under `signature` when it has one.
+    fn keep(&mut self, text: Option<&str>, schema: Schema) -> Parsed {
+        let signature: &'static Signature = Box::leak(Box::new(Signature {
+            arguments: schema.arguments.into_owned().leak(),
+            returns: schema.returns.into_owned().leak(),
+        }));
+        if let Some(text) = text {
+            self.signatures.insert(text.to_string(), signature);
+        }
+        Parsed {
             name: schema.name,
-            arguments: Cow::Borrowed(arguments),
-            returns: Cow::Borrowed(returns),
-        })
+            signature,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `parsed` holds, as a whole schema.
+    fn whole(parsed: Result<Parsed, SchemaError>) -> Result<Schema, SchemaError> {
+        parsed.map(|p| Schema {
+            name: p.name,
+            arguments: p.signature.arguments.into(),
+            returns: p.signature.returns.into(),
+        })
+    }
 
     #[test]
     #[cfg_attr(
@@ -60,27 +89,29 @@ mod tests {
     fn a_shared_signature_is_parsed_once_and_the_results_are_parses() {
         let mut cache = SchemaCache::default();
         let texts = [
+            "op_0(Tensor x, int n=2) -> Tensor",
             "op_1(Tensor x, int n=2) -> Tensor",
             "ns::op_2.out(Tensor x, int n=2) -> Tensor",
             "op_3 (Tensor x, int n=2) -> Tensor",
             "op_4(Tensor x, int n=3) -> Tensor",
+            "_5.out(Tensor x, int n=3) -> Tensor",
+            "ns::op_6(Tensor x, int n=3) -> Tensor",
         ];
-        let schemas: Vec<Schema> = texts.iter().map(|t| cache.parse(t).unwrap()).collect();
-        for (text, schema) in texts.iter().zip(&schemas) {
-            assert_eq!(schema, &parse(text).unwrap(), "{text}");
+        let parsed: Vec<Parsed> = texts.iter().map(|t| cache.parse(t).unwrap()).collect();
+        assert!(std::ptr::eq(parsed[0].signature, parsed[2].signature));
+        for (text, parsed) in texts.iter().zip(parsed) {
+            assert_eq!(whole(Ok(parsed)), parse(text), "{text}");
         }
-        assert!(std::ptr::eq(
-            schemas[0].arguments.as_ref(),
-            schemas[1].arguments.as_ref()
-        ));
         assert_eq!(cache.signatures.len(), 2, "op_4 differs in a default");
         // Errors are the parser's, in the name or in the signature.
         for bad in [
             "9op(Tensor x, int n=2) -> Tensor",
+            "é(Tensor x, int n=2) -> Tensor",
+            "(Tensor x, int n=2) -> Tensor",
             "op(Tensor x, int n=2) -> Tensr",
             "op",
         ] {
-            assert_eq!(cache.parse(bad), parse(bad), "{bad}");
+            assert_eq!(whole(cache.parse(bad)), parse(bad), "{bad}");
         }
     }
 }

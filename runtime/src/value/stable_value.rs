@@ -43,6 +43,21 @@ pub struct StableValue {
 const _: () = assert!(std::mem::size_of::<StableValue>() == 16);
 const _: () = assert!(std::mem::align_of::<StableValue>() == 8);
 
+// A plain value (no handle) is its plugin ABI v1 value bit for bit: a plugin's kernel of plain
+// values runs on the dispatcher's stack as it is (plugin/kernel.rs). The ABI type is frozen, so
+// these hold this type to it.
+const _: () = {
+    use std::mem::{align_of, offset_of, size_of};
+
+    use crate::abi::plugin_v1::Value;
+    assert!(size_of::<StableValue>() == size_of::<Value>());
+    assert!(align_of::<StableValue>() == align_of::<Value>());
+    assert!(offset_of!(StableValue, tag) == offset_of!(Value, tag));
+    assert!(offset_of!(StableValue, aux) == offset_of!(Value, aux));
+    assert!(offset_of!(StableValue, payload) == offset_of!(Value, payload));
+    assert!(size_of::<Payload>() == size_of::<u64>());
+};
+
 /// `aux` of a Tensor value that borrows its handle instead of owning a reference. Only typed
 /// calls make these, for a stack that is dropped before the call returns. One exact value, not a
 /// flag bit: a foreign value with a stray aux is an owner, and is released, not leaked.

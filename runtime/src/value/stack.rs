@@ -114,6 +114,12 @@ impl<'a> Stack<'a> {
         self.values.clear();
     }
 
+    /// Releases the values past the first `len`.
+    #[inline]
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.values.truncate(len);
+    }
+
     /// True once the stack has outgrown its inline slots and lives on the heap.
     pub fn spilled(&self) -> bool {
         self.values.spilled()
