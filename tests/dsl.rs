@@ -383,6 +383,55 @@ fn oob(x: In<[f32]>, y: Out<[f32]>, n: u32) {
     }
 }
 
+/// Local arrays: a literal length filled and read in constant loops (unrolled on CUDA, so the
+/// array stays in registers), a `#[constexpr]` length of `F32x4`s updated field by field, and
+/// one element read at a runtime index (`pick`), which the CPU build checks.
+#[kernel]
+fn local_arrays(x: In<[f32]>, out: Out<[f32]>, n: u32, pick: u32, #[constexpr] K: u32) {
+    let i = global_id_x();
+    if i < n {
+        let mut v = [0.0f32; 4];
+        for j in 0..4u32 {
+            v[j] = x[i] * (j + 1) as f32;
+        }
+        let mut w = [F32x4 {
+            x: 1.0,
+            y: 2.0,
+            z: 3.0,
+            w: 4.0,
+        }; K];
+        for j in 0..K {
+            w[j].x += v[j % 4];
+            w[j].w *= 0.5;
+        }
+        let mut acc = 0.0f32;
+        for j in 0..K {
+            acc += w[j].x + w[j].w;
+        }
+        out[i] = acc + v[pick];
+    }
+}
+
+fn local_arrays_reference(x: f32, pick: usize, k: usize) -> f32 {
+    let v: Vec<f32> = (1..=4).map(|j| x * j as f32).collect();
+    let acc = (0..k).fold(0.0f32, |acc, j| acc + ((1.0 + v[j % 4]) + 4.0 * 0.5));
+    acc + v[pick]
+}
+
+/// A local array kept across a warp exchange (the CPU build's split keeps it per thread).
+#[kernel]
+fn local_across_warps(x: In<[f32]>, out: Out<[f32]>) {
+    let i = global_id_x();
+    let mut v = [0.0f32; 3];
+    for j in 0..3u32 {
+        v[j] = x[i * 3 + j];
+    }
+    let s = warp_reduce_sum((v[0] + v[1]) + v[2]);
+    for j in 0..3u32 {
+        out[i * 3 + j] = v[j] / s;
+    }
+}
+
 #[stable_library(dsl_ops)]
 fn dsl_ops(m: &mut Library) {
     m.def("scale_(Tensor(a!) x, float s) -> ()");
@@ -428,6 +477,8 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&reverse_blocks::DECL, vec![]),
         (&block_sums_for::DECL, vec![ConstValue::U32(128)]),
         (&warps::DECL, vec![]),
+        (&local_arrays::DECL, vec![ConstValue::U32(6)]),
+        (&local_across_warps::DECL, vec![]),
         (&diverges::DECL, vec![]),
         (&disagrees::DECL, vec![]),
         (&scale_kernel::DECL, vec![]),
@@ -455,6 +506,7 @@ const TESTS: &[Test] = &[
     ("cpu_atomics_are_real_atomics_across_blocks", cpu_atomics),
     ("cpu_barriers_and_shared_memory", cpu_barriers),
     ("cpu_warp_operations_follow_cuda", cpu_warps),
+    ("cpu_local_arrays_index_checked_and_split", cpu_local_arrays),
     ("cpu_out_of_bounds_is_an_error", cpu_oob),
     ("cpu_launch_stack_and_checks", cpu_stack),
     ("cpu_one_dsl_impl_serves_cpu_and_cuda_keys", cpu_op),
@@ -1084,6 +1136,82 @@ fn cpu_warps() -> TestResult {
     Ok(Outcome::Pass)
 }
 
+const LOCAL_K: u32 = 6;
+
+fn local_input() -> Vec<f32> {
+    (0..100).map(|i| i as f32 * 0.25 - 9.0).collect()
+}
+
+fn run_local_arrays(device: Device, pick: u32) -> opbox::Result<Vec<f32>> {
+    let xs = local_input();
+    let n = xs.len();
+    let x = Tensor::from_vec(xs, &[n])?.to(device)?;
+    let out = Tensor::zeros(&[n], DType::F32, device)?;
+    local_arrays::launch(
+        LaunchConfig::for_elems(n),
+        &x,
+        &out,
+        n as u32,
+        pick,
+        LOCAL_K,
+    )?;
+    out.to_vec()
+}
+
+fn run_local_across_warps(device: Device) -> opbox::Result<Vec<f32>> {
+    let xs: Vec<f32> = (0..192).map(|i| (i % 7) as f32 + 1.0).collect();
+    let x = Tensor::from_vec(xs, &[192])?.to(device)?;
+    let out = Tensor::zeros(&[192], DType::F32, device)?;
+    let cfg = LaunchConfig::single().grid(2, 1, 1).block(32, 1, 1);
+    local_across_warps::launch(cfg, &x, &out)?;
+    out.to_vec()
+}
+
+fn cpu_local_arrays() -> TestResult {
+    for pick in [0u32, 3] {
+        let got = run_local_arrays(Device::Cpu, pick).map_err(s)?;
+        let want: Vec<f32> = local_input()
+            .iter()
+            .map(|x| local_arrays_reference(*x, pick as usize, LOCAL_K as usize))
+            .collect();
+        ensure(got == want, || format!("local arrays, pick {pick}: {got:?}"))?;
+    }
+    match run_local_arrays(Device::Cpu, 4) {
+        Err(Error::IndexOutOfBounds {
+            kernel,
+            param,
+            index,
+            len,
+        }) => ensure(
+            kernel == "local_arrays" && param == "local array v" && index == 4 && len == 4,
+            || format!("IndexOutOfBounds names {kernel} {param}[{index}] of {len}"),
+        )?,
+        other => return Err(format!("v[4] of a [f32; 4]: {other:?}")),
+    }
+    ensure(local_across_warps::CPU_BUILD == "split at barriers", || {
+        format!("local_across_warps runs as {}", local_across_warps::CPU_BUILD)
+    })?;
+    let got = run_local_across_warps(Device::Cpu).map_err(s)?;
+    let xs: Vec<f32> = (0..192).map(|i| (i % 7) as f32 + 1.0).collect();
+    let want: Vec<f32> = (0..192)
+        .map(|e| {
+            let warp = e / 96;
+            let total: f32 = (0..32)
+                .map(|l| {
+                    let t = warp * 32 + l;
+                    (xs[t * 3] + xs[t * 3 + 1]) + xs[t * 3 + 2]
+                })
+                .sum();
+            xs[e] / total
+        })
+        .collect();
+    ensure(
+        got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-6 * w.abs()),
+        || format!("local array across a warp sum: {got:?}"),
+    )?;
+    Ok(Outcome::Pass)
+}
+
 fn cpu_affine() -> TestResult {
     let got = run_affine(Device::Cpu).map_err(s)?;
     let want: Vec<f32> = [1.0f32, -2.0, 0.5, 8.0]
@@ -1248,6 +1376,7 @@ fn snapshot() -> TestResult {
         &example::fused_gelu::DECL,
         &example::brighten::DECL,
         &example::axpy4::DECL,
+        &local_arrays::DECL,
     ] {
         let build = decl.build.ok_or("a DSL kernel has build options")?;
         let preamble = &(build.get)().preamble;
@@ -1351,6 +1480,27 @@ fn gpu_matches_cpu() -> TestResult {
         ensure(
             run_affine(cuda).map_err(s)? == run_affine(Device::Cpu).map_err(s)?,
             || "affine differs".into(),
+        )?;
+        // Within rounding: NVRTC may contract the multiply-adds into FMAs.
+        let close = |a: &[f32], b: &[f32]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| (x - y).abs() <= 1e-5 * y.abs().max(1.0))
+        };
+        ensure(
+            close(
+                &run_local_arrays(cuda, 3).map_err(s)?,
+                &run_local_arrays(Device::Cpu, 3).map_err(s)?,
+            ),
+            || "local_arrays differs".into(),
+        )?;
+        ensure(
+            close(
+                &run_local_across_warps(cuda).map_err(s)?,
+                &run_local_across_warps(Device::Cpu).map_err(s)?,
+            ),
+            || "local_across_warps differs".into(),
         )?;
         ensure(run_scale_op(cuda).map_err(s)? == [2.0, -4.0, 7.0], || {
             "dsl_ops::scale_ on CUDA differs".into()

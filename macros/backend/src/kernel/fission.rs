@@ -206,7 +206,9 @@ impl Split {
                     slot,
                 } = &self.locals[i];
                 let m = mutable.then(|| quote!(mut));
-                quote!(let #m #name = #slot[__opbox_t];)
+                // A clone, which is a copy for all but local arrays (whose elements may
+                // spill to the heap).
+                quote!(let #m #name = ::core::clone::Clone::clone(&#slot[__opbox_t]);)
             })
             .collect()
     }

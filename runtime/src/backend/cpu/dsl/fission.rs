@@ -31,9 +31,9 @@ pub fn done_flags(threads: usize) -> Slots<bool> {
 /// Writes thread `t`'s value of a local kept across a split (the slots are made at the first
 /// write).
 #[inline(always)]
-pub fn store<T: Copy>(slots: &mut Slots<T>, threads: usize, t: usize, v: T) {
+pub fn store<T: Clone>(slots: &mut Slots<T>, threads: usize, t: usize, v: T) {
     if slots.is_empty() {
-        slots.resize(threads, v);
+        slots.resize(threads, v.clone());
     }
     slots[t] = v;
 }
