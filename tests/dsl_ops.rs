@@ -47,6 +47,14 @@ fn cpu_kernels_at_cudas_block_size() -> TestResult {
     Ok(Outcome::Pass)
 }
 
+/// The warp-per-row softmax CUDA's `dsl::softmax` launches for rows of up to 1024, on the CPU
+/// at CUDA's launch shape (4 warps a block) and at one warp a block.
+fn cpu_warp_rows_softmax() -> TestResult {
+    check::warp_rows_match(Device::Cpu, ops::WARP_ROWS)?;
+    check::warp_rows_match(Device::Cpu, 1)?;
+    Ok(Outcome::Pass)
+}
+
 /// The ops refuse what their kernels cannot take, naming the op and the fix.
 fn cpu_refusals() -> TestResult {
     let sum = opbox::op("dsl::sum").map_err(s)?;
@@ -82,6 +90,7 @@ fn nvrtc_compiles() -> TestResult {
         let hand = [
             &hand::sum_f32_hand::DECL,
             &hand::softmax_rows_hand::DECL,
+            &hand::softmax_warp_rows_hand::DECL,
             &hand::matmul_tiled_hand::DECL,
         ];
         let hand = hand.into_iter().map(|d| (d, vec![]));
@@ -99,6 +108,7 @@ fn gpu_matches_cpu_and_reference() -> TestResult {
         let cuda = check::Run::on(Device::Cuda(0)).map_err(s)?;
         cuda.against_reference()?;
         cuda.against(&cpu)?;
+        check::warp_rows_match(Device::Cuda(0), ops::WARP_ROWS)?;
         Ok(Outcome::Pass)
     })
 }
@@ -109,6 +119,7 @@ const TESTS: &[Test] = &[
         "cpu_kernels_at_cudas_block_size_match_too",
         cpu_kernels_at_cudas_block_size,
     ),
+    ("cpu_warp_per_row_softmax_matches_plain_rust", cpu_warp_rows_softmax),
     ("cpu_ops_refuse_wrong_dtypes_and_shapes", cpu_refusals),
     (
         "nvrtc_sum_softmax_matmul_and_hand_twins_compile",
