@@ -352,7 +352,7 @@ pub mod __private {
         pub use opbox_runtime::kernel::{
             launch, launch_group, ConstexprArg, ConstexprEnum, DerivedKernelArg,
             ExternKernelRegistration, KernelArg, KernelArgStruct, KernelGroupDecl, KernelHandle,
-            LaunchArg, LaunchConfig, NativeBytes, OwnedArg,
+            LaunchArg, LaunchConfig, NativeBytes, OwnedArg, VectorParam,
         };
     }
 }

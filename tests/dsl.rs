@@ -499,7 +499,7 @@ const TESTS: &[Test] = &[
     ("cpu_structs_by_value_and_literals", cpu_affine),
     ("cpu_device_fns_read_a_2d_grid", cpu_places),
     (
-        "cpu_load4_store4_with_a_tail_and_misaligned_views",
+        "cpu_load4_store4_with_a_tail_and_misaligned_views_refused",
         cpu_axpy4,
     ),
     ("cpu_half_builtin_over_cuda_half", cpu_hmix),
@@ -660,8 +660,9 @@ fn run_places(device: Device) -> opbox::Result<Vec<u32>> {
     out.to_vec()
 }
 
-/// `axpy4` over 1003 elements (three in the tail), from element `skip` of its buffers: at 1 the
-/// views are 4 bytes past a 16-byte boundary, so the GPU takes the four-load path.
+/// `axpy4` over 1003 elements (three in the tail), from element `skip` of its buffers: at 4 the
+/// views start at the next 16-byte boundary; at 1 they are 4 bytes past one, which the launch
+/// refuses.
 fn run_axpy4(device: Device, skip: usize) -> opbox::Result<Vec<f32>> {
     let n = 1003usize;
     let xs: Vec<f32> = (0..n + skip).map(|i| i as f32 * 0.5 - 7.0).collect();
@@ -1035,12 +1036,13 @@ fn cpu_places() -> TestResult {
 }
 
 fn cpu_axpy4() -> TestResult {
-    for skip in [0, 1] {
+    for skip in [0, 4] {
         let got = run_axpy4(Device::Cpu, skip).map_err(s)?;
         ensure(got == axpy4_reference(skip), || {
             format!("axpy4 from element {skip}: {got:?}")
         })?;
     }
+    misaligned_axpy4_is_refused(Device::Cpu)?;
     // A vector that reaches past the end stops the launch, naming the first element outside.
     let x = Tensor::zeros(&[6], DType::F32, Device::Cpu).map_err(s)?;
     let out = Tensor::zeros(&[6], DType::F32, Device::Cpu).map_err(s)?;
@@ -1053,6 +1055,36 @@ fn cpu_axpy4() -> TestResult {
         other => return Err(format!("axpy4 past the end: {other:?}")),
     }
     Ok(Outcome::Pass)
+}
+
+/// A view 4 bytes past a 16-byte boundary, passed where the body calls `load4`, is refused at
+/// launch with the kernel, the parameter and the fix; `out` (only `store4`) is named for its
+/// own method when it is the misaligned one.
+fn misaligned_axpy4_is_refused(device: Device) -> Result<(), String> {
+    let want = [
+        "parameter x of axpy4 starts 4 bytes past a 16-byte boundary (element offset 1",
+        "load4 needs 16-byte alignment",
+        "a multiple of 4 f32s",
+    ];
+    match run_axpy4(device, 1) {
+        Err(Error::InvalidArgument(m)) if want.iter().all(|w| m.contains(w)) => {}
+        other => return Err(format!("misaligned axpy4 on {device:?}: {other:?}")),
+    }
+    let aligned = Tensor::zeros(&[8], DType::F32, device).map_err(s)?;
+    let out = Tensor::zeros(&[9], DType::F32, device)
+        .and_then(|t| t.narrow(0, 1, 8))
+        .map_err(s)?;
+    match example::axpy4::launch(
+        LaunchConfig::for_elems(3),
+        &aligned,
+        &aligned,
+        &out,
+        1.0,
+        8,
+    ) {
+        Err(Error::InvalidArgument(m)) if m.contains("parameter out of axpy4") && m.contains("store4 needs") => Ok(()),
+        other => Err(format!("misaligned out of axpy4 on {device:?}: {other:?}")),
+    }
 }
 
 fn cpu_hmix() -> TestResult {
@@ -1450,12 +1482,13 @@ fn gpu_matches_cpu() -> TestResult {
             run_control(cuda, 300).map_err(s)? == run_control(Device::Cpu, 300).map_err(s)?,
             || "control differs".into(),
         )?;
-        for skip in [0, 1] {
+        for skip in [0, 4] {
             ensure(
                 run_axpy4(cuda, skip).map_err(s)? == axpy4_reference(skip),
                 || format!("axpy4 from element {skip} differs on CUDA"),
             )?;
         }
+        misaligned_axpy4_is_refused(cuda)?;
         let (hc, hg) = (
             run_hmix(Device::Cpu).map_err(s)?,
             run_hmix(cuda).map_err(s)?,

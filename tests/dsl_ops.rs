@@ -55,6 +55,27 @@ fn cpu_warp_rows_softmax() -> TestResult {
     Ok(Outcome::Pass)
 }
 
+/// A view that starts mid-float4, which the kernels' launches refuse, is copied by the ops first.
+fn cpu_misaligned_views() -> TestResult {
+    let n = 1001;
+    let x = check::exact_input(n + 1, 3);
+    let t = Tensor::from_vec(x.clone(), &[n + 1])
+        .and_then(|t| t.narrow(0, 1, n))
+        .map_err(s)?;
+    let sum = opbox::op("dsl::sum").map_err(s)?;
+    let total: Tensor = sum.call((&t,)).map_err(s)?;
+    check::sum_matches(&x[1..], total.to_vec::<f32>().map_err(s)?[0])?;
+    let rows = Tensor::from_vec(check::input(4 * 64 + 1, 4), &[4 * 64 + 1])
+        .and_then(|t| t.narrow(0, 1, 4 * 64))
+        .and_then(|t| t.reshape(&[4, 64]))
+        .map_err(s)?;
+    let softmax = opbox::op("dsl::softmax").map_err(s)?;
+    let y: Tensor = softmax.call((&rows,)).map_err(s)?;
+    let want = rows.to_vec::<f32>().map_err(s)?;
+    check::softmax_matches(&want, 64, &y.to_vec::<f32>().map_err(s)?)?;
+    Ok(Outcome::Pass)
+}
+
 /// The ops refuse what their kernels cannot take, naming the op and the fix.
 fn cpu_refusals() -> TestResult {
     let sum = opbox::op("dsl::sum").map_err(s)?;
@@ -120,6 +141,7 @@ const TESTS: &[Test] = &[
         cpu_kernels_at_cudas_block_size,
     ),
     ("cpu_warp_per_row_softmax_matches_plain_rust", cpu_warp_rows_softmax),
+    ("cpu_ops_copy_views_that_start_mid_vector", cpu_misaligned_views),
     ("cpu_ops_refuse_wrong_dtypes_and_shapes", cpu_refusals),
     (
         "nvrtc_sum_softmax_matmul_and_hand_twins_compile",

@@ -90,9 +90,21 @@ pub fn stride_grid(device: Device, n4: u32) -> opbox::Result<u32> {
     Ok(fill.min(n4.div_ceil(block_for(device))).max(1))
 }
 
+/// `x`, or a fresh copy of it where it starts mid-float4 (a view at an odd offset): the kernels
+/// move their inputs as float4, which a launch refuses on a misaligned view.
+fn vector_ready(x: &Tensor) -> opbox::Result<std::borrow::Cow<'_, Tensor>> {
+    if x.data_ptr() as usize % 16 == 0 {
+        return Ok(std::borrow::Cow::Borrowed(x));
+    }
+    let copy = x.empty_like()?;
+    copy.copy_from(x)?;
+    Ok(std::borrow::Cow::Owned(copy))
+}
+
 #[stable_impl(dsl::sum, CPU, CUDA)]
 fn sum(x: &Tensor) -> opbox::Result<Tensor> {
     let n = f32_input("dsl::sum", x)?;
+    let x = &*vector_ready(x)?;
     let total = Tensor::zeros(&[], DType::F32, x.device())?;
     let block = block_for(x.device());
     let cfg = LaunchConfig::single()
@@ -105,6 +117,7 @@ fn sum(x: &Tensor) -> opbox::Result<Tensor> {
 #[stable_impl(dsl::softmax, CPU, CUDA)]
 fn softmax(x: &Tensor) -> opbox::Result<Tensor> {
     f32_input("dsl::softmax", x)?;
+    let x = &*vector_ready(x)?;
     let d = *x
         .shape()
         .last()

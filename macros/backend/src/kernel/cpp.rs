@@ -181,7 +181,8 @@ impl<'a> Cpp<'a> {
                 len: Some(len),
             } => {
                 let t = prim_name(*elem);
-                self.push(&format!("__shared__ {t} {name}__s[{len}];"));
+                // 16-byte aligned, so `load4`/`store4` may move it as float4.
+                self.push(&format!("__shared__ __align__(16) {t} {name}__s[{len}];"));
                 self.push(&format!(
                     "const opbox_dsl::Slice<{t}> {name}{{{name}__s, (unsigned int)({len})}};"
                 ));

@@ -37,6 +37,9 @@ pub(crate) struct Lowering<'e> {
     pub constexprs: Vec<String>,
     /// Whether the body calls `sync_threads()`.
     pub barriers: bool,
+    /// The slices `load4`/`store4` move, by C++ name, with the first method seen on each: a
+    /// parameter among them must be 16-byte aligned, which its launch checks.
+    pub vectors: Vec<(String, &'static str)>,
     /// Local-array element accesses lowered so far: a `for` whose body adds some is unrolled.
     array_indexing: usize,
     /// The path being lowered is an index's base (`v` of `v[j]`), where a local array may be.
@@ -77,6 +80,7 @@ impl<'e> Lowering<'e> {
             in_kernel: false,
             constexprs: Vec::new(),
             barriers: false,
+            vectors: Vec::new(),
             array_indexing: 0,
             indexing: false,
             divergence: Divergence::default(),
@@ -1446,6 +1450,15 @@ impl<'e> Lowering<'e> {
     /// `x.load4(i)` and `y.store4(i, v)` on an f32 slice (`store4` on a written one).
     fn vec4(&mut self, m: &syn::ExprMethodCall, name: &str, recv: Expr) -> Expr {
         let store = name == "store4";
+        let op = if store { "store4" } else { "load4" };
+        if !self.in_kernel {
+            self.err(m.method.span(), format!("`.{op}()` is a kernel's: call it on the #[kernel]'s own slice (whose launch checks that it is 16-byte aligned), and pass the F32x4 to the #[device] fn"));
+        }
+        if let ExprKind::Local(slice) = &recv.kind {
+            if !self.vectors.iter().any(|(s, _)| s == slice) {
+                self.vectors.push((slice.clone(), op));
+            }
+        }
         let want = if store { 2 } else { 1 };
         match &recv.ty {
             Ty::Slice(Elem::Prim(ElemType::F32), writable) if *writable || !store => {}

@@ -121,7 +121,7 @@ fn lines_loops_and_shadowing() {
         &[
             "EntryAbi::ParamsAndLens",
             "ConstexprStyle::TemplateArgs",
-            "KernelHandle::with_cpu(&DECL, __opbox_cpu)",
+            "KernelHandle::with_cpu(&DECL, __opbox_cpu, &[])",
             "__opbox_ctx.global_id_x()",
         ],
     );
