@@ -347,7 +347,8 @@ fn emit(
     // the block in turn), and otherwise runs its block's threads as coroutines; the others run
     // as a loop.
     let split = if barriers {
-        super::fission::split(&func.block, publish, &d)
+        let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
+        super::fission::split(&func.block, &names, publish, &d)
     } else {
         None
     };
