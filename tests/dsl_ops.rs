@@ -29,6 +29,17 @@ fn cpu_reference() -> TestResult {
 /// The CPU ops run one-warp blocks; the same kernels at CUDA's block size (shared memory and
 /// barriers between warps) give the same results on the CPU too.
 fn cpu_kernels_at_cudas_block_size() -> TestResult {
+    // Every op kernel's warp exchanges and barriers split its body (no coroutines).
+    for (name, build) in [
+        ("sum_f32", kernels::sum_f32::CPU_BUILD),
+        ("softmax_rows", kernels::softmax_rows::CPU_BUILD),
+        ("softmax_warp_rows", kernels::softmax_warp_rows::CPU_BUILD),
+        ("matmul_tiled", kernels::matmul_tiled::CPU_BUILD),
+    ] {
+        if build != "split at barriers" {
+            return Err(format!("{name} runs as {build} on the CPU"));
+        }
+    }
     let n = 100_003;
     let x = check::exact_input(n, 5);
     let t = Tensor::from_vec(x.clone(), &[n]).map_err(s)?;

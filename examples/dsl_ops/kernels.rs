@@ -89,7 +89,9 @@ pub fn softmax_rows(x: In<[f32]>, y: Out<[f32]>, d: u32, #[constexpr] BLOCK: u32
         let mut j = t;
         while j < d4 {
             let v = x.load4(base4 + j);
-            m = m.max(v.x.max(v.y)).max(v.z.max(v.w));
+            // One max a vector on the running maximum's chain (the CPU build runs a thread's
+            // loop as one dependent chain; the GPU hides it behind other warps either way).
+            m = m.max(v.x.max(v.y).max(v.z.max(v.w)));
             j += BLOCK;
         }
     } else {
@@ -292,7 +294,7 @@ pub fn softmax_warp_rows(x: In<[f32]>, y: Out<[f32]>, rows: u32, d: u32, #[const
         let c = j * 32 + lane;
         if live && c < d4 {
             v[j] = x.load4(base4 + c);
-            m = m.max(v[j].x.max(v[j].y)).max(v[j].z.max(v[j].w));
+            m = m.max(v[j].x.max(v[j].y).max(v[j].z.max(v[j].w)));
         }
     }
     let row_max = warp_reduce_max(m);
