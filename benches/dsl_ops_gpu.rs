@@ -133,7 +133,7 @@ fn bench() -> opbox::Result<()> {
         // The hand twin holds OPBOX_WARP_V4 = WARP_V4_MAX float4s a lane.
         let warp = ops::warp_row_vectors(d32).filter(|v4| *v4 == ops::WARP_V4_MAX);
         let time_pair = |dsl_launch: &dyn Fn() -> opbox::Result<()>,
-                             hand_launch: &dyn Fn() -> opbox::Result<()>|
+                         hand_launch: &dyn Fn() -> opbox::Result<()>|
          -> opbox::Result<(f64, f64)> {
             y.fill_(0.0)?;
             dsl_launch()?;
@@ -153,10 +153,9 @@ fn bench() -> opbox::Result<()> {
         };
         let ((dsl, hand), path) = match warp {
             Some(v4) => (
-                time_pair(
-                    &|| ops::launch_softmax(&x, &y, rows32, d32),
-                    &|| softmax_warp_rows_hand::launch(warp_cfg.clone(), &x, &y, rows32, d32),
-                )?,
+                time_pair(&|| ops::launch_softmax(&x, &y, rows32, d32), &|| {
+                    softmax_warp_rows_hand::launch(warp_cfg.clone(), &x, &y, rows32, d32)
+                })?,
                 format!("a warp a row, {v4} float4s a lane"),
             ),
             None => {

@@ -1074,15 +1074,12 @@ fn misaligned_axpy4_is_refused(device: Device) -> Result<(), String> {
     let out = Tensor::zeros(&[9], DType::F32, device)
         .and_then(|t| t.narrow(0, 1, 8))
         .map_err(s)?;
-    match example::axpy4::launch(
-        LaunchConfig::for_elems(3),
-        &aligned,
-        &aligned,
-        &out,
-        1.0,
-        8,
-    ) {
-        Err(Error::InvalidArgument(m)) if m.contains("parameter out of axpy4") && m.contains("store4 needs") => Ok(()),
+    match example::axpy4::launch(LaunchConfig::for_elems(3), &aligned, &aligned, &out, 1.0, 8) {
+        Err(Error::InvalidArgument(m))
+            if m.contains("parameter out of axpy4") && m.contains("store4 needs") =>
+        {
+            Ok(())
+        }
         other => Err(format!("misaligned out of axpy4 on {device:?}: {other:?}")),
     }
 }
@@ -1206,7 +1203,9 @@ fn cpu_local_arrays() -> TestResult {
             .iter()
             .map(|x| local_arrays_reference(*x, pick as usize, LOCAL_K as usize))
             .collect();
-        ensure(got == want, || format!("local arrays, pick {pick}: {got:?}"))?;
+        ensure(got == want, || {
+            format!("local arrays, pick {pick}: {got:?}")
+        })?;
     }
     match run_local_arrays(Device::Cpu, 4) {
         Err(Error::IndexOutOfBounds {
@@ -1221,7 +1220,10 @@ fn cpu_local_arrays() -> TestResult {
         other => return Err(format!("v[4] of a [f32; 4]: {other:?}")),
     }
     ensure(local_across_warps::CPU_BUILD == "split at barriers", || {
-        format!("local_across_warps runs as {}", local_across_warps::CPU_BUILD)
+        format!(
+            "local_across_warps runs as {}",
+            local_across_warps::CPU_BUILD
+        )
     })?;
     let got = run_local_across_warps(Device::Cpu).map_err(s)?;
     let xs: Vec<f32> = (0..192).map(|i| (i % 7) as f32 + 1.0).collect();
@@ -1238,7 +1240,9 @@ fn cpu_local_arrays() -> TestResult {
         })
         .collect();
     ensure(
-        got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-6 * w.abs()),
+        got.iter()
+            .zip(&want)
+            .all(|(g, w)| (g - w).abs() <= 1e-6 * w.abs()),
         || format!("local array across a warp sum: {got:?}"),
     )?;
     Ok(Outcome::Pass)

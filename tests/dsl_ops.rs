@@ -151,8 +151,14 @@ const TESTS: &[Test] = &[
         "cpu_kernels_at_cudas_block_size_match_too",
         cpu_kernels_at_cudas_block_size,
     ),
-    ("cpu_warp_per_row_softmax_matches_plain_rust", cpu_warp_rows_softmax),
-    ("cpu_ops_copy_views_that_start_mid_vector", cpu_misaligned_views),
+    (
+        "cpu_warp_per_row_softmax_matches_plain_rust",
+        cpu_warp_rows_softmax,
+    ),
+    (
+        "cpu_ops_copy_views_that_start_mid_vector",
+        cpu_misaligned_views,
+    ),
     ("cpu_ops_refuse_wrong_dtypes_and_shapes", cpu_refusals),
     (
         "nvrtc_sum_softmax_matmul_and_hand_twins_compile",

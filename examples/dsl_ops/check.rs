@@ -50,7 +50,8 @@ pub fn kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&matmul_tiled::DECL, vec![ConstValue::U32(TILE)]),
     ];
     // Every lane width the op picks: the powers of two up to the most.
-    let widths = std::iter::successors(Some(1u32), |v| Some(v * 2)).take_while(|v| *v <= WARP_V4_MAX);
+    let widths =
+        std::iter::successors(Some(1u32), |v| Some(v * 2)).take_while(|v| *v <= WARP_V4_MAX);
     all.extend(widths.map(|v4| (&softmax_warp_rows::DECL, vec![ConstValue::U32(v4)])));
     all
 }
@@ -63,8 +64,14 @@ pub fn warp_rows_match(device: Device, warps: u32) -> Result<(), String> {
         let Some(v4) = warp_row_vectors(d as u32) else {
             continue;
         };
-        let x: Vec<f32> = input(r * d, 10 + i as u32).iter().map(|v| v * 4.0).collect();
-        let t = Tensor::from_vec(x.clone(), &[r, d]).map_err(s)?.to(device).map_err(s)?;
+        let x: Vec<f32> = input(r * d, 10 + i as u32)
+            .iter()
+            .map(|v| v * 4.0)
+            .collect();
+        let t = Tensor::from_vec(x.clone(), &[r, d])
+            .map_err(s)?
+            .to(device)
+            .map_err(s)?;
         let y = t.empty_like().map_err(s)?;
         let cfg = LaunchConfig::single()
             .grid((r as u32).div_ceil(warps), 1, 1)

@@ -172,7 +172,9 @@ impl Split {
                 _ => None,
             };
             let remat = match stmt {
-                syn::Stmt::Local(l) => self.rematerializable(l).map(|deps| (quote!(#rewritten), deps)),
+                syn::Stmt::Local(l) => self
+                    .rematerializable(l)
+                    .map(|deps| (quote!(#rewritten), deps)),
                 _ => None,
             };
             seg.stmts.push(match &rewritten {
@@ -655,9 +657,7 @@ fn pure(e: &syn::Expr, names: &mut Vec<String>) -> bool {
         syn::Expr::Paren(p) => pure(&p.expr, names),
         syn::Expr::Group(g) => pure(&g.expr, names),
         syn::Expr::Binary(b) => {
-            super::lower::compound(&b.op).is_none()
-                && pure(&b.left, names)
-                && pure(&b.right, names)
+            super::lower::compound(&b.op).is_none() && pure(&b.left, names) && pure(&b.right, names)
         }
         syn::Expr::Unary(u) => !matches!(u.op, syn::UnOp::Deref(_)) && pure(&u.expr, names),
         syn::Expr::Cast(c) => pure(&c.expr, names),
@@ -675,9 +675,7 @@ fn pure(e: &syn::Expr, names: &mut Vec<String>) -> bool {
                 && m.args.iter().all(|a| pure(a, names))
         }
         syn::Expr::If(i) => {
-            let branch = |b: &syn::Block, names: &mut Vec<String>| {
-                matches!(b.stmts.as_slice(), [syn::Stmt::Expr(e, None)] if pure(e, names))
-            };
+            let branch = |b: &syn::Block, names: &mut Vec<String>| matches!(b.stmts.as_slice(), [syn::Stmt::Expr(e, None)] if pure(e, names));
             pure(&i.cond, names)
                 && branch(&i.then_branch, names)
                 && match i.else_branch.as_ref().map(|(_, e)| &**e) {

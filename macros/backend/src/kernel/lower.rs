@@ -977,7 +977,10 @@ impl<'e> Lowering<'e> {
                 self.unknown()
             }
             syn::Expr::Repeat(r) => {
-                self.err(r.span(), "a local array is made where it is bound: `let mut v = [0.0f32; N];`");
+                self.err(
+                    r.span(),
+                    "a local array is made where it is bound: `let mut v = [0.0f32; N];`",
+                );
                 self.unknown()
             }
             syn::Expr::Range(r) => {

@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::coop::{Coop, DivergentBarrier};
+use super::local::LocalOutOfBounds;
 use super::shared::{BlockMemory, SharedTooLarge, DYNAMIC_SHARED_ARG, SHARED_ARG};
 use crate::error::{Error, Result};
-use super::local::LocalOutOfBounds;
 use crate::kernel::view::{InOut, OutOfBounds};
 use crate::kernel::{LaunchConfig, PreparedLaunch};
 
