@@ -31,7 +31,7 @@ pub const WARP_V4_MAX: u32 = 8;
 /// longer than a warp's registers hold. A power of two, so that few lengths are specialized.
 pub fn warp_row_vectors(d: u32) -> Option<u32> {
     let v4 = (d / 4).div_ceil(32).next_power_of_two();
-    (d > 0 && d % 4 == 0 && v4 <= WARP_V4_MAX).then_some(v4)
+    (d > 0 && d.is_multiple_of(4) && v4 <= WARP_V4_MAX).then_some(v4)
 }
 
 /// `y = softmax(x)` over `rows` rows of `d`, by the kernel `dsl::softmax` picks: on CUDA, a warp
@@ -93,7 +93,7 @@ pub fn stride_grid(device: Device, n4: u32) -> opbox::Result<u32> {
 /// `x`, or a fresh copy of it where it starts mid-float4 (a view at an odd offset): the kernels
 /// move their inputs as float4, which a launch refuses on a misaligned view.
 fn vector_ready(x: &Tensor) -> opbox::Result<std::borrow::Cow<'_, Tensor>> {
-    if x.data_ptr() as usize % 16 == 0 {
+    if (x.data_ptr() as usize).is_multiple_of(16) {
         return Ok(std::borrow::Cow::Borrowed(x));
     }
     let copy = x.empty_like()?;

@@ -61,7 +61,8 @@ impl VisitMut for Rewrite {
         if let (syn::Pat::Ident(p), Some(init)) = (&local.pat, &mut local.init) {
             if let syn::Expr::Repeat(r) = &mut *init.expr {
                 self.visit_expr_mut(&mut r.expr);
-                init.expr = Box::new(local_array(&p.ident, r));
+                let array = local_array(&p.ident, r);
+                *init.expr = array;
                 return;
             }
         }

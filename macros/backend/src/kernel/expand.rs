@@ -191,6 +191,9 @@ pub(super) fn kernel(
     ))
 }
 
+/// The params a body moves as float4, by declaration index, with the first method it uses.
+type VectorUses<'a> = &'a [(usize, &'static str)];
+
 /// `#line`'s file name: the declaring file as messages show it, escaped for a C++ string.
 pub(super) fn escape_file(file: &str) -> String {
     normalize(file).replace('"', "\\\"")
@@ -303,7 +306,7 @@ fn emit(
     params: &[KernelParam],
     tys: &[(String, Ty)],
     text: &str,
-    (named, callees, barriers, vectors): (&[syn::Path], &[syn::Path], bool, &[(usize, &str)]),
+    (named, callees, barriers, vectors): (&[syn::Path], &[syn::Path], bool, VectorUses<'_>),
     file: &str,
 ) -> TokenStream {
     let ident = &func.sig.ident;
