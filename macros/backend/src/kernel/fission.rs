@@ -688,12 +688,33 @@ fn pure(e: &syn::Expr, names: &mut Vec<String>) -> bool {
     }
 }
 
-/// Every name a pattern binds in a body, in order, repeats kept.
+/// Every name a pattern binds in a body, in order, repeats kept; a name assigned to (a `mut`
+/// param, say) is listed twice, so that it counts as rebound too.
 struct Bindings(Vec<String>);
+
+impl Bindings {
+    fn assigned(&mut self, place: &syn::Expr) {
+        if let syn::Expr::Path(p) = strip_parens(place) {
+            if let Some(i) = p.path.get_ident() {
+                self.0.extend([i.to_string(), i.to_string()]);
+            }
+        }
+    }
+}
 
 impl<'a> Visit<'a> for Bindings {
     fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
         self.0.push(p.ident.to_string());
         syn::visit::visit_pat_ident(self, p);
+    }
+    fn visit_expr_assign(&mut self, a: &'a syn::ExprAssign) {
+        self.assigned(&a.left);
+        syn::visit::visit_expr_assign(self, a);
+    }
+    fn visit_expr_binary(&mut self, b: &'a syn::ExprBinary) {
+        if super::lower::compound(&b.op).is_some() {
+            self.assigned(&b.left);
+        }
+        syn::visit::visit_expr_binary(self, b);
     }
 }

@@ -231,4 +231,18 @@ fn the_split_recomputes_pure_locals() {
         ],
     );
     assert_eq!(out.matches("fission::Slots::new()").count(), 1, "{out}");
+    // A value read from a param the body writes is kept: recomputing it would see the write.
+    let (out, _) = kernel_cpp(quote! {
+        fn k(x: InOut<[f32]>, mut n: u32) {
+            let i = thread_id_x() * n;
+            n += 1;
+            sync_threads();
+            x[i] = n as f32;
+        }
+    });
+    let after = &out[out.find("barrier(0u32").unwrap_or_else(|| panic!("{out}"))..];
+    assert!(
+        after.contains("let i = ::core::clone::Clone::clone("),
+        "{out}"
+    );
 }
