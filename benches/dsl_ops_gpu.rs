@@ -24,9 +24,9 @@ mod kernels;
 #[path = "../examples/dsl_ops/ops.rs"]
 mod ops;
 
-use hand::{matmul_tiled_hand, softmax_rows_hand, sum_f32_hand};
-use kernels::{matmul_tiled, softmax_rows, sum_f32};
-use ops::{BLOCK, TILE};
+use hand::{matmul_tiled_hand, softmax_rows_hand, softmax_warp_rows_hand, sum_f32_hand};
+use kernels::{matmul_tiled, softmax_rows, softmax_warp_rows, sum_f32};
+use ops::{BLOCK, TILE, WARP_ROWS};
 
 const SUM_ELEMS: usize = 256 << 20;
 const SOFTMAX: [[usize; 2]; 2] = [[4096, 4096], [32768, 1024]];
@@ -112,9 +112,11 @@ fn bench() -> opbox::Result<()> {
     for [r, d] in SOFTMAX {
         let x = Tensor::from_vec(check::input(r * d, 7), &[r, d])?.to(dev)?;
         let y = Tensor::zeros(&[r, d], DType::F32, dev)?;
-        let cfg = LaunchConfig::single()
-            .grid(r as u32, 1, 1)
-            .block(BLOCK, 1, 1);
+        let (rows32, d32) = (r as u32, d as u32);
+        let block_cfg = LaunchConfig::single().grid(rows32, 1, 1).block(BLOCK, 1, 1);
+        let warp_cfg = LaunchConfig::single()
+            .grid(rows32.div_ceil(WARP_ROWS), 1, 1)
+            .block(32 * WARP_ROWS, 1, 1);
         let check_rows = |what: &str| -> opbox::Result<()> {
             let got = y.to_vec::<f32>()?;
             for (i, row) in got.chunks(d).enumerate().step_by(97) {
@@ -125,20 +127,44 @@ fn bench() -> opbox::Result<()> {
             }
             Ok(())
         };
-        y.fill_(0.0)?;
-        softmax_rows::launch(cfg.clone(), &x, &y, d as u32, BLOCK)?;
-        check_rows("DSL softmax")?;
-        let dsl = gpu::time(10, 50, || {
-            softmax_rows::launch(cfg.clone(), &x, &y, d as u32, BLOCK)
-        })?;
-        y.fill_(0.0)?;
-        softmax_rows_hand::launch(cfg.clone(), &x, &y, d as u32)?;
-        check_rows("hand softmax")?;
-        let hand = gpu::time(10, 50, || {
-            softmax_rows_hand::launch(cfg.clone(), &x, &y, d as u32)
-        })?;
+        // What `dsl::softmax` launches, against the hand twin of the same algorithm: a warp a
+        // row where it fits (the hand twin holds 8 float4s a lane, rows up to 1024), else a
+        // block a row.
+        // The hand twin holds OPBOX_WARP_V4 = WARP_V4_MAX float4s a lane.
+        let warp = ops::warp_row_vectors(d32).filter(|v4| *v4 == ops::WARP_V4_MAX);
+        let time_pair = |dsl_launch: &dyn Fn() -> opbox::Result<()>,
+                         hand_launch: &dyn Fn() -> opbox::Result<()>|
+         -> opbox::Result<(f64, f64)> {
+            y.fill_(0.0)?;
+            dsl_launch()?;
+            check_rows("DSL softmax")?;
+            let dsl = gpu::time(10, 50, dsl_launch)?;
+            y.fill_(0.0)?;
+            hand_launch()?;
+            check_rows("hand softmax")?;
+            let hand = gpu::time(10, 50, hand_launch)?;
+            Ok((dsl, hand))
+        };
+        let block_pair = || {
+            (
+                || softmax_rows::launch(block_cfg.clone(), &x, &y, d32, BLOCK),
+                || softmax_rows_hand::launch(block_cfg.clone(), &x, &y, d32),
+            )
+        };
+        let ((dsl, hand), path) = match warp {
+            Some(v4) => (
+                time_pair(&|| ops::launch_softmax(&x, &y, rows32, d32), &|| {
+                    softmax_warp_rows_hand::launch(warp_cfg.clone(), &x, &y, rows32, d32)
+                })?,
+                format!("a warp a row, {v4} float4s a lane"),
+            ),
+            None => {
+                let (a, b) = block_pair();
+                (time_pair(&a, &b)?, "a block a row".to_string())
+            }
+        };
         rows.push(Row {
-            name: format!("softmax [{r}, {d}] f32"),
+            name: format!("softmax [{r}, {d}] f32 ({path})"),
             dsl,
             hand,
             torch: torch.get(&format!("softmax {r}x{d}")),
@@ -146,6 +172,20 @@ fn bench() -> opbox::Result<()> {
             unit: "TB/s",
             goal: "≥ 0.90× torch.softmax",
         });
+        if warp.is_some() {
+            // The block-a-row path on the same rows, for comparison.
+            let (a, b) = block_pair();
+            let (dsl, hand) = time_pair(&a, &b)?;
+            rows.push(Row {
+                name: format!("softmax [{r}, {d}] f32 (a block a row, not what the op picks)"),
+                dsl,
+                hand,
+                torch: torch.get(&format!("softmax {r}x{d}")),
+                work: 8.0 * (r * d) as f64,
+                unit: "TB/s",
+                goal: "",
+            });
+        }
     }
 
     let s = SIDE;
@@ -229,23 +269,28 @@ fn bench() -> opbox::Result<()> {
     println!();
     println!("| kernel | registers | static shared B | local B | blocks/SM at its block size |");
     println!("|---|---|---|---|---|");
-    let block = [BLOCK, BLOCK, TILE * TILE / 4];
+    let warp_block = 32 * WARP_ROWS;
+    let block = [BLOCK, BLOCK, warp_block, TILE * TILE / 4];
+    let warp_v4 = [ConstValue::U32(ops::WARP_V4_MAX)];
     let dsl_reports = [
         sum_f32::HANDLE.report(0, &[ConstValue::U32(BLOCK)]),
         softmax_rows::HANDLE.report(0, &[ConstValue::U32(BLOCK)]),
+        softmax_warp_rows::HANDLE.report(0, &warp_v4),
         matmul_tiled::HANDLE.report(0, &[ConstValue::U32(TILE)]),
     ];
     let dsl_loaded = [
         sum_f32::HANDLE.get_specialized(0, &[ConstValue::U32(BLOCK)])?,
         softmax_rows::HANDLE.get_specialized(0, &[ConstValue::U32(BLOCK)])?,
+        softmax_warp_rows::HANDLE.get_specialized(0, &warp_v4)?,
         matmul_tiled::HANDLE.get_specialized(0, &[ConstValue::U32(TILE)])?,
     ];
     let hands = [
         &sum_f32_hand::HANDLE,
         &softmax_rows_hand::HANDLE,
+        &softmax_warp_rows_hand::HANDLE,
         &matmul_tiled_hand::HANDLE,
     ];
-    for i in 0..3 {
+    for i in 0..hands.len() {
         let d = dsl_reports[i].clone()?;
         let occupancy = dsl_loaded[i].blocks_per_sm(block[i], 0)?;
         println!(

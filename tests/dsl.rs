@@ -383,6 +383,55 @@ fn oob(x: In<[f32]>, y: Out<[f32]>, n: u32) {
     }
 }
 
+/// Local arrays: a literal length filled and read in constant loops (unrolled on CUDA, so the
+/// array stays in registers), a `#[constexpr]` length of `F32x4`s updated field by field, and
+/// one element read at a runtime index (`pick`), which the CPU build checks.
+#[kernel]
+fn local_arrays(x: In<[f32]>, out: Out<[f32]>, n: u32, pick: u32, #[constexpr] K: u32) {
+    let i = global_id_x();
+    if i < n {
+        let mut v = [0.0f32; 4];
+        for j in 0..4u32 {
+            v[j] = x[i] * (j + 1) as f32;
+        }
+        let mut w = [F32x4 {
+            x: 1.0,
+            y: 2.0,
+            z: 3.0,
+            w: 4.0,
+        }; K];
+        for j in 0..K {
+            w[j].x += v[j % 4];
+            w[j].w *= 0.5;
+        }
+        let mut acc = 0.0f32;
+        for j in 0..K {
+            acc += w[j].x + w[j].w;
+        }
+        out[i] = acc + v[pick];
+    }
+}
+
+fn local_arrays_reference(x: f32, pick: usize, k: usize) -> f32 {
+    let v: Vec<f32> = (1..=4).map(|j| x * j as f32).collect();
+    let acc = (0..k).fold(0.0f32, |acc, j| acc + ((1.0 + v[j % 4]) + 4.0 * 0.5));
+    acc + v[pick]
+}
+
+/// A local array kept across a warp exchange (the CPU build's split keeps it per thread).
+#[kernel]
+fn local_across_warps(x: In<[f32]>, out: Out<[f32]>) {
+    let i = global_id_x();
+    let mut v = [0.0f32; 3];
+    for j in 0..3u32 {
+        v[j] = x[i * 3 + j];
+    }
+    let s = warp_reduce_sum((v[0] + v[1]) + v[2]);
+    for j in 0..3u32 {
+        out[i * 3 + j] = v[j] / s;
+    }
+}
+
 #[stable_library(dsl_ops)]
 fn dsl_ops(m: &mut Library) {
     m.def("scale_(Tensor(a!) x, float s) -> ()");
@@ -428,6 +477,8 @@ fn all_kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
         (&reverse_blocks::DECL, vec![]),
         (&block_sums_for::DECL, vec![ConstValue::U32(128)]),
         (&warps::DECL, vec![]),
+        (&local_arrays::DECL, vec![ConstValue::U32(6)]),
+        (&local_across_warps::DECL, vec![]),
         (&diverges::DECL, vec![]),
         (&disagrees::DECL, vec![]),
         (&scale_kernel::DECL, vec![]),
@@ -448,13 +499,14 @@ const TESTS: &[Test] = &[
     ("cpu_structs_by_value_and_literals", cpu_affine),
     ("cpu_device_fns_read_a_2d_grid", cpu_places),
     (
-        "cpu_load4_store4_with_a_tail_and_misaligned_views",
+        "cpu_load4_store4_with_a_tail_and_misaligned_views_refused",
         cpu_axpy4,
     ),
     ("cpu_half_builtin_over_cuda_half", cpu_hmix),
     ("cpu_atomics_are_real_atomics_across_blocks", cpu_atomics),
     ("cpu_barriers_and_shared_memory", cpu_barriers),
     ("cpu_warp_operations_follow_cuda", cpu_warps),
+    ("cpu_local_arrays_index_checked_and_split", cpu_local_arrays),
     ("cpu_out_of_bounds_is_an_error", cpu_oob),
     ("cpu_launch_stack_and_checks", cpu_stack),
     ("cpu_one_dsl_impl_serves_cpu_and_cuda_keys", cpu_op),
@@ -608,8 +660,9 @@ fn run_places(device: Device) -> opbox::Result<Vec<u32>> {
     out.to_vec()
 }
 
-/// `axpy4` over 1003 elements (three in the tail), from element `skip` of its buffers: at 1 the
-/// views are 4 bytes past a 16-byte boundary, so the GPU takes the four-load path.
+/// `axpy4` over 1003 elements (three in the tail), from element `skip` of its buffers: at 4 the
+/// views start at the next 16-byte boundary; at 1 they are 4 bytes past one, which the launch
+/// refuses.
 fn run_axpy4(device: Device, skip: usize) -> opbox::Result<Vec<f32>> {
     let n = 1003usize;
     let xs: Vec<f32> = (0..n + skip).map(|i| i as f32 * 0.5 - 7.0).collect();
@@ -983,12 +1036,13 @@ fn cpu_places() -> TestResult {
 }
 
 fn cpu_axpy4() -> TestResult {
-    for skip in [0, 1] {
+    for skip in [0, 4] {
         let got = run_axpy4(Device::Cpu, skip).map_err(s)?;
         ensure(got == axpy4_reference(skip), || {
             format!("axpy4 from element {skip}: {got:?}")
         })?;
     }
+    misaligned_axpy4_is_refused(Device::Cpu)?;
     // A vector that reaches past the end stops the launch, naming the first element outside.
     let x = Tensor::zeros(&[6], DType::F32, Device::Cpu).map_err(s)?;
     let out = Tensor::zeros(&[6], DType::F32, Device::Cpu).map_err(s)?;
@@ -1001,6 +1055,33 @@ fn cpu_axpy4() -> TestResult {
         other => return Err(format!("axpy4 past the end: {other:?}")),
     }
     Ok(Outcome::Pass)
+}
+
+/// A view 4 bytes past a 16-byte boundary, passed where the body calls `load4`, is refused at
+/// launch with the kernel, the parameter and the fix; `out` (only `store4`) is named for its
+/// own method when it is the misaligned one.
+fn misaligned_axpy4_is_refused(device: Device) -> Result<(), String> {
+    let want = [
+        "parameter x of axpy4 starts 4 bytes past a 16-byte boundary (element offset 1",
+        "load4 needs 16-byte alignment",
+        "a multiple of 4 f32s",
+    ];
+    match run_axpy4(device, 1) {
+        Err(Error::InvalidArgument(m)) if want.iter().all(|w| m.contains(w)) => {}
+        other => return Err(format!("misaligned axpy4 on {device:?}: {other:?}")),
+    }
+    let aligned = Tensor::zeros(&[8], DType::F32, device).map_err(s)?;
+    let out = Tensor::zeros(&[9], DType::F32, device)
+        .and_then(|t| t.narrow(0, 1, 8))
+        .map_err(s)?;
+    match example::axpy4::launch(LaunchConfig::for_elems(3), &aligned, &aligned, &out, 1.0, 8) {
+        Err(Error::InvalidArgument(m))
+            if m.contains("parameter out of axpy4") && m.contains("store4 needs") =>
+        {
+            Ok(())
+        }
+        other => Err(format!("misaligned out of axpy4 on {device:?}: {other:?}")),
+    }
 }
 
 fn cpu_hmix() -> TestResult {
@@ -1081,6 +1162,89 @@ fn cpu_warps() -> TestResult {
     )?;
     ensure(got.1 == want.1, || format!("votes: {:?}", got.1))?;
     ensure(got.2 == want.2, || format!("64-bit shuffles: {:?}", got.2))?;
+    Ok(Outcome::Pass)
+}
+
+const LOCAL_K: u32 = 6;
+
+fn local_input() -> Vec<f32> {
+    (0..100).map(|i| i as f32 * 0.25 - 9.0).collect()
+}
+
+fn run_local_arrays(device: Device, pick: u32) -> opbox::Result<Vec<f32>> {
+    let xs = local_input();
+    let n = xs.len();
+    let x = Tensor::from_vec(xs, &[n])?.to(device)?;
+    let out = Tensor::zeros(&[n], DType::F32, device)?;
+    local_arrays::launch(
+        LaunchConfig::for_elems(n),
+        &x,
+        &out,
+        n as u32,
+        pick,
+        LOCAL_K,
+    )?;
+    out.to_vec()
+}
+
+fn run_local_across_warps(device: Device) -> opbox::Result<Vec<f32>> {
+    let xs: Vec<f32> = (0..192).map(|i| (i % 7) as f32 + 1.0).collect();
+    let x = Tensor::from_vec(xs, &[192])?.to(device)?;
+    let out = Tensor::zeros(&[192], DType::F32, device)?;
+    let cfg = LaunchConfig::single().grid(2, 1, 1).block(32, 1, 1);
+    local_across_warps::launch(cfg, &x, &out)?;
+    out.to_vec()
+}
+
+fn cpu_local_arrays() -> TestResult {
+    for pick in [0u32, 3] {
+        let got = run_local_arrays(Device::Cpu, pick).map_err(s)?;
+        let want: Vec<f32> = local_input()
+            .iter()
+            .map(|x| local_arrays_reference(*x, pick as usize, LOCAL_K as usize))
+            .collect();
+        ensure(got == want, || {
+            format!("local arrays, pick {pick}: {got:?}")
+        })?;
+    }
+    match run_local_arrays(Device::Cpu, 4) {
+        Err(Error::IndexOutOfBounds {
+            kernel,
+            param,
+            index,
+            len,
+        }) => ensure(
+            kernel == "local_arrays" && param == "local array v" && index == 4 && len == 4,
+            || format!("IndexOutOfBounds names {kernel} {param}[{index}] of {len}"),
+        )?,
+        other => return Err(format!("v[4] of a [f32; 4]: {other:?}")),
+    }
+    ensure(local_across_warps::CPU_BUILD == "split at barriers", || {
+        format!(
+            "local_across_warps runs as {}",
+            local_across_warps::CPU_BUILD
+        )
+    })?;
+    let got = run_local_across_warps(Device::Cpu).map_err(s)?;
+    let xs: Vec<f32> = (0..192).map(|i| (i % 7) as f32 + 1.0).collect();
+    let want: Vec<f32> = (0..192)
+        .map(|e| {
+            let warp = e / 96;
+            let total: f32 = (0..32)
+                .map(|l| {
+                    let t = warp * 32 + l;
+                    (xs[t * 3] + xs[t * 3 + 1]) + xs[t * 3 + 2]
+                })
+                .sum();
+            xs[e] / total
+        })
+        .collect();
+    ensure(
+        got.iter()
+            .zip(&want)
+            .all(|(g, w)| (g - w).abs() <= 1e-6 * w.abs()),
+        || format!("local array across a warp sum: {got:?}"),
+    )?;
     Ok(Outcome::Pass)
 }
 
@@ -1248,6 +1412,7 @@ fn snapshot() -> TestResult {
         &example::fused_gelu::DECL,
         &example::brighten::DECL,
         &example::axpy4::DECL,
+        &local_arrays::DECL,
     ] {
         let build = decl.build.ok_or("a DSL kernel has build options")?;
         let preamble = &(build.get)().preamble;
@@ -1321,12 +1486,13 @@ fn gpu_matches_cpu() -> TestResult {
             run_control(cuda, 300).map_err(s)? == run_control(Device::Cpu, 300).map_err(s)?,
             || "control differs".into(),
         )?;
-        for skip in [0, 1] {
+        for skip in [0, 4] {
             ensure(
                 run_axpy4(cuda, skip).map_err(s)? == axpy4_reference(skip),
                 || format!("axpy4 from element {skip} differs on CUDA"),
             )?;
         }
+        misaligned_axpy4_is_refused(cuda)?;
         let (hc, hg) = (
             run_hmix(Device::Cpu).map_err(s)?,
             run_hmix(cuda).map_err(s)?,
@@ -1351,6 +1517,27 @@ fn gpu_matches_cpu() -> TestResult {
         ensure(
             run_affine(cuda).map_err(s)? == run_affine(Device::Cpu).map_err(s)?,
             || "affine differs".into(),
+        )?;
+        // Within rounding: NVRTC may contract the multiply-adds into FMAs.
+        let close = |a: &[f32], b: &[f32]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| (x - y).abs() <= 1e-5 * y.abs().max(1.0))
+        };
+        ensure(
+            close(
+                &run_local_arrays(cuda, 3).map_err(s)?,
+                &run_local_arrays(Device::Cpu, 3).map_err(s)?,
+            ),
+            || "local_arrays differs".into(),
+        )?;
+        ensure(
+            close(
+                &run_local_across_warps(cuda).map_err(s)?,
+                &run_local_across_warps(Device::Cpu).map_err(s)?,
+            ),
+            || "local_across_warps differs".into(),
         )?;
         ensure(run_scale_op(cuda).map_err(s)? == [2.0, -4.0, 7.0], || {
             "dsl_ops::scale_ on CUDA differs".into()

@@ -29,6 +29,17 @@ fn cpu_reference() -> TestResult {
 /// The CPU ops run one-warp blocks; the same kernels at CUDA's block size (shared memory and
 /// barriers between warps) give the same results on the CPU too.
 fn cpu_kernels_at_cudas_block_size() -> TestResult {
+    // Every op kernel's warp exchanges and barriers split its body (no coroutines).
+    for (name, build) in [
+        ("sum_f32", kernels::sum_f32::CPU_BUILD),
+        ("softmax_rows", kernels::softmax_rows::CPU_BUILD),
+        ("softmax_warp_rows", kernels::softmax_warp_rows::CPU_BUILD),
+        ("matmul_tiled", kernels::matmul_tiled::CPU_BUILD),
+    ] {
+        if build != "split at barriers" {
+            return Err(format!("{name} runs as {build} on the CPU"));
+        }
+    }
     let n = 100_003;
     let x = check::exact_input(n, 5);
     let t = Tensor::from_vec(x.clone(), &[n]).map_err(s)?;
@@ -44,6 +55,35 @@ fn cpu_kernels_at_cudas_block_size() -> TestResult {
         kernels::softmax_rows::launch(cfg, &t, &y, d as u32, ops::BLOCK).map_err(s)?;
         check::softmax_matches(&x, d, &y.to_vec::<f32>().map_err(s)?)?;
     }
+    Ok(Outcome::Pass)
+}
+
+/// The warp-per-row softmax CUDA's `dsl::softmax` launches for rows of up to 1024, on the CPU
+/// at CUDA's launch shape (4 warps a block) and at one warp a block.
+fn cpu_warp_rows_softmax() -> TestResult {
+    check::warp_rows_match(Device::Cpu, ops::WARP_ROWS)?;
+    check::warp_rows_match(Device::Cpu, 1)?;
+    Ok(Outcome::Pass)
+}
+
+/// A view that starts mid-float4, which the kernels' launches refuse, is copied by the ops first.
+fn cpu_misaligned_views() -> TestResult {
+    let n = 1001;
+    let x = check::exact_input(n + 1, 3);
+    let t = Tensor::from_vec(x.clone(), &[n + 1])
+        .and_then(|t| t.narrow(0, 1, n))
+        .map_err(s)?;
+    let sum = opbox::op("dsl::sum").map_err(s)?;
+    let total: Tensor = sum.call((&t,)).map_err(s)?;
+    check::sum_matches(&x[1..], total.to_vec::<f32>().map_err(s)?[0])?;
+    let rows = Tensor::from_vec(check::input(4 * 64 + 1, 4), &[4 * 64 + 1])
+        .and_then(|t| t.narrow(0, 1, 4 * 64))
+        .and_then(|t| t.reshape(&[4, 64]))
+        .map_err(s)?;
+    let softmax = opbox::op("dsl::softmax").map_err(s)?;
+    let y: Tensor = softmax.call((&rows,)).map_err(s)?;
+    let want = rows.to_vec::<f32>().map_err(s)?;
+    check::softmax_matches(&want, 64, &y.to_vec::<f32>().map_err(s)?)?;
     Ok(Outcome::Pass)
 }
 
@@ -82,6 +122,7 @@ fn nvrtc_compiles() -> TestResult {
         let hand = [
             &hand::sum_f32_hand::DECL,
             &hand::softmax_rows_hand::DECL,
+            &hand::softmax_warp_rows_hand::DECL,
             &hand::matmul_tiled_hand::DECL,
         ];
         let hand = hand.into_iter().map(|d| (d, vec![]));
@@ -99,6 +140,7 @@ fn gpu_matches_cpu_and_reference() -> TestResult {
         let cuda = check::Run::on(Device::Cuda(0)).map_err(s)?;
         cuda.against_reference()?;
         cuda.against(&cpu)?;
+        check::warp_rows_match(Device::Cuda(0), ops::WARP_ROWS)?;
         Ok(Outcome::Pass)
     })
 }
@@ -108,6 +150,14 @@ const TESTS: &[Test] = &[
     (
         "cpu_kernels_at_cudas_block_size_match_too",
         cpu_kernels_at_cudas_block_size,
+    ),
+    (
+        "cpu_warp_per_row_softmax_matches_plain_rust",
+        cpu_warp_rows_softmax,
+    ),
+    (
+        "cpu_ops_copy_views_that_start_mid_vector",
+        cpu_misaligned_views,
     ),
     ("cpu_ops_refuse_wrong_dtypes_and_shapes", cpu_refusals),
     (

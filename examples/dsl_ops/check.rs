@@ -9,8 +9,8 @@
 use opbox::cuda::codegen::{ConstValue, KernelDecl};
 use opbox::prelude::*;
 
-use super::kernels::{matmul_tiled, softmax_rows, sum_f32};
-use super::ops::{BLOCK, TILE};
+use super::kernels::{matmul_tiled, softmax_rows, softmax_warp_rows, sum_f32};
+use super::ops::{warp_row_vectors, BLOCK, TILE, WARP_V4_MAX};
 
 /// What the checks cover, for the example's report.
 pub fn shapes() -> String {
@@ -29,16 +29,58 @@ pub fn shapes() -> String {
 }
 
 const SUMS: &[usize] = &[3, 4096, 1_000_003];
-const SOFTMAX: &[[usize; 2]] = &[[37, 1000], [5, 1027], [3, 8192], [64, 128], [2, 1]];
+/// Rows a warp holds (a ragged last float4 column, 1 to 8 float4s a lane, a last block with
+/// one live warp) and rows it does not (not a multiple of 4, longer than 1024).
+pub const SOFTMAX: &[[usize; 2]] = &[
+    [37, 1000],
+    [33, 256],
+    [7, 36],
+    [64, 128],
+    [5, 1027],
+    [3, 8192],
+    [2, 1],
+];
 const MATMUL: &[[usize; 3]] = &[[67, 45, 83], [64, 64, 64]];
 
 /// Every kernel with the constexpr values the ops launch it with.
 pub fn kernels() -> Vec<(&'static KernelDecl, Vec<ConstValue>)> {
-    vec![
+    let mut all = vec![
         (&sum_f32::DECL, vec![ConstValue::U32(BLOCK)]),
         (&softmax_rows::DECL, vec![ConstValue::U32(BLOCK)]),
         (&matmul_tiled::DECL, vec![ConstValue::U32(TILE)]),
-    ]
+    ];
+    // Every lane width the op picks: the powers of two up to the most.
+    let widths =
+        std::iter::successors(Some(1u32), |v| Some(v * 2)).take_while(|v| *v <= WARP_V4_MAX);
+    all.extend(widths.map(|v4| (&softmax_warp_rows::DECL, vec![ConstValue::U32(v4)])));
+    all
+}
+
+/// `softmax_warp_rows` on `device`, at blocks of `warps` warps, over each [`SOFTMAX`] shape it
+/// takes, checked against plain Rust: the CPU build runs what the CUDA op launches.
+pub fn warp_rows_match(device: Device, warps: u32) -> Result<(), String> {
+    let s = |e: opbox::Error| e.to_string();
+    for (i, &[r, d]) in SOFTMAX.iter().enumerate() {
+        let Some(v4) = warp_row_vectors(d as u32) else {
+            continue;
+        };
+        let x: Vec<f32> = input(r * d, 10 + i as u32)
+            .iter()
+            .map(|v| v * 4.0)
+            .collect();
+        let t = Tensor::from_vec(x.clone(), &[r, d])
+            .map_err(s)?
+            .to(device)
+            .map_err(s)?;
+        let y = t.empty_like().map_err(s)?;
+        let cfg = LaunchConfig::single()
+            .grid((r as u32).div_ceil(warps), 1, 1)
+            .block(32 * warps, 1, 1);
+        softmax_warp_rows::launch(cfg, &t, &y, r as u32, d as u32, v4).map_err(s)?;
+        softmax_matches(&x, d, &y.to_vec::<f32>().map_err(s)?)
+            .map_err(|e| format!("softmax_warp_rows (V4 {v4}, {warps} warps a block): {e}"))?;
+    }
+    Ok(())
 }
 
 /// Deterministic random bits, different for each `seed` (xorshift32).

@@ -9,5 +9,8 @@ pub fn sum_f32_hand(x: In<[f32]>, total: InOut<[f32]>, n: u32);
 #[extern_kernel(source = "../kernels/reductions.cu", entry = "softmax_rows_hand")]
 pub fn softmax_rows_hand(x: In<[f32]>, y: Out<[f32]>, d: u32);
 
+#[extern_kernel(source = "../kernels/reductions.cu", entry = "softmax_warp_rows_hand")]
+pub fn softmax_warp_rows_hand(x: In<[f32]>, y: Out<[f32]>, rows: u32, d: u32);
+
 #[extern_kernel(source = "../kernels/reductions.cu", entry = "matmul_tiled_hand")]
 pub fn matmul_tiled_hand(a: In<[f32]>, b: In<[f32]>, c: Out<[f32]>, m: u32, n: u32, k: u32);

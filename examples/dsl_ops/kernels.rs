@@ -89,7 +89,9 @@ pub fn softmax_rows(x: In<[f32]>, y: Out<[f32]>, d: u32, #[constexpr] BLOCK: u32
         let mut j = t;
         while j < d4 {
             let v = x.load4(base4 + j);
-            m = m.max(v.x.max(v.y)).max(v.z.max(v.w));
+            // One max a vector on the running maximum's chain (the CPU build runs a thread's
+            // loop as one dependent chain; the GPU hides it behind other warps either way).
+            m = m.max(v.x.max(v.y).max(v.z.max(v.w)));
             j += BLOCK;
         }
     } else {
@@ -263,6 +265,63 @@ pub fn matmul_tiled(
         }
         if row0 + 3 * rows < m {
             c[(row0 + 3 * rows) * n + col] = acc3;
+        }
+    }
+}
+
+/// Row-wise softmax of a `[rows, d]` matrix for rows that fit in one warp's registers (`d` a
+/// multiple of 4, at most `32 * 4 * V4`): one warp a row, as many rows a block as it has warps.
+/// Each lane reads the float4s `lane, lane + 32, ..` of its row once into a local array of
+/// `V4`, which the unrolled loops keep in registers; the max and the sum are warp shuffles
+/// only (no shared memory, no barrier), and the row is written once. A warp past the last row
+/// still takes part in its shuffles, with nothing to read or write. Launch blocks of a multiple
+/// of 32 threads, `rows` over the block's warps rounded up.
+#[kernel]
+pub fn softmax_warp_rows(x: In<[f32]>, y: Out<[f32]>, rows: u32, d: u32, #[constexpr] V4: u32) {
+    let lane = lane_id();
+    let row = block_id_x() * (block_dim_x() / 32) + thread_id_x() / 32;
+    let live = row < rows;
+    let d4 = d / 4;
+    let base4 = row * d4;
+    let mut v = [F32x4 {
+        x: 0.0,
+        y: 0.0,
+        z: 0.0,
+        w: 0.0,
+    }; V4];
+    let mut m = f32::NEG_INFINITY;
+    for j in 0..V4 {
+        let c = j * 32 + lane;
+        if live && c < d4 {
+            v[j] = x.load4(base4 + c);
+            m = m.max(v[j].x.max(v[j].y).max(v[j].z.max(v[j].w)));
+        }
+    }
+    let row_max = warp_reduce_max(m);
+    let mut s = 0.0f32;
+    for j in 0..V4 {
+        if live && j * 32 + lane < d4 {
+            v[j] = F32x4 {
+                x: (v[j].x - row_max).exp(),
+                y: (v[j].y - row_max).exp(),
+                z: (v[j].z - row_max).exp(),
+                w: (v[j].w - row_max).exp(),
+            };
+            s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
+        }
+    }
+    let row_sum = warp_reduce_sum(s);
+    let inv = 1.0 / row_sum;
+    for j in 0..V4 {
+        let c = j * 32 + lane;
+        if live && c < d4 {
+            let p = F32x4 {
+                x: v[j].x * inv,
+                y: v[j].y * inv,
+                z: v[j].z * inv,
+                w: v[j].w * inv,
+            };
+            y.store4(base4 + c, p);
         }
     }
 }

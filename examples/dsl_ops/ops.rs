@@ -4,7 +4,7 @@
 
 use opbox::prelude::*;
 
-use super::kernels::{matmul_tiled, softmax_rows, sum_f32};
+use super::kernels::{matmul_tiled, softmax_rows, softmax_warp_rows, sum_f32};
 
 /// Threads of a `sum` or `softmax` block on CUDA.
 pub const BLOCK: u32 = 256;
@@ -20,6 +20,39 @@ pub fn block_for(device: Device) -> u32 {
         _ => BLOCK,
     }
 }
+/// Rows a block of the warp-per-row softmax takes on CUDA, one a warp.
+pub const WARP_ROWS: u32 = 4;
+/// The most float4s a lane of the warp-per-row softmax holds: rows up to 32 × 4 × 8 = 1024
+/// floats fit in registers (torch's persistent softmax stops at 1024 too).
+pub const WARP_V4_MAX: u32 = 8;
+
+/// The float4s a lane holds for rows of `d` on the warp-per-row softmax (`softmax_warp_rows`'s
+/// `V4`), or `None` for rows it does not take: a length that is not a multiple of 4, or one
+/// longer than a warp's registers hold. A power of two, so that few lengths are specialized.
+pub fn warp_row_vectors(d: u32) -> Option<u32> {
+    let v4 = (d / 4).div_ceil(32).next_power_of_two();
+    (d > 0 && d.is_multiple_of(4) && v4 <= WARP_V4_MAX).then_some(v4)
+}
+
+/// `y = softmax(x)` over `rows` rows of `d`, by the kernel `dsl::softmax` picks: on CUDA, a warp
+/// a row where the row fits in its registers, else a block a row (`softmax_rows`); on the CPU a
+/// one-warp block a row.
+pub fn launch_softmax(x: &Tensor, y: &Tensor, rows: u32, d: u32) -> opbox::Result<()> {
+    match (x.device(), warp_row_vectors(d)) {
+        (Device::Cuda(_), Some(v4)) => {
+            let cfg = LaunchConfig::single()
+                .grid(rows.div_ceil(WARP_ROWS), 1, 1)
+                .block(32 * WARP_ROWS, 1, 1);
+            softmax_warp_rows::launch(cfg, x, y, rows, d, v4)
+        }
+        (device, _) => {
+            let block = block_for(device);
+            let cfg = LaunchConfig::single().grid(rows, 1, 1).block(block, 1, 1);
+            softmax_rows::launch(cfg, x, y, d, block)
+        }
+    }
+}
+
 /// The side of `matmul`'s tiles: blocks of `TILE`×`TILE / 4` threads.
 pub const TILE: u32 = 32;
 
@@ -57,9 +90,21 @@ pub fn stride_grid(device: Device, n4: u32) -> opbox::Result<u32> {
     Ok(fill.min(n4.div_ceil(block_for(device))).max(1))
 }
 
+/// `x`, or a fresh copy of it where it starts mid-float4 (a view at an odd offset): the kernels
+/// move their inputs as float4, which a launch refuses on a misaligned view.
+fn vector_ready(x: &Tensor) -> opbox::Result<std::borrow::Cow<'_, Tensor>> {
+    if (x.data_ptr() as usize).is_multiple_of(16) {
+        return Ok(std::borrow::Cow::Borrowed(x));
+    }
+    let copy = x.empty_like()?;
+    copy.copy_from(x)?;
+    Ok(std::borrow::Cow::Owned(copy))
+}
+
 #[stable_impl(dsl::sum, CPU, CUDA)]
 fn sum(x: &Tensor) -> opbox::Result<Tensor> {
     let n = f32_input("dsl::sum", x)?;
+    let x = &*vector_ready(x)?;
     let total = Tensor::zeros(&[], DType::F32, x.device())?;
     let block = block_for(x.device());
     let cfg = LaunchConfig::single()
@@ -72,6 +117,7 @@ fn sum(x: &Tensor) -> opbox::Result<Tensor> {
 #[stable_impl(dsl::softmax, CPU, CUDA)]
 fn softmax(x: &Tensor) -> opbox::Result<Tensor> {
     f32_input("dsl::softmax", x)?;
+    let x = &*vector_ready(x)?;
     let d = *x
         .shape()
         .last()
@@ -83,9 +129,9 @@ fn softmax(x: &Tensor) -> opbox::Result<Tensor> {
     let rows = u32::try_from(x.numel() / d).map_err(|_| {
         opbox::Error::Shape("dsl::softmax: more rows than a grid has blocks".into())
     })?;
-    let block = block_for(x.device());
-    let cfg = LaunchConfig::single().grid(rows, 1, 1).block(block, 1, 1);
-    softmax_rows::launch(cfg, x, &y, d as u32, block)?;
+    let d = u32::try_from(d)
+        .map_err(|_| opbox::Error::Shape("dsl::softmax: a row longer than u32::MAX".into()))?;
+    launch_softmax(x, &y, rows, d)?;
     Ok(y)
 }
 

@@ -1,9 +1,12 @@
 // dsl::sum, dsl::softmax and dsl::matmul's algorithms written by hand (examples/dsl_ops/
 // kernels.rs has the #[kernel] versions): the baseline benches/dsl_ops_gpu.rs measures the DSL
-// against, same launch shapes. Block sizes are the ops': 256 threads, 32x32 tiles.
+// against, same launch shapes. Block sizes are the ops': 256 threads, 32x32 tiles, and for the
+// warp-per-row softmax 4 warps a block, 8 float4s a lane (rows up to 1024 floats).
 
 #define OPBOX_RED_BLOCK 256
 #define OPBOX_TILE 32
+#define OPBOX_WARP_ROWS 4
+#define OPBOX_WARP_V4 8
 
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -139,5 +142,44 @@ extern "C" __global__ void matmul_tiled_hand(const float* __restrict__ a, const 
         if (row0 + rows < m) c[(row0 + rows) * n + col] = acc1;
         if (row0 + 2 * rows < m) c[(row0 + 2 * rows) * n + col] = acc2;
         if (row0 + 3 * rows < m) c[(row0 + 3 * rows) * n + col] = acc3;
+    }
+}
+
+// Row-wise softmax for rows of at most 32 * 4 * OPBOX_WARP_V4 floats, d a multiple of 4: one
+// warp a row, OPBOX_WARP_ROWS rows a block; each lane holds its float4s (lane, lane + 32, ...)
+// in registers, the max and the sum are warp shuffles, the row is read and written once.
+extern "C" __global__ void softmax_warp_rows_hand(const float* __restrict__ x, float* __restrict__ y,
+                                                  unsigned int rows, unsigned int d) {
+    const unsigned int lane = threadIdx.x & 31;
+    const unsigned int row = blockIdx.x * OPBOX_WARP_ROWS + threadIdx.x / 32;
+    const bool live = row < rows;
+    const unsigned int d4 = d / 4;
+    const float4* in = reinterpret_cast<const float4*>(x) + (size_t)row * d4;
+    float4* out = reinterpret_cast<float4*>(y) + (size_t)row * d4;
+    float4 v[OPBOX_WARP_V4];
+    float m = __int_as_float(0xff800000);
+#pragma unroll
+    for (unsigned int j = 0; j < OPBOX_WARP_V4; ++j) {
+        const unsigned int c = j * 32 + lane;
+        if (live && c < d4) {
+            v[j] = in[c];
+            m = fmaxf(m, fmaxf(fmaxf(v[j].x, v[j].y), fmaxf(v[j].z, v[j].w)));
+        }
+    }
+    const float row_max = warp_max(m);
+    float s = 0.0f;
+#pragma unroll
+    for (unsigned int j = 0; j < OPBOX_WARP_V4; ++j) {
+        if (live && j * 32 + lane < d4) {
+            v[j] = make_float4(expf(v[j].x - row_max), expf(v[j].y - row_max), expf(v[j].z - row_max),
+                               expf(v[j].w - row_max));
+            s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
+        }
+    }
+    const float inv = 1.0f / warp_sum(s);
+#pragma unroll
+    for (unsigned int j = 0; j < OPBOX_WARP_V4; ++j) {
+        const unsigned int c = j * 32 + lane;
+        if (live && c < d4) out[c] = make_float4(v[j].x * inv, v[j].y * inv, v[j].z * inv, v[j].w * inv);
     }
 }

@@ -247,24 +247,21 @@ pub fn dsl_sections() -> [(Vec<String>, &'static str); 3] {
 }
 
 const DSL_VEC4: &str = r#"namespace opbox_dsl {
-// `x.load4(i)` / `y.store4(i, v)`: elements 4i..4i+3 of an f32 slice as one float4, a 16-byte
-// load or store where the address allows it (a view at an odd offset takes four plain ones, so a
-// misaligned tensor is slower, never a fault). Debug builds trap on a vector past the end.
+// `x.load4(i)` / `y.store4(i, v)`: elements 4i..4i+3 of an f32 slice as one 16-byte float4
+// access. Every slice they reach is 16-byte aligned: a kernel parameter's launch checks it
+// (`VectorParam`), and shared arrays are declared `__align__(16)`; #[device] fns, which take
+// slices the launch does not see, cannot call them. Debug builds trap on a vector past the end.
 template <class T, class I> __device__ inline float4 load4(const Slice<T>& s, I i) {
 #ifdef OPBOX_DSL_BOUNDS
   if (!in_bounds(i, s.n / 4u)) __trap();
 #endif
-  const float* p = s.ptr + 4ull * (unsigned long long)i;
-  if ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0) return *reinterpret_cast<const float4*>(p);
-  return make_float4(p[0], p[1], p[2], p[3]);
+  return *reinterpret_cast<const float4*>(s.ptr + 4ull * (unsigned long long)i);
 }
 template <class I, class V> __device__ inline void store4(const Slice<float>& s, I i, const V& v) {
 #ifdef OPBOX_DSL_BOUNDS
   if (!in_bounds(i, s.n / 4u)) __trap();
 #endif
-  float* p = s.ptr + 4ull * (unsigned long long)i;
-  if ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0) { *reinterpret_cast<float4*>(p) = make_float4(v.x, v.y, v.z, v.w); return; }
-  p[0] = v.x; p[1] = v.y; p[2] = v.z; p[3] = v.w;
+  *reinterpret_cast<float4*>(s.ptr + 4ull * (unsigned long long)i) = make_float4(v.x, v.y, v.z, v.w);
 }
 }  // namespace opbox_dsl
 "#;

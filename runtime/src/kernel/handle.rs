@@ -11,6 +11,8 @@ pub struct KernelHandle {
     decl: &'static KernelDecl,
     /// The CPU build of a `#[kernel]` (DSL) kernel; `None` for an `#[extern_kernel]`.
     cpu: Option<crate::backend::cpu::dsl::CpuEntry>,
+    /// The slice parameters a DSL kernel's body moves as float4 (`load4`/`store4`).
+    vectors: &'static [VectorParam],
     #[cfg(feature = "cuda")]
     pub(crate) cuda: crate::backend::cuda::loader::CudaSlots,
 }
@@ -21,19 +23,23 @@ impl KernelHandle {
         KernelHandle {
             decl,
             cpu: None,
+            vectors: &[],
             #[cfg(feature = "cuda")]
             cuda: crate::backend::cuda::loader::CudaSlots::new(),
         }
     }
 
-    /// A DSL kernel's handle: launches on CPU tensors run `cpu`, the body built as Rust.
+    /// A DSL kernel's handle: launches on CPU tensors run `cpu`, the body built as Rust; the
+    /// parameters in `vectors` must start at a 16-byte boundary (checked at each launch).
     pub const fn with_cpu(
         decl: &'static KernelDecl,
         cpu: crate::backend::cpu::dsl::CpuEntry,
+        vectors: &'static [VectorParam],
     ) -> KernelHandle {
         KernelHandle {
             decl,
             cpu: Some(cpu),
+            vectors,
             #[cfg(feature = "cuda")]
             cuda: crate::backend::cuda::loader::CudaSlots::new(),
         }
@@ -49,6 +55,26 @@ impl KernelHandle {
     pub fn decl(&self) -> &'static KernelDecl {
         self.decl
     }
+
+    /// How the body moves parameter `index` (a declaration index) four f32 at a time, if it
+    /// does: the first of `load4`/`store4` it calls on it.
+    pub fn vector_method(&self, index: usize) -> Option<&'static str> {
+        self.vectors
+            .iter()
+            .find(|v| v.index == index)
+            .map(|v| v.method)
+    }
+}
+
+/// A slice parameter that a `#[kernel]` moves as float4 (`x.load4(i)`, `y.store4(i, v)`): its
+/// tensor must start at a 16-byte boundary, which every launch checks, so that the CUDA build
+/// can issue one 16-byte access per vector (a misaligned one faults on the GPU).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VectorParam {
+    /// The parameter's index in the declaration (constexprs counted).
+    pub index: usize,
+    /// `"load4"` or `"store4"`, the first the body calls on it, for the message.
+    pub method: &'static str,
 }
 
 struct Specialization<T> {

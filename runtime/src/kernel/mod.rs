@@ -32,7 +32,7 @@ pub use arg::{
 };
 pub use config::{LaunchConfig, Stream};
 pub use group::{launch_group, KernelGroupDecl};
-pub use handle::{KernelHandle, SpecTable};
+pub use handle::{KernelHandle, SpecTable, VectorParam};
 pub use launch::{launch, submit};
 pub use prepare::{prepare, Access, ParamBuffer, PreparedLaunch, MAX_LAUNCH_ARGS, MAX_PARAM_BYTES};
 pub use registry::{registered_kernels, select_kernels, ExternKernelRegistration};

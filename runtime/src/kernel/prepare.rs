@@ -14,7 +14,7 @@ use super::arg::LaunchArg;
 use super::config::LaunchConfig;
 use super::handle::KernelHandle;
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Device};
+use crate::tensor::{DType, Device, Tensor};
 
 /// Launch parameters beyond this count are refused (kernels rarely take more than a dozen).
 pub const MAX_LAUNCH_ARGS: usize = 32;
@@ -194,6 +194,28 @@ impl Access {
     }
 }
 
+/// The alignment `load4`/`store4` need: one float4.
+const VECTOR_ALIGN: u64 = 16;
+
+/// A tensor that a DSL kernel moves as float4 (`method` on parameter `param`) starts at a
+/// 16-byte boundary, on either device: the CUDA build issues one 16-byte access per vector,
+/// which faults where it is not aligned, and the CPU build refuses the same launches so that a
+/// kernel tested on the CPU does not fail on the GPU.
+fn vector_aligned(kernel: &str, param: &str, method: &str, x: &Tensor) -> Result<()> {
+    // A host address on the CPU, a device address on CUDA.
+    let past = x.data_ptr() as u64 % VECTOR_ALIGN;
+    if past == 0 {
+        return Ok(());
+    }
+    let elem = x.dtype().size() as u64;
+    Err(Error::InvalidArgument(format!(
+        "parameter {param} of {kernel} starts {past} bytes past a 16-byte boundary (element offset {} in its storage); {method} needs 16-byte alignment: pass a view whose offset is a multiple of {} {}s, or a copy (`let y = x.empty_like()?; y.copy_from(&x)?;`)",
+        x.offset(),
+        VECTOR_ALIGN / elem.max(1),
+        x.dtype(),
+    )))
+}
+
 /// Checks `args` against `handle`'s declaration and packs them for a launch with `cfg`,
 /// specialized by `constexprs` (one value per `#[constexpr]` param, in declaration order).
 pub fn prepare<'a>(
@@ -279,6 +301,9 @@ pub fn prepare<'a>(
                         })
                     }
                     Some(_) => {}
+                }
+                if let Some(method) = handle.vector_method(decl_index) {
+                    vector_aligned(&decl.rust_name, &param.name, method, x)?;
                 }
                 // The CPU build reads its tensors itself (`Buffers::lock`), not this word.
                 let ptr = if on_cuda { x.device_ptr()? } else { 0 };

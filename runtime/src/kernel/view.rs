@@ -139,8 +139,8 @@ fn checked_vec4<I: DslIndex>(raw: RawSlice, i: I) -> usize {
 macro_rules! vec4_views {
     (load: $($name:ident),*; store: $($w:ident),*) => {
         $(impl $name<[f32]> {
-            /// Elements `4i..4i+3` as one [`F32x4`] (a 16-byte load on the GPU where the
-            /// address is 16-aligned, four loads where it is not).
+            /// Elements `4i..4i+3` as one [`F32x4`] (one 16-byte load on the GPU: the launch
+            /// checks that the parameter starts at a 16-byte boundary).
             #[inline(always)]
             pub fn load4<I: DslIndex>(&self, i: I) -> F32x4 {
                 let at = checked_vec4(self.raw, i);

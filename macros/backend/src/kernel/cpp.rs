@@ -98,7 +98,8 @@ impl<'a> Cpp<'a> {
                 }
             }
             Ty::Unit => "void".into(),
-            Ty::Unknown => "auto".into(),
+            // Declared by its own statement (`T v[N]`), never through its type.
+            Ty::Array(..) | Ty::Unknown => "auto".into(),
         }
     }
 
@@ -145,29 +146,10 @@ impl<'a> Cpp<'a> {
                 mutable,
             } => {
                 let t = self.ty(ty);
+                let c = if *mutable { "" } else { "const " };
                 match init {
-                    // Field by field into a temporary, not through the expression's lambda:
-                    // NVRTC's front end takes measurably longer over a lambda (issue 12's
-                    // compile-time goal). The temporary keeps a shadowed `name` readable in the
-                    // fields.
-                    Some(Expr {
-                        kind: ExprKind::Struct(slot, fields),
-                        ..
-                    }) => {
-                        let st = self.named_slot(*slot);
-                        let tmp = format!("opbox_agg{}", self.aggs);
-                        self.aggs += 1;
-                        self.push(&format!("{st} {tmp}{{}};"));
-                        for (f, v) in fields {
-                            let v = self.expr(v);
-                            self.push(&format!("{tmp}.{f} = {v};"));
-                        }
-                        let c = if *mutable { "" } else { "const " };
-                        self.push(&format!("{c}{t} {name} = {tmp};"));
-                    }
                     Some(v) => {
-                        let v = self.expr(v);
-                        let c = if *mutable { "" } else { "const " };
+                        let v = self.value(v);
                         self.push(&format!("{c}{t} {name} = {v};"));
                     }
                     None => self.push(&format!("{t} {name};")),
@@ -199,7 +181,8 @@ impl<'a> Cpp<'a> {
                 len: Some(len),
             } => {
                 let t = prim_name(*elem);
-                self.push(&format!("__shared__ {t} {name}__s[{len}];"));
+                // 16-byte aligned, so `load4`/`store4` may move it as float4.
+                self.push(&format!("__shared__ __align__(16) {t} {name}__s[{len}];"));
                 self.push(&format!(
                     "const opbox_dsl::Slice<{t}> {name}{{{name}__s, (unsigned int)({len})}};"
                 ));
@@ -221,6 +204,25 @@ impl<'a> Cpp<'a> {
                 ));
                 self.push(&format!(
                     "const opbox_dsl::Slice<{t}> {name}{{reinterpret_cast<{t}*>({name}__d), {name}__bytes / (unsigned int)sizeof({t})}};"
+                ));
+            }
+            // The value once, then copied into each element by a loop NVRTC unrolls, so the
+            // array can live in registers.
+            StmtKind::LocalArray {
+                name,
+                elem,
+                len,
+                init,
+            } => {
+                let t = self.ty(elem);
+                let v = self.value(init);
+                let n = self.loops;
+                self.loops += 1;
+                self.push(&format!("const {t} {name}__v = {v};"));
+                self.push(&format!("{t} {name}[{len}];"));
+                self.push("#pragma unroll");
+                self.push(&format!(
+                    "for (unsigned int opbox_k{n} = 0u; opbox_k{n} < {len}; ++opbox_k{n}) {name}[opbox_k{n}] = {name}__v;"
                 ));
             }
             StmtKind::Assign { place, op, value } => {
@@ -260,6 +262,7 @@ impl<'a> Cpp<'a> {
                 inclusive,
                 step,
                 body,
+                unroll,
             } => {
                 let n = self.loops;
                 self.loops += 1;
@@ -293,6 +296,9 @@ impl<'a> Cpp<'a> {
                 } else if step.is_none() {
                     // `i < e` before the increment, so `++i` cannot overflow; the canonical
                     // form is the one NVRTC counts trips of and unrolls (a tile's inner loop).
+                    if *unroll {
+                        self.push("#pragma unroll");
+                    }
                     self.push(&format!("for (; {i} < {e}; ++{i}) {{"));
                     self.indent += 1;
                     self.push(&format!("{t} {var} = {i};"));
@@ -321,6 +327,24 @@ impl<'a> Cpp<'a> {
                 self.push("}");
             }
         }
+    }
+
+    /// `e` as an initializer: a struct literal field by field into a temporary, not through
+    /// the expression's lambda (NVRTC's front end takes measurably longer over a lambda, issue
+    /// 12's compile-time goal; the temporary keeps a shadowed name readable in the fields).
+    fn value(&mut self, e: &Expr) -> String {
+        let ExprKind::Struct(slot, fields) = &e.kind else {
+            return self.expr(e);
+        };
+        let st = self.named_slot(*slot);
+        let tmp = format!("opbox_agg{}", self.aggs);
+        self.aggs += 1;
+        self.push(&format!("{st} {tmp}{{}};"));
+        for (f, v) in fields {
+            let v = self.expr(v);
+            self.push(&format!("{tmp}.{f} = {v};"));
+        }
+        tmp
     }
 
     pub fn expr(&self, e: &Expr) -> String {

@@ -58,6 +58,14 @@ impl VisitMut for Rewrite {
                 p.mutability = Some(Default::default());
             }
         }
+        if let (syn::Pat::Ident(p), Some(init)) = (&local.pat, &mut local.init) {
+            if let syn::Expr::Repeat(r) = &mut *init.expr {
+                self.visit_expr_mut(&mut r.expr);
+                let array = local_array(&p.ident, r);
+                *init.expr = array;
+                return;
+            }
+        }
         visit_mut::visit_local_mut(self, local);
     }
 
@@ -142,6 +150,28 @@ impl VisitMut for Rewrite {
             *e = syn::Expr::Verbatim(quote!((#tokens)));
         }
     }
+}
+
+/// Elements a local array of a `#[constexpr]` length holds without the heap (a literal length
+/// is the array's exact inline size).
+const LOCAL_INLINE: usize = 16;
+
+/// `[init; N]` bound to `name`: a `LocalArray` of N copies of `init`, indexed with the DSL's
+/// integer types and bounds-checked. N may be a `#[constexpr]` param, a value on the CPU.
+fn local_array(name: &syn::Ident, r: &syn::ExprRepeat) -> syn::Expr {
+    let (init, len) = (&r.expr, &r.len);
+    let inline = match &*r.len {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(n),
+            ..
+        }) => n.base10_parse::<usize>().unwrap_or(LOCAL_INLINE),
+        _ => LOCAL_INLINE,
+    };
+    let shown = name.to_string();
+    let d = quote!(::opbox::__private::dsl);
+    syn::Expr::Verbatim(quote_spanned!(r.span()=>
+        #d::local::LocalArray::<_, #inline>::new(#init, (#len) as usize, #shown)
+    ))
 }
 
 /// `<T, N>` of `shared::<T, N>()`: the element type and the length as an expression.

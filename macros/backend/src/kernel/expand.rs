@@ -159,6 +159,16 @@ pub(super) fn kernel(
     let named: Vec<syn::Path> = low.named.clone();
     let callees: Vec<syn::Path> = low.callees.clone();
     let barriers = low.barriers;
+    // The parameters (by declaration index) that load4/store4 move: their launch checks that
+    // each starts at a 16-byte boundary, so the C++ moves them as float4 unconditionally.
+    let vectors: Vec<(usize, &'static str)> = low
+        .vectors
+        .iter()
+        .filter_map(|(slice, method)| {
+            let index = tys.iter().position(|(cpp, _)| cpp == slice)?;
+            Some((index, *method))
+        })
+        .collect();
     let infer = std::mem::take(&mut low.infer);
     drop(low);
     if let Err(e) = errors.finish() {
@@ -176,10 +186,13 @@ pub(super) fn kernel(
         &params,
         &tys,
         &text,
-        (&named, &callees, barriers),
+        (&named, &callees, barriers, &vectors),
         &file,
     ))
 }
+
+/// The params a body moves as float4, by declaration index, with the first method it uses.
+type VectorUses<'a> = &'a [(usize, &'static str)];
 
 /// `#line`'s file name: the declaring file as messages show it, escaped for a C++ string.
 pub(super) fn escape_file(file: &str) -> String {
@@ -294,7 +307,7 @@ fn emit(
     params: &[KernelParam],
     tys: &[(String, Ty)],
     text: &str,
-    (named, callees, barriers): (&[syn::Path], &[syn::Path], bool),
+    (named, callees, barriers, vectors): (&[syn::Path], &[syn::Path], bool, VectorUses<'_>),
     file: &str,
 ) -> TokenStream {
     let ident = &func.sig.ident;
@@ -338,7 +351,8 @@ fn emit(
     // the block in turn), and otherwise runs its block's threads as coroutines; the others run
     // as a loop.
     let split = if barriers {
-        super::fission::split(&func.block, publish, &d)
+        let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
+        super::fission::split(&func.block, &names, publish, &d)
     } else {
         None
     };
@@ -476,7 +490,12 @@ fn emit(
             options,
             build,
             abi: quote!(::opbox::__private::cuda::EntryAbi::ParamsAndLens),
-            handle: quote!(::opbox::__private::cuda::KernelHandle::with_cpu(&DECL, __opbox_cpu)),
+            handle: {
+                let vectors = vectors.iter().map(|(index, method)| {
+                    quote!(::opbox::__private::cuda::VectorParam { index: #index, method: #method })
+                });
+                quote!(::opbox::__private::cuda::KernelHandle::with_cpu(&DECL, __opbox_cpu, &[#(#vectors),*]))
+            },
             launch_doc: format!(" Launches #[kernel] `{ident}` on the tensors' device: CUDA (NVRTC-compiled C++) or CPU (the body built as Rust, blocks across cores); checks every tensor's dtype and device first."),
             extra,
         },

@@ -11,7 +11,7 @@
 //! or stepped `for` that holds a split, a `break` out of a loop that does) returns `None`, and
 //! the kernel keeps the coroutines.
 
-use opbox_codegen::cuda::dsl_prelude::{dsl_warp_fn, WarpReturns};
+use opbox_codegen::cuda::dsl_prelude::{dsl_method, dsl_warp_fn, WarpReturns, THREAD_INDEX_FNS};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::visit::Visit;
@@ -24,6 +24,11 @@ struct Local {
     name: syn::Ident,
     mutable: bool,
     slot: syn::Ident,
+    /// A local recomputed where it is read rather than kept per thread: its `let` (rewritten),
+    /// whose value is a pure function of the thread's indices, the params and the locals in
+    /// `deps` (themselves recomputed). `let row = block_id_x() * d4;` costs less to compute
+    /// again than to store for every thread and load in every later piece.
+    remat: Option<(TokenStream, Vec<usize>)>,
 }
 
 /// The statements between two split points, and the locals they declare at block level.
@@ -46,10 +51,27 @@ struct Split {
     barriers: u32,
     publish: bool,
     d: TokenStream,
+    /// The params' names, and the names bound more than once in the body (params included):
+    /// a recomputed local reads only names that always mean the same binding.
+    params: Vec<String>,
+    rebound: Vec<String>,
 }
 
 /// The block-level body of `block`, or `None` when the split does not cover it.
-pub(crate) fn split(block: &syn::Block, publish: bool, d: &TokenStream) -> Option<TokenStream> {
+pub(crate) fn split(
+    block: &syn::Block,
+    params: &[String],
+    publish: bool,
+    d: &TokenStream,
+) -> Option<TokenStream> {
+    let mut names = Bindings(params.to_vec());
+    names.visit_block(block);
+    let mut rebound: Vec<String> = Vec::new();
+    for (i, n) in names.0.iter().enumerate() {
+        if names.0[..i].contains(n) && !rebound.contains(n) {
+            rebound.push(n.clone());
+        }
+    }
     let mut s = Split {
         rw: KernelRewrite::new(),
         locals: Vec::new(),
@@ -59,6 +81,8 @@ pub(crate) fn split(block: &syn::Block, publish: bool, d: &TokenStream) -> Optio
         barriers: 0,
         publish,
         d: d.clone(),
+        params: params.to_vec(),
+        rebound,
     };
     let body = s.level(&block.stmts, false)?;
     Some(quote! {
@@ -147,13 +171,19 @@ impl Split {
                 syn::Stmt::Local(l) => Some(local_name(l)?),
                 _ => None,
             };
+            let remat = match stmt {
+                syn::Stmt::Local(l) => self
+                    .rematerializable(l)
+                    .map(|deps| (quote!(#rewritten), deps)),
+                _ => None,
+            };
             seg.stmts.push(match &rewritten {
                 // A value-less tail expression (`if .. {}`) becomes a statement: stores follow it.
                 syn::Stmt::Expr(e, None) => quote!(#e;),
                 other => quote!(#other),
             });
             if let Some((name, mutable)) = declared {
-                self.declare(&mut seg, &name, mutable);
+                self.declare_with(&mut seg, &name, mutable, remat);
             }
         }
         out.extend(self.flush(&mut seg)?);
@@ -161,11 +191,55 @@ impl Split {
         Some(out)
     }
 
+    /// The locals `l`'s value reads, if it is recomputable (see [`Local::remat`]): an immutable
+    /// `let` of one name, never rebound, whose value is literals, params, thread indices,
+    /// recomputable locals and the DSL's operators, casts and numeric methods over them.
+    fn rematerializable(&self, l: &syn::Local) -> Option<Vec<usize>> {
+        let (name, mutable) = local_name(l)?;
+        let init = l.init.as_ref().filter(|i| i.diverge.is_none())?;
+        if mutable || self.rebound.contains(&name.to_string()) {
+            return None;
+        }
+        let mut names = Vec::new();
+        if !pure(&init.expr, &mut names) {
+            return None;
+        }
+        let visible = self.visible(&[]);
+        let mut deps = Vec::new();
+        for n in names {
+            if self.rebound.contains(&n) {
+                return None;
+            }
+            if self.params.contains(&n) {
+                continue;
+            }
+            let i = visible
+                .iter()
+                .copied()
+                .find(|i| self.locals[*i].name == n)?;
+            self.locals[i].remat.as_ref()?;
+            deps.push(i);
+        }
+        Some(deps)
+    }
+
     fn declare(&mut self, seg: &mut Segment, name: &syn::Ident, mutable: bool) {
+        self.declare_with(seg, name, mutable, None);
+    }
+
+    fn declare_with(
+        &mut self,
+        seg: &mut Segment,
+        name: &syn::Ident,
+        mutable: bool,
+        remat: Option<(TokenStream, Vec<usize>)>,
+    ) {
         let slot = format_ident!("__opbox_l{}", self.locals.len());
         let d = &self.d;
-        seg.pre
-            .push(quote!(let mut #slot = #d::fission::Slots::new();));
+        if remat.is_none() {
+            seg.pre
+                .push(quote!(let mut #slot = #d::fission::Slots::new();));
+        }
         seg.declared.push(self.locals.len());
         if let Some(scope) = self.scopes.last_mut() {
             scope.push(self.locals.len());
@@ -174,6 +248,7 @@ impl Split {
             name: name.clone(),
             mutable,
             slot,
+            remat,
         });
     }
 
@@ -192,22 +267,53 @@ impl Split {
         out
     }
 
-    fn loads(&self, skip: &[usize]) -> Vec<TokenStream> {
-        self.load_each(&self.visible(skip))
+    /// Each of `locals` as the thread's value: recomputed ones (and what they read) first, in
+    /// declaration order, then the kept ones from their slots.
+    fn load_each(&self, locals: &[usize]) -> Vec<TokenStream> {
+        let mut remat: Vec<usize> = Vec::new();
+        let mut pending: Vec<usize> = locals
+            .iter()
+            .copied()
+            .filter(|i| self.locals[*i].remat.is_some())
+            .collect();
+        while let Some(i) = pending.pop() {
+            if remat.contains(&i) {
+                continue;
+            }
+            remat.push(i);
+            if let Some((_, deps)) = &self.locals[i].remat {
+                pending.extend(deps);
+            }
+        }
+        remat.sort_unstable();
+        let recomputed = remat.iter().filter_map(|i| self.locals[*i].remat.as_ref());
+        let mut out: Vec<TokenStream> = recomputed.map(|(stmt, _)| stmt.clone()).collect();
+        out.extend(
+            locals
+                .iter()
+                .filter(|i| self.locals[**i].remat.is_none())
+                .map(|&i| {
+                    let Local {
+                        name,
+                        mutable,
+                        slot,
+                        ..
+                    } = &self.locals[i];
+                    let m = mutable.then(|| quote!(mut));
+                    // A clone, which is a copy for all but local arrays (whose elements may
+                    // spill to the heap).
+                    quote!(let #m #name = ::core::clone::Clone::clone(&#slot[__opbox_t]);)
+                }),
+        );
+        out
     }
 
-    fn load_each(&self, locals: &[usize]) -> Vec<TokenStream> {
-        locals
-            .iter()
-            .map(|&i| {
-                let Local {
-                    name,
-                    mutable,
-                    slot,
-                } = &self.locals[i];
-                let m = mutable.then(|| quote!(mut));
-                quote!(let #m #name = #slot[__opbox_t];)
-            })
+    /// The visible locals (leaving out `skip`) that `tokens` name.
+    fn named_in(&self, tokens: &[TokenStream], skip: &[usize]) -> Vec<usize> {
+        let named = mentioned(tokens);
+        self.visible(skip)
+            .into_iter()
+            .filter(|i| named.contains(&self.locals[*i].name.to_string()))
             .collect()
     }
 
@@ -220,12 +326,7 @@ impl Split {
             return Some(quote!(#(#pre)*));
         }
         // Only the locals the segment names are loaded (and written ones stored back).
-        let named = mentioned(&seg.stmts);
-        let loaded: Vec<usize> = self
-            .visible(&seg.declared)
-            .into_iter()
-            .filter(|i| named.contains(&self.locals[*i].name.to_string()))
-            .collect();
+        let loaded = self.named_in(&seg.stmts, &seg.declared);
         // A written local shadowed inside the segment could not be stored back.
         let shadowed = |i: &usize| {
             seg.declared
@@ -244,7 +345,11 @@ impl Split {
             .filter(|i| self.locals[*i].mutable)
             .collect();
         let all_visible = self.visible(&[]);
-        stored.extend(seg.declared.iter().filter(|i| all_visible.contains(i)));
+        stored.extend(
+            seg.declared
+                .iter()
+                .filter(|i| all_visible.contains(i) && self.locals[**i].remat.is_none()),
+        );
         let d = &self.d;
         let stores = stored.iter().map(|i| {
             let Local { name, slot, .. } = &self.locals[*i];
@@ -273,7 +378,7 @@ impl Split {
             return None;
         }
         let c = self.rw.expr(cond);
-        let loads = self.loads(&[]);
+        let loads = self.load_each(&self.named_in(&[quote!(#c)], &[]));
         let (site, publish) = (self.barriers, self.publish);
         Some(quote! {
             let mut __opbox_agreed: ::core::option::Option<(usize, bool)> = ::core::option::Option::None;
@@ -531,5 +636,85 @@ fn local_name(l: &syn::Local) -> Option<(syn::Ident, bool)> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// Whether `e` is a pure function of the names it reads (pushed to `names`): literals, names,
+/// the DSL's operators, casts, thread indices and numeric methods, and `if` between two such
+/// values. No indexing (memory another thread may write), no calls (a `#[device]` fn may read
+/// it too).
+fn pure(e: &syn::Expr, names: &mut Vec<String>) -> bool {
+    match e {
+        syn::Expr::Lit(_) => true,
+        syn::Expr::Path(p) => match p.path.get_ident() {
+            Some(i) => {
+                names.push(i.to_string());
+                true
+            }
+            // `f32::NEG_INFINITY` and other constants of the scalar types.
+            None => p.qself.is_none() && p.path.segments.len() == 2,
+        },
+        syn::Expr::Paren(p) => pure(&p.expr, names),
+        syn::Expr::Group(g) => pure(&g.expr, names),
+        syn::Expr::Binary(b) => {
+            super::lower::compound(&b.op).is_none() && pure(&b.left, names) && pure(&b.right, names)
+        }
+        syn::Expr::Unary(u) => !matches!(u.op, syn::UnOp::Deref(_)) && pure(&u.expr, names),
+        syn::Expr::Cast(c) => pure(&c.expr, names),
+        syn::Expr::Call(c) => {
+            c.args.is_empty()
+                && matches!(&*c.func, syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| {
+                    let i = i.to_string();
+                    THREAD_INDEX_FNS.contains(&i.as_str())
+                        || dsl_warp_fn(&i).is_some_and(|f| f.args == 0)
+                }))
+        }
+        syn::Expr::MethodCall(m) => {
+            dsl_method(&m.method.to_string()).is_some()
+                && pure(&m.receiver, names)
+                && m.args.iter().all(|a| pure(a, names))
+        }
+        syn::Expr::If(i) => {
+            let branch = |b: &syn::Block, names: &mut Vec<String>| matches!(b.stmts.as_slice(), [syn::Stmt::Expr(e, None)] if pure(e, names));
+            pure(&i.cond, names)
+                && branch(&i.then_branch, names)
+                && match i.else_branch.as_ref().map(|(_, e)| &**e) {
+                    Some(syn::Expr::Block(b)) => branch(&b.block, names),
+                    Some(other) => pure(other, names),
+                    None => false,
+                }
+        }
+        _ => false,
+    }
+}
+
+/// Every name a pattern binds in a body, in order, repeats kept; a name assigned to (a `mut`
+/// param, say) is listed twice, so that it counts as rebound too.
+struct Bindings(Vec<String>);
+
+impl Bindings {
+    fn assigned(&mut self, place: &syn::Expr) {
+        if let syn::Expr::Path(p) = strip_parens(place) {
+            if let Some(i) = p.path.get_ident() {
+                self.0.extend([i.to_string(), i.to_string()]);
+            }
+        }
+    }
+}
+
+impl<'a> Visit<'a> for Bindings {
+    fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+        self.0.push(p.ident.to_string());
+        syn::visit::visit_pat_ident(self, p);
+    }
+    fn visit_expr_assign(&mut self, a: &'a syn::ExprAssign) {
+        self.assigned(&a.left);
+        syn::visit::visit_expr_assign(self, a);
+    }
+    fn visit_expr_binary(&mut self, b: &'a syn::ExprBinary) {
+        if super::lower::compound(&b.op).is_some() {
+            self.assigned(&b.left);
+        }
+        syn::visit::visit_expr_binary(self, b);
     }
 }

@@ -20,6 +20,9 @@ pub(crate) enum Ty {
     /// A native or `#[derive(KernelArg)]` struct, by its Rust path; C++ names it through a
     /// placeholder filled at run time (`Names`).
     Named(String),
+    /// A local array (`let mut v = [0.0f32; N];`): its element and its length as a C++
+    /// constant (a literal or `#[constexpr]` params). Used by element only: `v[j]`.
+    Array(Box<Ty>, String),
     /// A literal's type variable.
     Var(usize),
     Unit,
@@ -292,6 +295,14 @@ pub(crate) enum StmtKind {
         elem: ElemType,
         len: Option<String>,
     },
+    /// `let mut v = [init; N];`: a per-thread array of `len` (a C++ constant) copies of
+    /// `init`, evaluated once, as Rust's repeat expression is.
+    LocalArray {
+        name: String,
+        elem: Ty,
+        len: String,
+        init: Expr,
+    },
     Assign {
         place: Expr,
         op: Option<BinOp>,
@@ -315,6 +326,9 @@ pub(crate) enum StmtKind {
         inclusive: bool,
         step: Option<Expr>,
         body: Block,
+        /// Both bounds are compile-time constants and the body indexes a local array: fully
+        /// unrolled (`#pragma unroll`), so constant indices keep the array in registers.
+        unroll: bool,
     },
     Break,
     Continue,

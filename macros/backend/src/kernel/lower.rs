@@ -37,6 +37,13 @@ pub(crate) struct Lowering<'e> {
     pub constexprs: Vec<String>,
     /// Whether the body calls `sync_threads()`.
     pub barriers: bool,
+    /// The slices `load4`/`store4` move, by C++ name, with the first method seen on each: a
+    /// parameter among them must be 16-byte aligned, which its launch checks.
+    pub vectors: Vec<(String, &'static str)>,
+    /// Local-array element accesses lowered so far: a `for` whose body adds some is unrolled.
+    array_indexing: usize,
+    /// The path being lowered is an index's base (`v` of `v[j]`), where a local array may be.
+    indexing: bool,
     divergence: Divergence,
 }
 
@@ -73,6 +80,9 @@ impl<'e> Lowering<'e> {
             in_kernel: false,
             constexprs: Vec::new(),
             barriers: false,
+            vectors: Vec::new(),
+            array_indexing: 0,
+            indexing: false,
             divergence: Divergence::default(),
         }
     }
@@ -165,6 +175,10 @@ impl<'e> Lowering<'e> {
                 let slot = self.named_slot(&tp.path);
                 let _ = slot;
                 Ty::Named(tp.path.to_token_stream().to_string())
+            }
+            syn::Type::Array(_) => {
+                self.err(ty.span(), "a local array's type comes from its value: write `let mut v = [0.0f32; N];` without the annotation (the element type is the value's)");
+                Ty::Unknown
             }
             syn::Type::Reference(_) | syn::Type::Ptr(_) => {
                 self.err(ty.span(), "references and pointers are not in the #[kernel] subset: take values (In/Out/InOut slices are already views of device memory)");
@@ -392,6 +406,9 @@ impl<'e> Lowering<'e> {
         if let Some(shared) = shared_call(&init.expr) {
             return self.shared(ident, shared, line);
         }
+        if let syn::Expr::Repeat(r) = strip_parens(&init.expr) {
+            return self.local_array(ident, mutable, r, line);
+        }
         let value = self.expr(&init.expr);
         let ty = match declared {
             Some(d) => self.infer.unify(&d, &value.ty),
@@ -479,6 +496,55 @@ impl<'e> Lowering<'e> {
                 name,
                 elem,
                 len: Some(len_cpp),
+            },
+        })
+    }
+
+    /// `let mut v = [init; N];` (see [`StmtKind::LocalArray`]): N a literal, a `#[constexpr]`
+    /// param or an arithmetic of those, the element a scalar or a struct.
+    fn local_array(
+        &mut self,
+        ident: &syn::Ident,
+        mutable: bool,
+        r: &syn::ExprRepeat,
+        line: usize,
+    ) -> Option<Stmt> {
+        if let syn::Expr::Repeat(inner) = strip_parens(&r.expr) {
+            self.err(inner.span(), "local arrays have one dimension in a #[kernel]: index one array of N * M elements (`v[i * M + j]`)");
+            self.declare(ident, Ty::Unknown);
+            return None;
+        }
+        let init = self.expr(&r.expr);
+        let elem = self.infer.shallow(&init.ty);
+        let len = match strip_parens(&r.len) {
+            syn::Expr::Block(b) => match b.block.stmts.as_slice() {
+                [syn::Stmt::Expr(e, None)] => self.const_len(e),
+                _ => None,
+            },
+            e => self.const_len(e),
+        }
+        .filter(|len| len != "0u");
+        let Some(len) = len else {
+            self.err(r.len.span(), "a local array's length is fixed when the kernel is compiled: a positive integer literal (`[0.0f32; 8]`), a #[constexpr] parameter (`[0.0f32; N]`), or literals and #[constexpr] parameters under `+ - * /` (`[0.0f32; D / 128]`); for a length known only at launch, use shared memory or a buffer");
+            self.declare(ident, Ty::Unknown);
+            return None;
+        };
+        if matches!(elem, Ty::Unknown | Ty::Slice(..) | Ty::Array(..) | Ty::Unit) {
+            self.err(r.expr.span(), "a local array's element needs a type the macro can see: a typed literal (`[0.0f32; N]`), a struct literal (`[F32x4 { x: 0.0, y: 0.0, z: 0.0, w: 0.0 }; N]`) or a typed local");
+            self.declare(ident, Ty::Unknown);
+            return None;
+        }
+        if !mutable {
+            self.err(ident.span(), format!("declare the local array `let mut {ident}`: an array of copies of one value is only useful once its elements are written"));
+        }
+        let name = self.declare(ident, Ty::Array(Box::new(init.ty.clone()), len.clone()));
+        Some(Stmt {
+            line,
+            kind: StmtKind::LocalArray {
+                name,
+                elem: init.ty.clone(),
+                len,
+                init,
             },
         })
     }
@@ -739,7 +805,13 @@ impl<'e> Lowering<'e> {
         if entered {
             self.divergence.assigned(&var, &start);
         }
+        let indexed = self.array_indexing;
         let body = self.block(&f.body, Tail::Unit);
+        let constant = step.is_none()
+            && [&r.start, &r.end]
+                .iter()
+                .all(|b| b.as_deref().is_some_and(|b| self.const_len(b).is_some()));
+        let unroll = constant && self.array_indexing > indexed;
         self.divergence.leave(entered);
         self.scopes.pop();
         Some(Stmt {
@@ -752,6 +824,7 @@ impl<'e> Lowering<'e> {
                 inclusive: matches!(r.limits, syn::RangeLimits::Closed(_)),
                 step,
                 body,
+                unroll,
             },
         })
     }
@@ -900,7 +973,14 @@ impl<'e> Lowering<'e> {
                 self.unknown()
             }
             syn::Expr::Array(a) => {
-                self.err(a.span(), "arrays are not in the #[kernel] subset yet: pass a buffer (In<[T]>) or use separate locals");
+                self.err(a.span(), "array lists (`[a, b, c]`) are not in the #[kernel] subset: declare a local array of one value (`let mut v = [0.0f32; 3];`) and write its elements");
+                self.unknown()
+            }
+            syn::Expr::Repeat(r) => {
+                self.err(
+                    r.span(),
+                    "a local array is made where it is bound: `let mut v = [0.0f32; N];`",
+                );
                 self.unknown()
             }
             syn::Expr::Range(r) => {
@@ -981,6 +1061,15 @@ impl<'e> Lowering<'e> {
     fn path_expr(&mut self, p: &syn::ExprPath) -> Expr {
         if let Some(ident) = p.path.get_ident() {
             let name = crate::naming::unraw(ident);
+            if let Some((cpp, ty @ Ty::Array(..))) = self.lookup(&name) {
+                if !std::mem::take(&mut self.indexing) {
+                    self.err(p.span(), format!("a local array is used by element in a #[kernel] (`{name}[j]`, `{name}[j] = ..`): C++ arrays are not values that can be copied, passed or assigned whole"));
+                }
+                return Expr {
+                    kind: ExprKind::Local(cpp),
+                    ty,
+                };
+            }
             if let Some((cpp, ty)) = self.lookup(&name) {
                 return Expr {
                     kind: ExprKind::Local(cpp),
@@ -1110,7 +1199,9 @@ impl<'e> Lowering<'e> {
     }
 
     fn index(&mut self, ix: &syn::ExprIndex) -> Expr {
+        self.indexing = matches!(strip_parens(&ix.expr), syn::Expr::Path(_));
         let base = self.expr(&ix.expr);
+        self.indexing = false;
         let index = self.expr(&ix.index);
         if let syn::Expr::Range(r) = &*ix.index {
             self.err(
@@ -1123,10 +1214,17 @@ impl<'e> Lowering<'e> {
                 kind: ExprKind::Index(Box::new(base), Box::new(index)),
                 ty: elem.ty(),
             },
+            Ty::Array(elem, _) => {
+                self.array_indexing += 1;
+                Expr {
+                    kind: ExprKind::Index(Box::new(base), Box::new(index)),
+                    ty: *elem,
+                }
+            }
             Ty::Unknown => self.unknown(),
             _ => {
                 let shown = ix.expr.to_token_stream().to_string();
-                self.err(ix.expr.span(), format!("`{shown}` is not a slice, so it cannot be indexed in a #[kernel]: only In<[T]>, Out<[T]> and InOut<[T]> parameters are"));
+                self.err(ix.expr.span(), format!("`{shown}` is not a slice, so it cannot be indexed in a #[kernel]: only In<[T]>, Out<[T]> and InOut<[T]> parameters, shared arrays and local arrays (`let mut v = [0.0f32; N];`) are"));
                 self.unknown()
             }
         }
@@ -1355,6 +1453,15 @@ impl<'e> Lowering<'e> {
     /// `x.load4(i)` and `y.store4(i, v)` on an f32 slice (`store4` on a written one).
     fn vec4(&mut self, m: &syn::ExprMethodCall, name: &str, recv: Expr) -> Expr {
         let store = name == "store4";
+        let op = if store { "store4" } else { "load4" };
+        if !self.in_kernel {
+            self.err(m.method.span(), format!("`.{op}()` is a kernel's: call it on the #[kernel]'s own slice (whose launch checks that it is 16-byte aligned), and pass the F32x4 to the #[device] fn"));
+        }
+        if let ExprKind::Local(slice) = &recv.kind {
+            if !self.vectors.iter().any(|(s, _)| s == slice) {
+                self.vectors.push((slice.clone(), op));
+            }
+        }
         let want = if store { 2 } else { 1 };
         match &recv.ty {
             Ty::Slice(Elem::Prim(ElemType::F32), writable) if *writable || !store => {}

@@ -121,7 +121,7 @@ fn lines_loops_and_shadowing() {
         &[
             "EntryAbi::ParamsAndLens",
             "ConstexprStyle::TemplateArgs",
-            "KernelHandle::with_cpu(&DECL, __opbox_cpu)",
+            "KernelHandle::with_cpu(&DECL, __opbox_cpu, &[])",
             "__opbox_ctx.global_id_x()",
         ],
     );
@@ -203,5 +203,46 @@ fn device_fns_recurse_only_by_error() {
             "return opbox_dsl::sqrt_(v);",
             "const mark_f_with_device_or_builtin: &'static ::opbox::__private::dsl::DslFn",
         ],
+    );
+}
+
+/// Split at a barrier, a local that is a pure function of the thread's indices and the params
+/// (and of other such locals) is recomputed in the piece that reads it; a written one is kept
+/// per thread.
+#[test]
+fn the_split_recomputes_pure_locals() {
+    let (out, _) = kernel_cpp(quote! {
+        fn k(x: InOut<[f32]>, n: u32) {
+            let t = thread_id_x();
+            let i = block_id_x() * n + t;
+            let mut acc = x[i];
+            sync_threads();
+            acc += 1.0;
+            x[i] = acc;
+        }
+    });
+    let after = &out[out.find("barrier(0u32").unwrap_or_else(|| panic!("{out}"))..];
+    assert_has_all(
+        after,
+        &[
+            "let t = (__opbox_ctx.thread_id_x());",
+            "let i = (::opbox::__private::dsl::ops::add(",
+            "let mut acc = ::core::clone::Clone::clone(",
+        ],
+    );
+    assert_eq!(out.matches("fission::Slots::new()").count(), 1, "{out}");
+    // A value read from a param the body writes is kept: recomputing it would see the write.
+    let (out, _) = kernel_cpp(quote! {
+        fn k(x: InOut<[f32]>, mut n: u32) {
+            let i = thread_id_x() * n;
+            n += 1;
+            sync_threads();
+            x[i] = n as f32;
+        }
+    });
+    let after = &out[out.find("barrier(0u32").unwrap_or_else(|| panic!("{out}"))..];
+    assert!(
+        after.contains("let i = ::core::clone::Clone::clone("),
+        "{out}"
     );
 }

@@ -31,9 +31,9 @@ pub fn done_flags(threads: usize) -> Slots<bool> {
 /// Writes thread `t`'s value of a local kept across a split (the slots are made at the first
 /// write).
 #[inline(always)]
-pub fn store<T: Copy>(slots: &mut Slots<T>, threads: usize, t: usize, v: T) {
+pub fn store<T: Clone>(slots: &mut Slots<T>, threads: usize, t: usize, v: T) {
     if slots.is_empty() {
-        slots.resize(threads, v);
+        slots.resize(threads, v.clone());
     }
     slots[t] = v;
 }
@@ -178,9 +178,16 @@ impl ThreadCtx {
     /// `#[device]` fns read.
     #[inline(always)]
     pub fn thread_at(&self, t: usize, publish: bool) -> ThreadCtx {
-        let [bx, by, _] = self.block_dim;
+        let [bx, by, bz] = self.block_dim;
         let t = t as u32;
-        let ctx = self.with_thread([t % bx, (t / bx) % by, t / (bx * by)]);
+        // 1-D blocks, the common case, skip the divisions: each piece of the body asks for every
+        // thread's context, and a division per thread per piece showed in the profile.
+        let thread = if by == 1 && bz == 1 {
+            [t, 0, 0]
+        } else {
+            [t % bx, (t / bx) % by, t / (bx * by)]
+        };
+        let ctx = self.with_thread(thread);
         if publish {
             ctx.publish();
         }

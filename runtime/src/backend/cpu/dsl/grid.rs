@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::coop::{Coop, DivergentBarrier};
+use super::local::LocalOutOfBounds;
 use super::shared::{BlockMemory, SharedTooLarge, DYNAMIC_SHARED_ARG, SHARED_ARG};
 use crate::error::{Error, Result};
 use crate::kernel::view::{InOut, OutOfBounds};
@@ -318,6 +319,17 @@ fn unwind_error(prepared: &PreparedLaunch<'_>, payload: Box<dyn std::any::Any + 
             return Error::IndexOutOfBounds {
                 kernel: kernel.to_string(),
                 param,
+                index: oob.index,
+                len: oob.len,
+            };
+        }
+        Err(other) => other,
+    };
+    let payload = match payload.downcast::<LocalOutOfBounds>() {
+        Ok(oob) => {
+            return Error::IndexOutOfBounds {
+                kernel: kernel.to_string(),
+                param: format!("local array {}", oob.name),
                 index: oob.index,
                 len: oob.len,
             };

@@ -11,6 +11,7 @@
 //!   thread of the block in turn (what the macro emits where it can);
 //! - [`coop`]: a block's threads as coroutines, for the barrier kernels the split does not cover;
 //! - [`shared`]: a block's shared memory;
+//! - [`local`]: a thread's local arrays (`let mut v = [0.0f32; N];`);
 //! - [`warp`]: warp shuffles and votes, emulated over a warp's 32 lanes;
 //! - [`args`]: buffers locked for the launch, scalars, structs and constexprs read back.
 
@@ -18,6 +19,7 @@ pub mod args;
 pub mod coop;
 pub mod fission;
 pub mod grid;
+pub mod local;
 pub mod ops;
 pub mod shared;
 pub mod warp;

@@ -105,6 +105,22 @@ impl WarpExchange {
             .filter(|l| self.deposits[*l].is_some())
             .fold(0u32, |m, l| m | (1 << l));
         if let WarpOp::Butterfly(Combine(combine)) = first {
+            // A full warp: every lane ends with the same value, since lanes `l` and `l ^ o`
+            // combine the same two values in each round and `+`/`max` are commutative (but for
+            // which of two NaN payloads survives, where the CPU's NaNs already differ from
+            // CUDA's canonical one). So lane 0's 31 combines give every lane's result.
+            if live == u32::MAX {
+                let mut v: [u64; WARP_SIZE as usize] =
+                    std::array::from_fn(|l| value(l).unwrap_or_default());
+                for o in [16, 8, 4, 2, 1] {
+                    for l in 0..o {
+                        v[l] = combine(v[l], v[l + o]);
+                    }
+                }
+                self.results = [v[0]; WARP_SIZE as usize];
+                self.deposits = [None; WARP_SIZE as usize];
+                return Ok(());
+            }
             let mut v: [Option<u64>; WARP_SIZE as usize] = std::array::from_fn(value);
             for o in [16, 8, 4, 2, 1] {
                 let before = v;
