@@ -5,6 +5,7 @@
 // #[kernel] local_arrays, generated from tests/dsl.rs
 template <unsigned int K>
 __global__ void local_arrays(const float* x__p, float* out__p, unsigned int n, unsigned int pick, unsigned int x__len, unsigned int out__len) {
+  opbox_dsl::wait_for_primaries();
   const opbox_dsl::Slice<const float> x{reinterpret_cast<const float*>(x__p), x__len};
   const opbox_dsl::Slice<float> out{reinterpret_cast<float*>(out__p), out__len};
 #line 391 "tests/dsl.rs"
