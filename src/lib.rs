@@ -117,7 +117,7 @@ pub mod kernel {
         ExternKernelRegistration, In, InOut, KernelArgAdapter, KernelArgStruct, KernelGroupDecl,
         KernelHandle, LaunchArg, LaunchConfig, NativeBytes, Out, OwnedArg, ParamBuffer,
         PreparedLaunch, SpecTable, StackArgs, Stream, StructBytes, MAX_LAUNCH_ARGS,
-        MAX_PARAM_BYTES,
+        MAX_PARAM_BYTES, VECTOR_ALIGN,
     };
 }
 

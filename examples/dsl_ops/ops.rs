@@ -93,7 +93,7 @@ pub fn stride_grid(device: Device, n4: u32) -> opbox::Result<u32> {
 /// `x`, or a fresh copy of it where it starts mid-float4 (a view at an odd offset): the kernels
 /// move their inputs as float4, which a launch refuses on a misaligned view.
 fn vector_ready(x: &Tensor) -> opbox::Result<std::borrow::Cow<'_, Tensor>> {
-    if (x.data_ptr() as usize).is_multiple_of(16) {
+    if (x.data_ptr() as u64).is_multiple_of(opbox::kernel::VECTOR_ALIGN) {
         return Ok(std::borrow::Cow::Borrowed(x));
     }
     let copy = x.empty_like()?;

@@ -34,7 +34,9 @@ pub use config::{LaunchConfig, Stream};
 pub use group::{launch_group, KernelGroupDecl};
 pub use handle::{KernelHandle, SpecTable, VectorParam};
 pub use launch::{launch, submit};
-pub use prepare::{prepare, Access, ParamBuffer, PreparedLaunch, MAX_LAUNCH_ARGS, MAX_PARAM_BYTES};
+pub use prepare::{
+    prepare, Access, ParamBuffer, PreparedLaunch, MAX_LAUNCH_ARGS, MAX_PARAM_BYTES, VECTOR_ALIGN,
+};
 pub use registry::{registered_kernels, select_kernels, ExternKernelRegistration};
 pub use stack::{launch_stack, lower_stack, struct_bytes, StackArgs, StructBytes};
 pub use view::{In, InOut, Out};

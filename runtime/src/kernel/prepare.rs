@@ -194,8 +194,9 @@ impl Access {
     }
 }
 
-/// The alignment `load4`/`store4` need: one float4.
-const VECTOR_ALIGN: u64 = 16;
+/// The alignment, in bytes, that a tensor a DSL kernel moves with `load4`/`store4` must start
+/// at (one float4): the launch refuses a view that does not.
+pub const VECTOR_ALIGN: u64 = 16;
 
 /// A tensor that a DSL kernel moves as float4 (`method` on parameter `param`) starts at a
 /// 16-byte boundary, on either device: the CUDA build issues one 16-byte access per vector,
