@@ -6,7 +6,6 @@ use std::collections::HashMap;
 
 use foldhash::fast::FixedState;
 use smallvec::SmallVec;
-use std::ops::Range;
 
 use super::record::Launch;
 use super::NodeId;
@@ -15,7 +14,7 @@ use crate::kernel::{KernelArg, OwnedArg};
 use crate::tensor::Tensor;
 
 /// A tensor binding about to be applied: its buffer, the new tensor and its addresses.
-type PlannedTensor<'t> = (usize, &'t Tensor, Option<Range<u64>>);
+type PlannedTensor<'t> = (usize, &'t Tensor, Span);
 
 /// The launches a binding changed, in order.
 pub(crate) type Dirty = SmallVec<[usize; 8]>;
@@ -87,9 +86,6 @@ struct Buffer {
     uses: Vec<(usize, usize)>,
     /// The other buffers whose recorded memory overlaps this one's.
     overlaps: Vec<usize>,
-    /// `current`'s addresses, kept so that a re-binding compares ranges without recomputing
-    /// every buffer's.
-    range: Option<Range<u64>>,
 }
 
 /// What re-binding needs to know of a graph's launches, listed node by node and member by
@@ -105,20 +101,21 @@ pub(crate) struct Binder {
     by_handle: HashMap<usize, usize, FixedState>,
     /// Each node's launches: `members[n].0 .. members[n].1`.
     members: Vec<(usize, usize)>,
-    /// Each buffer's current memory as `(start, end)`, `(0, 0)` for none: a flat array, so
-    /// checking a new tensor against every buffer is one pair of compares each.
-    spans: Vec<(u64, u64)>,
+    /// Each buffer's current memory (`current`'s addresses), kept so that a re-binding compares
+    /// spans without recomputing every buffer's: a flat array, one pair of compares a buffer.
+    spans: Vec<Span>,
 }
 
-fn span(range: &Option<Range<u64>>) -> (u64, u64) {
-    range.as_ref().map_or((0, 0), |r| (r.start, r.end))
+/// A tensor's memory as `(start, end)`; `(0, 0)` for a tensor without addresses, which
+/// overlaps nothing.
+type Span = (u64, u64);
+
+fn span(t: &Tensor) -> Span {
+    t.address_range().map_or((0, 0), |r| (r.start, r.end))
 }
 
-fn overlap(a: &Option<Range<u64>>, b: &Option<Range<u64>>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => a.start < b.end && b.start < a.end,
-        _ => false,
-    }
+fn overlap(a: Span, b: Span) -> bool {
+    a.0 < b.1 && b.0 < a.1
 }
 
 /// Whether `new` may replace `old` as a by-value argument: the same scalar type, or the same
@@ -155,13 +152,11 @@ impl Binder {
                 }
             }
         }
-        let ranges: Vec<_> = b.buffers.iter().map(|x| x.range.clone()).collect();
         for (i, x) in b.buffers.iter_mut().enumerate() {
-            x.overlaps = (0..ranges.len())
-                .filter(|&j| j != i && overlap(&ranges[i], &ranges[j]))
+            x.overlaps = (0..b.spans.len())
+                .filter(|&j| j != i && overlap(b.spans[i], b.spans[j]))
                 .collect();
         }
-        b.spans = ranges.iter().map(span).collect();
         b
     }
 
@@ -173,8 +168,8 @@ impl Binder {
                 current: t.clone(),
                 uses: Vec::new(),
                 overlaps: Vec::new(),
-                range: t.address_range(),
             });
+            self.spans.push(span(t));
             self.buffers.len() - 1
         });
         self.buffers[id].uses.push(at);
@@ -213,34 +208,29 @@ impl Binder {
                 continue;
             }
             self.check_tensor(id, new, launches)?;
-            tensors.push((id, new, new.address_range()));
+            tensors.push((id, new, span(new)));
         }
         // Each new tensor against every buffer's memory: the current one of a buffer this
         // binding leaves alone, the new one of a buffer it re-binds too. Memory the recording
         // shared (views of one allocation) may stay shared.
-        for (k, (id, _, range)) in tensors.iter().enumerate() {
-            let Some(r) = range else { continue };
-            let recorded = &self.buffers[*id].overlaps;
+        for (k, &(id, _, new)) in tensors.iter().enumerate() {
+            let recorded = &self.buffers[id].overlaps;
             let rebound = |j: usize| tensors.iter().any(|(i, _, _)| *i == j);
             let clash = self
                 .spans
                 .iter()
                 .enumerate()
-                .position(|(j, &(start, end))| {
-                    start < r.end
-                        && r.start < end
-                        && j != *id
-                        && !rebound(j)
-                        && !recorded.contains(&j)
+                .position(|(j, &current)| {
+                    overlap(new, current) && j != id && !rebound(j) && !recorded.contains(&j)
                 })
                 .or_else(|| {
                     tensors[k + 1..]
                         .iter()
-                        .find(|(j, _, other)| overlap(range, other) && !recorded.contains(j))
+                        .find(|&&(j, _, other)| overlap(new, other) && !recorded.contains(&j))
                         .map(|(j, _, _)| *j)
                 });
             if let Some(j) = clash {
-                let (l, a) = self.buffers[*id].uses[0];
+                let (l, a) = self.buffers[id].uses[0];
                 let (lj, aj) = self.buffers[j].uses[0];
                 return Err(self.error(format!(
                     "the tensor bound for {} shares memory with the one bound for {}, which the recording did not; bind tensors that do not overlap (the graph's dependencies were derived from the recorded ones)",
@@ -280,11 +270,10 @@ impl Binder {
             }
         }
         let mut dirty = Dirty::new();
-        for (id, new, range) in tensors {
+        for (id, new, new_span) in tensors {
             let b = &mut self.buffers[id];
             b.current = new.clone();
-            self.spans[id] = span(&range);
-            b.range = range;
+            self.spans[id] = new_span;
             for &(l, a) in &b.uses {
                 launches[l].launch_mut().args[a] = OwnedArg::Tensor(new.clone());
                 dirty.push(l);

@@ -14,6 +14,7 @@ use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 
 use opbox_codegen::cuda::{ConstValue, EntryAbi, KernelDecl};
+use smallvec::SmallVec;
 
 use super::deps::Region;
 use super::{Graph, NodeId};
@@ -38,7 +39,8 @@ pub(crate) struct Launch {
 }
 
 impl Launch {
-    pub(crate) fn launch_args(&self) -> Vec<LaunchArg<'_>> {
+    /// The recorded arguments as a launch takes them, on the stack for any kernel of up to 16.
+    pub(crate) fn launch_args(&self) -> SmallVec<[LaunchArg<'_>; 16]> {
         self.args.iter().map(OwnedArg::as_launch_arg).collect()
     }
 

@@ -27,9 +27,8 @@ use crate::backend::cuda::current::cuda_stream_for;
 use crate::backend::cuda::loader::LoadedKernel;
 use crate::error::{Error, Result};
 use crate::kernel::prepare::Chunk;
-use crate::kernel::{prepare, LaunchArg, OwnedArg, ParamBuffer};
+use crate::kernel::{prepare, ParamBuffer};
 use crate::tensor::{Device, Tensor};
-use smallvec::SmallVec;
 
 /// A launch's parameters, owned: the driver reads them through `ptrs` when a node is added or
 /// its parameters are set.
@@ -56,8 +55,7 @@ const PROGRAMMATIC_EDGE: sys::CUgraphEdgeData = sys::CUgraphEdgeData {
 /// Checks `launch` as a submit would ([`prepare`]) and hands its packed chunks and their starts
 /// to `f`.
 fn with_packed<R>(launch: &Launch, f: impl FnOnce(&[Chunk], &[u16]) -> R) -> Result<R> {
-    let args: SmallVec<[LaunchArg<'_>; 16]> =
-        launch.args.iter().map(OwnedArg::as_launch_arg).collect();
+    let args = launch.launch_args();
     let mut buffer = ParamBuffer::new();
     let prepared = prepare(
         launch.handle,
