@@ -163,28 +163,24 @@ fn bench() -> opbox::Result<()> {
                 (time_pair(&a, &b)?, "a block a row".to_string())
             }
         };
-        rows.push(Row {
+        let softmax_row = |path: &str, (dsl, hand): (f64, f64), goal: &'static str| Row {
             name: format!("softmax [{r}, {d}] f32 ({path})"),
             dsl,
             hand,
             torch: torch.get(&format!("softmax {r}x{d}")),
             work: 8.0 * (r * d) as f64,
             unit: "TB/s",
-            goal: "≥ 0.90× torch.softmax",
-        });
+            goal,
+        };
+        rows.push(softmax_row(&path, (dsl, hand), "≥ 0.90× torch.softmax"));
         if warp.is_some() {
             // The block-a-row path on the same rows, for comparison.
             let (a, b) = block_pair();
-            let (dsl, hand) = time_pair(&a, &b)?;
-            rows.push(Row {
-                name: format!("softmax [{r}, {d}] f32 (a block a row, not what the op picks)"),
-                dsl,
-                hand,
-                torch: torch.get(&format!("softmax {r}x{d}")),
-                work: 8.0 * (r * d) as f64,
-                unit: "TB/s",
-                goal: "",
-            });
+            rows.push(softmax_row(
+                "a block a row, not what the op picks",
+                time_pair(&a, &b)?,
+                "",
+            ));
         }
     }
 
