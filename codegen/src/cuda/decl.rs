@@ -349,6 +349,12 @@ impl KernelDecl {
         types
     }
 
+    /// A `#[kernel]` (DSL) kernel's: its C++ entry was written by opbox from the same Rust
+    /// signature as this declaration, not by a user (the DSL's entry ABI is its mark).
+    pub fn is_generated(&self) -> bool {
+        self.abi == EntryAbi::ParamsAndLens
+    }
+
     /// The slice params whose element counts follow the params under
     /// [`EntryAbi::ParamsAndLens`] (none under another ABI), in order.
     pub fn slice_lens(&self) -> impl Iterator<Item = &Param> {

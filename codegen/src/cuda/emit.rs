@@ -118,9 +118,7 @@ pub fn emit_module(
         .collect();
     // A #[kernel]'s unit holds user C++ only through its preamble, where `dsl_build_options`
     // includes the header itself.
-    let user_cpp = members
-        .iter()
-        .any(|m| m.decl.abi != EntryAbi::ParamsAndLens);
+    let user_cpp = members.iter().any(|m| !m.decl.is_generated());
     src.push_str(&prelude(PreludeParts {
         f16: uses(ElemType::F16),
         bf16: uses(ElemType::BF16),
@@ -215,12 +213,11 @@ pub fn emit_module(
         // A #[kernel]'s entry and its declaration are both printed from one Rust signature, so
         // their check is the DSL checking itself: debug builds (OPBOX_DSL_BOUNDS, which the test
         // suites compile) keep it; release builds skip its template instantiations.
-        let generated_entry = m.decl.abi == EntryAbi::ParamsAndLens;
-        if generated_entry {
+        if m.decl.is_generated() {
             src.push_str("#ifdef OPBOX_DSL_BOUNDS\n");
         }
         push_checks(&mut src, index, m.decl, &entry_expr);
-        if generated_entry {
+        if m.decl.is_generated() {
             src.push_str("#endif\n");
         }
         name_expressions.push(format!("&{entry_expr}"));

@@ -268,7 +268,7 @@ impl Graph {
                 // A #[kernel] waits for its predecessors at its first statement, so on a GPU
                 // with programmatic dependent launch its grid may start as theirs drain: its
                 // incoming edges are programmatic (all come from kernel nodes), the rest default.
-                let programmatic = decl.abi == EntryAbi::ParamsAndLens
+                let programmatic = decl.is_generated()
                     && dev.compute_capability.0 >= PROGRAMMATIC_LAUNCH_MAJOR
                     && !deps.is_empty();
                 let added_with = if programmatic { &[][..] } else { &deps[..] };
