@@ -171,14 +171,12 @@ impl PluginKernel {
     ) -> Error {
         let taken: SmallVec<[Value; PLAIN_SLOTS]> = written.iter().copied().collect();
         written.fill(Value::default());
-        let mut overwrote = false;
         for input in inputs {
             if !convert::is_plain_number(input.tag) {
                 // SAFETY: the kernel wrote this handle over a borrowed input: released as the
                 // owned value it claims to be, once.
                 unsafe { convert::discard(*input) };
                 *input = Value::default();
-                overwrote = true;
             }
         }
         if status != STATUS_OK || taken[taken.len() - 1] != Value::default() {
@@ -191,8 +189,8 @@ impl PluginKernel {
         {
             return wrong_output(op, &taken, i);
         }
+        // The status, the guard and the outputs were right, so an input was overwritten.
         discard_from(&taken, 0);
-        let _ = overwrote;
         failed(
             op.name,
             "the kernel overwrote a borrowed input with a handle".to_string(),
