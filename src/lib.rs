@@ -87,7 +87,7 @@ pub mod warnings {
 pub mod dispatch {
     pub use opbox_runtime::dispatch::{
         boxed_call, boxed_entry, registered_ops, take_last_error, BoxedKernelFn, BoxedOp,
-        FromStack, IntoStack, KernelArgs, KernelBody, KernelGroup, KernelOutputs,
+        FixedList, FromStack, IntoStack, KernelArgs, KernelBody, KernelGroup, KernelOutputs,
         KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec, TypedKernel,
         STATUS_ERROR, STATUS_OK, STATUS_PANIC,
     };
@@ -316,8 +316,8 @@ pub struct TutorialDoctests;
 pub mod __private {
     pub use inventory;
     pub use opbox_runtime::dispatch::{
-        boxed_entry, KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration, OpDef,
-        OpSpec, TypedKernel,
+        boxed_entry, FixedList, KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration,
+        OpDef, OpSpec, TypedKernel,
     };
     pub use opbox_runtime::schema;
     pub use opbox_runtime::typemap::{ty, KernelReturn, RustParam};

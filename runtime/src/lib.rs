@@ -6,6 +6,8 @@ pub mod backend;
 pub mod dispatch;
 pub mod error;
 pub mod graph;
+#[cfg(all(target_os = "linux", not(miri)))]
+mod huge_pages;
 pub mod kernel;
 pub mod native;
 pub mod panic;

@@ -397,4 +397,24 @@ impl Schema {
             .map(|(i, _)| i)
             .collect()
     }
+
+    /// The fixed-size list arguments (`T[N]` and `T[N]?`) as (index, N): the ones the boxed
+    /// boundary checks and broadcasts. Only a list directly under at most one `?` counts;
+    /// deeper nesting has no schema in PyTorch and is left to the kernel. The macros compute
+    /// them into each op's registration.
+    pub fn fixed_list_arguments(&self) -> Vec<(usize, u32)> {
+        self.arguments
+            .iter()
+            .enumerate()
+            .filter_map(|(index, arg)| {
+                let len = arg.ty.inner_list_len()?;
+                let plain = match arg.ty.shape() {
+                    TypeShape::List(_) => true,
+                    TypeShape::Optional(inner) => inner.list_len().is_some(),
+                    TypeShape::Base(_) => false,
+                };
+                plain.then_some((index, len))
+            })
+            .collect()
+    }
 }

@@ -6,36 +6,40 @@
 //! in `max_pool2d(.., int[2] stride=[])`), or as many as the schema's own default (PyTorch's
 //! `fft_fft2(.., int[1] dim=[-2,-1])`).
 
-use opbox_codegen::schema::{Argument, BaseType, DefaultValue, Schema, TypeShape};
+use opbox_codegen::schema::{Argument, BaseType, DefaultValue, Schema};
 
 use crate::value::{List, StableValue};
 use crate::{Error, Result};
 
-/// One fixed-size list argument of an op: its index and length, computed once per op.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct FixedList {
+/// One fixed-size list argument of an op: its index and length
+/// ([`Schema::fixed_list_arguments`]), computed by the library macro into the op's [`OpDef`].
+///
+/// [`OpDef`]: super::OpDef
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedList {
     index: usize,
     len: u32,
 }
 
-/// The schema's fixed-size list arguments (`T[N]` and `T[N]?`).
-pub(crate) fn fixed_lists(schema: &Schema) -> Vec<FixedList> {
-    schema
-        .arguments
-        .iter()
-        .enumerate()
-        .filter_map(|(index, arg)| {
-            let len = arg.ty.inner_list_len()?;
-            // Only a list directly under at most one `?` is checked; deeper nesting has no
-            // schema in PyTorch and is left to the kernel.
-            let plain = match arg.ty.shape() {
-                TypeShape::List(_) => true,
-                TypeShape::Optional(inner) => inner.list_len().is_some(),
-                TypeShape::Base(_) => false,
-            };
-            plain.then_some(FixedList { index, len })
-        })
-        .collect()
+impl FixedList {
+    /// Argument `index` is a list of `len` elements.
+    pub const fn new(index: usize, len: u32) -> FixedList {
+        FixedList { index, len }
+    }
+}
+
+/// The schema's fixed-size list arguments, for an op whose schema is known only at run time
+/// (a plugin's); leaked, as its entry is.
+pub(crate) fn fixed_lists(schema: &Schema) -> &'static [FixedList] {
+    let lists = schema.fixed_list_arguments();
+    if lists.is_empty() {
+        return &[];
+    }
+    lists
+        .into_iter()
+        .map(|(index, len)| FixedList::new(index, len))
+        .collect::<Vec<_>>()
+        .leak()
 }
 
 /// Checks (and broadcasts) every fixed-size list argument in `args`.
@@ -112,7 +116,7 @@ mod tests {
             StableValue::list(List::Int(vec![-2, -1])),
             StableValue::int(0),
         ];
-        check("f", &schema, &lists, &mut args).expect("fits");
+        check("f", &schema, lists, &mut args).expect("fits");
         assert!(matches!(args[0].as_list(), Some(List::Int(v)) if v == &[3, 3]));
 
         let mut short = vec![
@@ -121,7 +125,7 @@ mod tests {
             StableValue::list(List::Int(vec![])),
             StableValue::int(0),
         ];
-        let err = check("f", &schema, &lists, &mut short).expect_err("3 is not 2");
+        let err = check("f", &schema, lists, &mut short).expect_err("3 is not 2");
         assert_eq!(
             err.to_string(),
             "f expects argument #0 (stride) to be int[2] (a list of 2, or one value repeated), \

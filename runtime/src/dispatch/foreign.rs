@@ -24,7 +24,7 @@ use parking_lot::RwLock;
 
 use super::fixed_list;
 use super::key::DispatchKey;
-use super::registration::{KernelRegistration, LibraryKind, LibraryRegistration};
+use super::registration::{LibraryKind, LibraryRegistration};
 use super::registry::{check, KernelSlot, OpEntry};
 use crate::error::Site;
 use crate::value::StableValue;
@@ -392,23 +392,14 @@ impl Batch {
         }));
         let mut kernels = [None; DispatchKey::COUNT];
         for (slot, &index) in kernels.iter_mut().zip(&self.states[i].kernels) {
-            let Some(imp) = self.impls.get(index as usize) else {
+            // NO_IMPL, for a key with no kernel, is past every impl.
+            if self.impls.get(index as usize).is_none() {
                 continue;
-            };
-            let registration: &'static KernelRegistration =
-                Box::leak(Box::new(KernelRegistration {
-                    op: op.name,
-                    key: imp.key,
-                    kernel: foreign_only,
-                    typed: None,
-                    site: imp.site,
-                    function: imp.function,
-                }));
+            }
             *slot = Some(KernelSlot {
                 kernel: foreign_only,
                 typed: None,
                 foreign: Some(self.kernels.kernel(index as usize, schema)),
-                registration,
             });
         }
         Box::leak(Box::new(entry(
@@ -450,20 +441,11 @@ pub(crate) fn adopt(
         file: image,
         line: 0,
     };
-    let registration: &'static KernelRegistration = Box::leak(Box::new(KernelRegistration {
-        op: name,
-        key: DispatchKey::CompositeExplicit,
-        kernel: foreign_only,
-        typed: None,
-        site,
-        function: name,
-    }));
     let mut kernels = [None; DispatchKey::COUNT];
     kernels[DispatchKey::CompositeExplicit.index()] = Some(KernelSlot {
         kernel: foreign_only,
         typed: None,
         foreign: Some(kernel),
-        registration,
     });
     let entry: &'static OpEntry =
         Box::leak(Box::new(entry(name, schema, site, kernels, Some(image))));

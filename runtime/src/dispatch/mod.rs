@@ -2,7 +2,7 @@
 //! [`DispatchKey`], and the [`OpHandle`] callers resolve once and call many times.
 
 mod call;
-mod fixed_list;
+pub(crate) mod fixed_list;
 pub(crate) mod foreign;
 mod kernel;
 #[cfg(test)]
@@ -13,9 +13,11 @@ mod op;
 mod registration;
 pub(crate) mod registry;
 pub(crate) mod suggest;
+mod table;
 mod typed;
 
 pub use call::{FromOutput, FromStack, IntoStack};
+pub use fixed_list::FixedList;
 pub use kernel::{
     boxed_call, boxed_entry, take_last_error, BoxedKernelFn, BoxedOp, KernelArgs, KernelBody,
     KernelOutputs, STATUS_ERROR, STATUS_OK, STATUS_PANIC,

@@ -208,7 +208,7 @@ impl OpHandle {
             fixed_list::check(
                 entry.name,
                 entry.schema,
-                &entry.fixed_lists,
+                entry.fixed_lists,
                 stack.as_mut_slice(),
             )?;
         }
@@ -525,7 +525,10 @@ mod tests {
         let ops: &'static [OpDef] = Box::leak(Box::new([OpDef {
             name: Pick::NAME,
             schema: Pick::SCHEMA,
+            num_args: Pick::SCHEMA.arguments.len() as u32,
+            num_outputs: Pick::SCHEMA.returns.len() as u32,
             tensor_args: &[0],
+            fixed_lists: &[],
             tags: &[],
             site,
         }]));

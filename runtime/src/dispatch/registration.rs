@@ -3,6 +3,7 @@
 use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::Schema;
 
+use super::fixed_list::FixedList;
 use super::kernel::{BoxedKernelFn, BoxedOp};
 use super::key::DispatchKey;
 use super::typed::TypedKernel;
@@ -38,8 +39,15 @@ pub struct OpDef {
     pub name: &'static str,
     /// Its parsed schema.
     pub schema: &'static Schema,
+    /// Its schema's argument count. This and `num_outputs` are here so that registering an
+    /// op reads none of its schema.
+    pub num_args: u32,
+    /// Its schema's return count.
+    pub num_outputs: u32,
     /// [`Schema::tensor_arguments`]: the only arguments dispatch looks at.
     pub tensor_args: &'static [usize],
+    /// [`Schema::fixed_list_arguments`]: the lists the boxed boundary checks.
+    pub fixed_lists: &'static [FixedList],
     /// The tags `m.def_with_tags` gave the op (empty for a plain `m.def`).
     pub tags: &'static [OpTag],
     /// Where the `m.def` is.

@@ -9,24 +9,24 @@ use foldhash::fast::FixedState;
 use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::Schema;
 
-use super::fixed_list::{self, FixedList};
+use super::fixed_list::FixedList;
 use super::foreign::{self, ForeignKernel};
 use super::kernel::BoxedKernelFn;
 use super::key::DispatchKey;
 use super::registration::{KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration};
+use super::table::Table;
 use crate::error::Site;
 use crate::{Error, Result};
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KernelSlot {
     pub(crate) kernel: BoxedKernelFn,
-    /// The typed entry's key and erased fn (see `TypedKernel`).
+    /// The typed entry's key and erased fn (see `TypedKernel`), beside the boxed one so a
+    /// typed call reads nothing out of line.
     pub(crate) typed: Option<(TypeId, fn())>,
     /// A kernel behind another image's ABI (a plugin's), which the dispatcher calls instead of
     /// `kernel`.
     pub(crate) foreign: Option<&'static dyn ForeignKernel>,
-    /// Where it came from, for the duplicate checks (kept out of line: calls never read it).
-    pub(crate) registration: &'static KernelRegistration,
 }
 
 /// One op with its kernels. Leaked once at collection, so handles are `&'static`.
@@ -43,7 +43,7 @@ pub(crate) struct OpEntry {
     pub(crate) tensor_args: &'static [usize],
     /// The fixed-size list arguments (`int[2]`), checked at the boxed boundary; empty for
     /// nearly every op, so the call path tests one length.
-    pub(crate) fixed_lists: Vec<FixedList>,
+    pub(crate) fixed_lists: &'static [FixedList],
     pub(crate) tags: &'static [OpTag],
     /// The defining block's `m.set_python_module`, if any.
     pub(crate) python_module: Option<&'static str>,
@@ -144,7 +144,7 @@ pub(crate) fn collect(
 
 /// A registry under construction.
 struct Built {
-    ops: Vec<OpEntry>,
+    ops: Table<OpEntry>,
     index: Map<&'static str, usize>,
     errors: Vec<Error>,
 }
@@ -171,7 +171,7 @@ fn build(
     let mut errors = Vec::new();
     let mut definers: Map<&str, Site> = map_with_capacity(libraries.len());
     let count = libraries.iter().map(|lib| lib.ops.len()).sum();
-    let mut ops: Vec<OpEntry> = Vec::with_capacity(count);
+    let mut ops: Table<OpEntry> = Table::with_capacity(count);
     let mut index: Map<&'static str, usize> = map_with_capacity(count);
 
     for lib in libraries {
@@ -202,12 +202,12 @@ fn build(
                         schema: def.schema,
                         site: def.site,
                         kernels: [None; DispatchKey::COUNT],
-                        num_args: def.schema.arguments.len(),
-                        num_outputs: def.schema.returns.len(),
+                        num_args: def.num_args as usize,
+                        num_outputs: def.num_outputs as usize,
                         tensor_args: def.tensor_args,
                         tags: def.tags,
                         python_module: lib.python_module,
-                        fixed_lists: fixed_list::fixed_lists(def.schema),
+                        fixed_lists: def.fixed_lists,
                         image: None,
                     });
                 }
@@ -225,22 +225,24 @@ fn build(
             continue;
         };
         let slot = &mut entry.kernels[reg.key.index()];
-        match slot {
-            Some(existing) if existing.registration.function == reg.function => {}
-            Some(existing) => errors.push(Error::DuplicateImpl {
+        if slot.is_none() {
+            *slot = Some(KernelSlot {
+                kernel: reg.kernel,
+                typed: reg.typed.map(|t| (t.key(), t.erased())),
+                foreign: None,
+            });
+            continue;
+        }
+        // The slot was filled by the first registration for this op and key, in this order;
+        // only a clash looks for it, so the table keeps no pointer back to it.
+        let first = kernels.iter().find(|k| k.op == reg.op && k.key == reg.key);
+        if let Some(first) = first.filter(|first| first.function != reg.function) {
+            errors.push(Error::DuplicateImpl {
                 op: reg.op.to_string(),
                 key: reg.key.to_string(),
-                first: existing.registration.site,
+                first: first.site,
                 second: reg.site,
-            }),
-            None => {
-                *slot = Some(KernelSlot {
-                    kernel: reg.kernel,
-                    typed: reg.typed.map(|t| (t.key(), t.erased())),
-                    foreign: None,
-                    registration: reg,
-                })
-            }
+            });
         }
     }
     Built { ops, index, errors }
@@ -300,7 +302,10 @@ mod tests {
         OpDef {
             name: schema.qualified_name(ns).leak(),
             schema,
+            num_args: schema.arguments.len() as u32,
+            num_outputs: schema.returns.len() as u32,
             tensor_args: schema.tensor_arguments().leak(),
+            fixed_lists: crate::dispatch::fixed_list::fixed_lists(schema),
             tags: &[],
             site,
         }

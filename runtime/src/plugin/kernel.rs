@@ -335,7 +335,7 @@ mod tests {
             num_args: 1,
             num_outputs: 1,
             tensor_args: &[],
-            fixed_lists: Vec::new(),
+            fixed_lists: &[],
             tags: &[],
             python_module: None,
             image: Some("test.so"),

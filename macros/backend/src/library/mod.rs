@@ -94,6 +94,13 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
         let marker = naming::op_module(&op.marker, op.lit.span());
         let site = paths::site(op.lit.span());
         let tensor_args = op.schema.tensor_arguments();
+        let num_args = op.schema.arguments.len() as u32;
+        let num_outputs = op.schema.returns.len() as u32;
+        let fixed_lists = op
+            .schema
+            .fixed_list_arguments()
+            .into_iter()
+            .map(|(index, len)| quote!(::opbox::__private::FixedList::new(#index, #len)));
         let tags = op.tags.iter().map(|t| {
             let variant = Ident::new(t.variant_name(), op.lit.span());
             quote!(::opbox::__private::OpTag::#variant)
@@ -102,7 +109,10 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
             ::opbox::__private::OpDef {
                 name: <#markers_mod::#marker::Op as ::opbox::__private::OpSpec>::NAME,
                 schema: <#markers_mod::#marker::Op as ::opbox::__private::OpSpec>::SCHEMA,
+                num_args: #num_args,
+                num_outputs: #num_outputs,
                 tensor_args: &[#(#tensor_args),*],
+                fixed_lists: &[#(#fixed_lists),*],
                 tags: &[#(#tags),*],
                 site: #site,
             }

@@ -7,6 +7,8 @@ use std::any::Any;
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
+#[cfg(all(target_os = "linux", not(miri)))]
+use crate::huge_pages;
 use crate::tensor::lock::{ReadGuard, StorageLock, WriteGuard};
 use crate::tensor::storage::{too_big, Deleter, Memory};
 use crate::tensor::Device;
@@ -23,6 +25,14 @@ pub(crate) struct Chunk([u8; CPU_ALIGN]);
 
 const _: () = assert!(std::mem::align_of::<Chunk>() == CPU_ALIGN);
 const _: () = assert!(std::mem::size_of::<Chunk>() == CPU_ALIGN);
+
+/// Buffers from this size up are anonymous mappings with huge pages ([`huge_pages`]). A fresh
+/// buffer's pages are faulted in by its first write: at 4 KiB a page, a 64 MiB result costs
+/// 16,384 faults, which measured (a VM, `dsl::softmax` of [16384, 1024] f32) longer than the
+/// kernel that writes it; at 2 MiB a page it costs 32. Below this size the faults cost little,
+/// and the rounding up to whole huge pages would waste more than it saves.
+#[cfg(all(target_os = "linux", not(miri)))]
+const MAP_FROM: usize = 8 * huge_pages::HUGE_PAGE;
 
 /// Who frees the bytes.
 enum Owner {
@@ -56,7 +66,10 @@ unsafe impl Sync for HostMemory {}
 impl HostMemory {
     pub(crate) fn zeroed(nbytes: usize) -> Result<HostMemory> {
         #[cfg(all(target_os = "linux", not(miri)))]
-        if let Some((base, len)) = huge::map(nbytes) {
+        if let Some((base, len)) = (nbytes >= MAP_FROM)
+            .then(|| huge_pages::map(nbytes))
+            .flatten()
+        {
             return Ok(HostMemory {
                 lock: StorageLock::new(),
                 base,
@@ -161,7 +174,9 @@ impl Drop for HostMemory {
                 }
             }
             #[cfg(all(target_os = "linux", not(miri)))]
-            Owner::Mapped(len) => huge::unmap(self.base, *len),
+            // SAFETY: `base..base + len` is the mapping `zeroed` made, unmapped only here, when
+            // the last reference to its storage goes.
+            Owner::Mapped(len) => unsafe { huge_pages::unmap(self.base, *len) },
             Owner::Foreign(deleter) => {
                 let deleter = deleter.get_mut().unwrap_or_else(|p| p.into_inner()).take();
                 if let Some(deleter) = deleter {
@@ -217,55 +232,5 @@ pub(crate) struct HostWrite<'a> {
 impl HostWrite<'_> {
     pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
         self.bytes
-    }
-}
-
-/// Large buffers as anonymous mappings with transparent huge pages. A fresh buffer's pages are
-/// faulted in by its first write: at 4 KiB a page, a 64 MiB result costs 16,384 faults, which
-/// measured (a VM, `dsl::softmax` of [16384, 1024] f32) longer than the kernel that writes it;
-/// at 2 MiB a page it costs 32. The mapping is zeroed by the kernel, as `alloc_zeroed` is.
-#[cfg(all(target_os = "linux", not(miri)))]
-mod huge {
-    use std::ptr::NonNull;
-
-    /// The size of a huge page on the targets opbox runs on (x86-64 and aarch64 with 4 KiB base
-    /// pages); smaller buffers keep the global allocator.
-    const HUGE_PAGE: usize = 2 << 20;
-    /// Buffers from this size up are mapped: below it the faults cost little, and the rounding
-    /// up to whole huge pages would waste more than it saves.
-    const MAP_FROM: usize = 8 * HUGE_PAGE;
-
-    /// A zeroed mapping of at least `nbytes` (its length), or `None` to use the allocator.
-    pub(super) fn map(nbytes: usize) -> Option<(NonNull<u8>, usize)> {
-        if nbytes < MAP_FROM {
-            return None;
-        }
-        let len = nbytes.checked_next_multiple_of(HUGE_PAGE)?;
-        // SAFETY: an anonymous private mapping with no address hint has no preconditions; the
-        // result is checked for MAP_FAILED.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return None;
-        }
-        // SAFETY: `p..p + len` is the mapping just made. A failure (no THP in this kernel) only
-        // leaves base pages, so its result is ignored.
-        unsafe { libc::madvise(p, len, libc::MADV_HUGEPAGE) };
-        NonNull::new(p.cast::<u8>()).map(|base| (base, len))
-    }
-
-    /// Unmaps a buffer [`map`] made.
-    pub(super) fn unmap(base: NonNull<u8>, len: usize) {
-        // SAFETY: `base..base + len` is a mapping `map` made, unmapped only here, when the last
-        // reference to its storage goes.
-        unsafe { libc::munmap(base.as_ptr().cast(), len) };
     }
 }
