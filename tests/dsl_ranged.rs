@@ -100,7 +100,9 @@ fn f32s(n: usize, seed: u32) -> Tensor {
 }
 
 fn u32s(n: usize, seed: u32) -> Tensor {
-    let v: Vec<u32> = (0..n as u32).map(|j| j.wrapping_mul(seed) ^ 0x9e37).collect();
+    let v: Vec<u32> = (0..n as u32)
+        .map(|j| j.wrapping_mul(seed) ^ 0x9e37)
+        .collect();
     Tensor::from_vec(v, &[n]).expect("tensor")
 }
 
@@ -120,7 +122,11 @@ fn bits(t: &Tensor) -> Vec<u32> {
 fn shapes() -> Vec<(usize, [usize; 3], u32, u32)> {
     let mut out = Vec::new();
     for n in [0usize, 1, 5, 100, 300] {
-        for lens in [[n, n, n], [n + 3, n + 1, n + 7], [n + 4, n.saturating_sub(2), n + 4]] {
+        for lens in [
+            [n, n, n],
+            [n + 3, n + 1, n + 7],
+            [n + 4, n.saturating_sub(2), n + 4],
+        ] {
             for block in [1u32, 7, 64, 256] {
                 let cover = (n as u32).div_ceil(block).max(1);
                 for blocks in [cover.saturating_sub(1).max(1), cover, cover + 3] {
@@ -162,7 +168,9 @@ fn the_split_kernels_are_split_and_their_twins_not() {
 fn axpy_matches_the_plain_loop() {
     let _one = one_worker();
     for (n, [lx, ly, lo], block, blocks) in shapes() {
-        let cfg = LaunchConfig::for_elems(1).grid(blocks, 1, 1).block(block, 1, 1);
+        let cfg = LaunchConfig::for_elems(1)
+            .grid(blocks, 1, 1)
+            .block(block, 1, 1);
         let (x, y) = (f32s(lx, 7), f32s(ly, 13));
         let (a, b) = (f32s(lo, 3), f32s(lo, 3));
         let got = report(axpy::launch(cfg, &x, &y, &a, 1.5, n as u32));
@@ -178,7 +186,9 @@ fn offsets_match_the_plain_loop() {
     let _one = one_worker();
     for (n, [lx, _, lo], block, blocks) in shapes() {
         for k in [0u32, 1, 2, 5] {
-            let cfg = LaunchConfig::for_elems(1).grid(blocks, 1, 1).block(block, 1, 1);
+            let cfg = LaunchConfig::for_elems(1)
+                .grid(blocks, 1, 1)
+                .block(block, 1, 1);
             let x = f32s(lx, 11);
             let (a, b) = (f32s(lo, 5), f32s(lo, 5));
             let got = report(stencil::launch(cfg, &x, &a, n as u32, k));
@@ -194,7 +204,9 @@ fn offsets_match_the_plain_loop() {
 fn threads_run_in_order() {
     let _one = one_worker();
     for (n, [lx, _, ly], block, blocks) in shapes() {
-        let cfg = LaunchConfig::for_elems(1).grid(blocks, 1, 1).block(block, 1, 1);
+        let cfg = LaunchConfig::for_elems(1)
+            .grid(blocks, 1, 1)
+            .block(block, 1, 1);
         let x = u32s(lx, 2_246_822_519);
         let (a, b) = (u32s(ly, 3), u32s(ly, 3));
         let got = report(chain::launch(cfg, &a, &x, n as u32));
@@ -210,7 +222,9 @@ fn two_dimensional_blocks_and_a_length_guard() {
     let _one = one_worker();
     for (n, [lx, _, lo], block, blocks) in shapes() {
         let block = block.min(64);
-        let cfg = LaunchConfig::for_elems(1).grid(blocks, 2, 1).block(block, 3, 1);
+        let cfg = LaunchConfig::for_elems(1)
+            .grid(blocks, 2, 1)
+            .block(block, 3, 1);
         let x = u32s(lx, 77);
         let (a, b) = (u32s(lo, 9), u32s(lo, 9));
         let got = report(by_len::launch(cfg, &x, &a));

@@ -49,8 +49,14 @@ impl FastThreads {
     /// The block's threads whose global x id does not wrap.
     #[inline(always)]
     pub fn of(block: &ThreadCtx) -> FastThreads {
-        let dim = i128::from(block.block_dim[0]);
-        let base = i128::from(block.block_ids()[0]) * dim;
+        FastThreads::new(block.block_ids()[0], block.block_dim[0])
+    }
+
+    /// Block `block_x` of `dim` threads (x).
+    #[inline(always)]
+    fn new(block_x: u32, dim: u32) -> FastThreads {
+        let dim = i128::from(dim);
+        let base = i128::from(block_x) * dim;
         FastThreads {
             base,
             lo: 0,
@@ -138,5 +144,37 @@ impl ThreadCtx {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FastThreads;
+
+    #[test]
+    fn narrowing() {
+        // Block 2 of 100 threads: ids 200..300.
+        let t = FastThreads::new(2, 100);
+        assert_eq!(t.threads(), 0..100);
+        assert_eq!(t.index(0, 250).threads(), 0..50);
+        assert_eq!(t.index(-201, 1000).threads(), 1..100);
+        assert_eq!(t.index(5, 300).threads(), 0..95);
+        assert_eq!(t.below(260).at_least(210).threads(), 10..60);
+        // Nothing admitted: an empty range, never an inverted one.
+        assert_eq!(t.index(0, 150).threads(), 0..0);
+        assert_eq!(t.below(300).at_least(400).threads(), 0..0);
+        assert_eq!(t.index(-1000, 10).threads(), 0..0);
+    }
+
+    #[test]
+    fn ids_that_wrap_are_not_admitted() {
+        // Ids from 2^32 - 512 on: the last 256 of the block's 768 wrap.
+        let t = FastThreads::new(((1u64 << 32) / 768) as u32, 768);
+        let base = ((1u64 << 32) / 768) * 768;
+        let wrap = ((1u64 << 32) - base) as u32;
+        assert_eq!(t.threads(), 0..wrap);
+        assert_eq!(t.index(0, u32::MAX).threads(), 0..wrap - 1);
+        // A block entirely past 2^32.
+        assert_eq!(FastThreads::new(u32::MAX, 2).threads(), 0..0);
     }
 }
