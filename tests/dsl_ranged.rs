@@ -173,8 +173,8 @@ fn axpy_matches_the_plain_loop() {
             .block(block, 1, 1);
         let (x, y) = (f32s(lx, 7), f32s(ly, 13));
         let (a, b) = (f32s(lo, 3), f32s(lo, 3));
-        let got = report(axpy::launch(cfg, &x, &y, &a, 1.5, n as u32));
-        let want = report(axpy_plain::launch(cfg, &x, &y, &b, 1.5, n as u32));
+        let got = report(axpy::launch(cfg.clone(), &x, &y, &a, 1.5, n as u32));
+        let want = report(axpy_plain::launch(cfg.clone(), &x, &y, &b, 1.5, n as u32));
         let case = format!("n {n}, lens {lx} {ly} {lo}, block {block} x {blocks}");
         assert_eq!(got, want, "{case}");
         assert_eq!(bits(&a), bits(&b), "{case}");
@@ -191,8 +191,8 @@ fn offsets_match_the_plain_loop() {
                 .block(block, 1, 1);
             let x = f32s(lx, 11);
             let (a, b) = (f32s(lo, 5), f32s(lo, 5));
-            let got = report(stencil::launch(cfg, &x, &a, n as u32, k));
-            let want = report(stencil_plain::launch(cfg, &x, &b, n as u32, k));
+            let got = report(stencil::launch(cfg.clone(), &x, &a, n as u32, k));
+            let want = report(stencil_plain::launch(cfg.clone(), &x, &b, n as u32, k));
             let case = format!("n {n}, k {k}, lens {lx} {lo}, block {block} x {blocks}");
             assert_eq!(got, want, "{case}");
             assert_eq!(bits(&a), bits(&b), "{case}");
@@ -209,8 +209,8 @@ fn threads_run_in_order() {
             .block(block, 1, 1);
         let x = u32s(lx, 2_246_822_519);
         let (a, b) = (u32s(ly, 3), u32s(ly, 3));
-        let got = report(chain::launch(cfg, &a, &x, n as u32));
-        let want = report(chain_plain::launch(cfg, &b, &x, n as u32));
+        let got = report(chain::launch(cfg.clone(), &a, &x, n as u32));
+        let want = report(chain_plain::launch(cfg.clone(), &b, &x, n as u32));
         let case = format!("n {n}, lens {lx} {ly}, block {block} x {blocks}");
         assert_eq!(got, want, "{case}");
         assert_eq!(bits(&a), bits(&b), "{case}");
@@ -227,8 +227,8 @@ fn two_dimensional_blocks_and_a_length_guard() {
             .block(block, 3, 1);
         let x = u32s(lx, 77);
         let (a, b) = (u32s(lo, 9), u32s(lo, 9));
-        let got = report(by_len::launch(cfg, &x, &a));
-        let want = report(by_len_plain::launch(cfg, &x, &b));
+        let got = report(by_len::launch(cfg.clone(), &x, &a));
+        let want = report(by_len_plain::launch(cfg.clone(), &x, &b));
         let case = format!("n {n}, lens {lx} {lo}, block {block} x 3 x {blocks} x 2");
         assert_eq!(got, want, "{case}");
         assert_eq!(bits(&a), bits(&b), "{case}");
@@ -264,9 +264,9 @@ fn many_workers_match() {
     let (x, y) = (f32s(n, 7), f32s(n, 13));
     let (a, b) = (f32s(n, 3), f32s(n, 3));
     let cfg = LaunchConfig::for_elems(n);
-    axpy_plain::launch(cfg, &x, &y, &b, -0.75, n as u32).expect("plain");
+    axpy_plain::launch(cfg.clone(), &x, &y, &b, -0.75, n as u32).expect("plain");
     let _workers = WORKERS.lock().unwrap_or_else(|p| p.into_inner());
     std::env::set_var("OPBOX_CPU_THREADS", "4");
-    axpy::launch(cfg, &x, &y, &a, -0.75, n as u32).expect("split");
+    axpy::launch(cfg.clone(), &x, &y, &a, -0.75, n as u32).expect("split");
     assert_eq!(bits(&a), bits(&b));
 }
