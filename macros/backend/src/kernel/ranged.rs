@@ -212,27 +212,44 @@ impl Proof {
     /// wrap, so the index is `id + k` modulo 2^32; a thread admitted only where that sum is
     /// inside a buffer (so below 2^32) sees exactly it.
     fn offset(&self, e: &syn::Expr) -> Option<TokenStream> {
+        let mut terms = Vec::new();
+        self.terms(e, &mut terms)?;
+        let mut k = quote!();
+        for (i, (minus, v)) in terms.into_iter().enumerate() {
+            k = match (i, minus) {
+                (0, false) => v,
+                (0, true) => quote!(-#v),
+                (_, false) => quote!(#k + #v),
+                (_, true) => quote!(#k - #v),
+            };
+        }
+        Some(if k.is_empty() { quote!(0) } else { k })
+    }
+
+    /// The invariant terms of `e` (`id + k1 - k2 ..`), each with whether it is subtracted.
+    fn terms(&self, e: &syn::Expr, out: &mut Vec<(bool, TokenStream)>) -> Option<()> {
         if self.is_id(e) {
-            return Some(quote!(0i128));
+            return Some(());
         }
         let syn::Expr::Binary(b) = strip(e) else {
             return None;
         };
         match b.op {
             syn::BinOp::Add(_) if self.invariant(&b.right) => {
-                let (k, v) = (self.offset(&b.left)?, self.exact(&b.right));
-                Some(quote!((#k + #v)))
+                self.terms(&b.left, out)?;
+                out.push((false, self.exact(&b.right)));
             }
             syn::BinOp::Add(_) if self.invariant(&b.left) => {
-                let (k, v) = (self.offset(&b.right)?, self.exact(&b.left));
-                Some(quote!((#k + #v)))
+                out.push((false, self.exact(&b.left)));
+                self.terms(&b.right, out)?;
             }
             syn::BinOp::Sub(_) if self.invariant(&b.right) => {
-                let (k, v) = (self.offset(&b.left)?, self.exact(&b.right));
-                Some(quote!((#k - #v)))
+                self.terms(&b.left, out)?;
+                out.push((true, self.exact(&b.right)));
             }
-            _ => None,
+            _ => return None,
         }
+        Some(())
     }
 
     /// `id < b`, `b > id`, `id >= b`, ... as a bound, negated when `negate`.

@@ -51,9 +51,9 @@ fn axpy_is_split_with_its_guard_folded() {
     for expected in [
         "FastThreads::of(__opbox_block)",
         "below(::opbox::__private::dsl::ranged::exact::<u32>(n))",
-        "index(0i128, out.len())",
-        "index(0i128, x.len())",
-        "index(0i128, y.len())",
+        "index(0, out.len())",
+        "index(0, x.len())",
+        "index(0, y.len())",
         "if __OPBOX_FAST || (i < n)",
         "let __opbox_i = i;",
         ">::new(__opbox_i)",
@@ -79,9 +79,9 @@ fn offsets_and_early_returns_narrow_the_range() {
         "below(::opbox::__private::dsl::ranged::exact::<u32>(n))",
         "at_least(::opbox::__private::dsl::ranged::exact::<u32>(1))",
         "if !__OPBOX_FAST && (i >= n || 1 > i)",
-        "index((0i128 - ::opbox::__private::dsl::ranged::exact::<u32>(1)), out.len())",
-        "index((0i128 + ::opbox::__private::dsl::ranged::exact::<u32>(k)), x.len())",
-        "index(((0i128 + ::opbox::__private::dsl::ranged::exact::<u32>(2)) - ::opbox::__private::dsl::ranged::exact::<u32>(1)), x.len())",
+        "index(-::opbox::__private::dsl::ranged::exact::<u32>(1), out.len())",
+        "index(::opbox::__private::dsl::ranged::exact::<u32>(k), x.len())",
+        "index(::opbox::__private::dsl::ranged::exact::<u32>(2) - ::opbox::__private::dsl::ranged::exact::<u32>(1), x.len())",
     ] {
         assert!(has(&out, expected), "missing `{expected}` in:\n{out}");
     }
