@@ -74,13 +74,16 @@ pub(crate) fn split(
         narrow: Vec::new(),
         d: d.clone(),
     };
-    // Before the id's `let`, no index can be proven.
+    // Before the id's `let`, no index can be proven and no guard is on the id: visited as dead
+    // code, only to count buffer indices.
+    p.dead = true;
     for s in &mut body.stmts[..at] {
         p.visit_stmt_mut(s);
     }
     if p.sites > 0 {
         return None;
     }
+    p.dead = false;
     for s in &mut body.stmts[at + 1..] {
         p.visit_stmt_mut(s);
     }

@@ -102,6 +102,8 @@ fn bodies_outside_the_proof_keep_the_plain_loop() {
         quote! { fn k(x: In<[f32]>, out: Out<[f32]>) { let i = global_id_y(); out[i] = x[i]; } },
         // A vector load keeps its own check.
         quote! { fn k(x: In<[f32]>, out: Out<[f32]>) { let i = global_id_x(); let v = x.load4(i); out[i] = v.x; } },
+        // An index before the id's `let`.
+        quote! { fn k(x: In<[f32]>, out: Out<[f32]>, n: u32) { out[0] = x[0]; let i = global_id_x(); out[i] = x[i]; } },
         // A barrier.
         quote! { fn k(x: In<[f32]>, out: Out<[f32]>) { let i = global_id_x(); let v = x[i]; sync_threads(); out[i] = v; } },
     ];
