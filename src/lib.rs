@@ -338,7 +338,7 @@ pub mod __private {
     /// What `#[kernel]` and `#[device]` expansions name.
     pub mod dsl {
         pub use opbox_codegen::cuda::dsl::{dsl_build_options, DslBody, DslCode, DslFn};
-        pub use opbox_runtime::backend::cpu::dsl::{args, fission, grid, local, ops};
+        pub use opbox_runtime::backend::cpu::dsl::{args, fission, grid, local, ops, ranged};
         pub use opbox_runtime::kernel::PreparedLaunch;
     }
 

@@ -92,6 +92,17 @@ macro_rules! view {
                 unsafe { &*(self.raw.addr as *const E).add(at) }
             }
         }
+
+        impl<E, const FAST: bool, I: DslIndex> Index<Proven<FAST, I>> for $name<[E]> {
+            type Output = E;
+            #[inline(always)]
+            fn index(&self, p: Proven<FAST, I>) -> &E {
+                let at = p.offset(self.raw);
+                // SAFETY: `at` is inside the buffer (`Proven::offset`), which `__from_raw`'s
+                // caller keeps valid for the view's use.
+                unsafe { &*(self.raw.addr as *const E).add(at) }
+            }
+        }
     };
     (@mutable $name:ident) => {
         impl<E, I: DslIndex> IndexMut<I> for $name<[E]> {
@@ -100,6 +111,15 @@ macro_rules! view {
                 let at = checked(self.raw, i);
                 // SAFETY: as for `index`; the buffer is written only through views, one element
                 // per thread as on the GPU (two threads writing one element race there too).
+                unsafe { &mut *(self.raw.addr as *mut E).add(at) }
+            }
+        }
+
+        impl<E, const FAST: bool, I: DslIndex> IndexMut<Proven<FAST, I>> for $name<[E]> {
+            #[inline(always)]
+            fn index_mut(&mut self, p: Proven<FAST, I>) -> &mut E {
+                let at = p.offset(self.raw);
+                // SAFETY: as for `index_mut` above.
                 unsafe { &mut *(self.raw.addr as *mut E).add(at) }
             }
         }
@@ -223,6 +243,43 @@ macro_rules! atomic_views {
     )*};
 }
 atomic_views!(Out, InOut);
+
+/// An index of the CPU build's split thread loop (`backend::cpu::dsl::ranged`): with `FAST`, one
+/// the macro proved inside its buffer for every thread the loop runs that way, used unchecked so
+/// that the loop vectorizes; without, an ordinary checked index.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Proven<const FAST: bool, I>(I);
+
+impl<const FAST: bool, I: DslIndex> Proven<FAST, I> {
+    /// # Safety
+    /// With `FAST`, `i` is inside (`0 <= i < len`) every buffer it indexes.
+    #[inline(always)]
+    pub unsafe fn new(i: I) -> Self {
+        Proven(i)
+    }
+
+    #[inline(always)]
+    fn offset(self, raw: RawSlice) -> usize {
+        if !FAST {
+            return checked(raw, self.0);
+        }
+        match self.0.offset() {
+            Ok(at) => {
+                // A wrong proof is the macro's bug: debug builds (the tests) report it.
+                debug_assert!(
+                    at < raw.len,
+                    "opbox: proven index {at} outside a buffer of {}",
+                    raw.len
+                );
+                at as usize
+            }
+            // SAFETY: `new`'s caller proved the index inside the buffer, so not negative nor
+            // past `u32::MAX`.
+            Err(_) => unsafe { std::hint::unreachable_unchecked() },
+        }
+    }
+}
 
 /// `i` as an offset into `raw`, or the launch stops (see [`OutOfBounds`]).
 #[inline(always)]

@@ -6,7 +6,7 @@
 //! - `HANDLE` carrying the CPU entry, which locks the tensors, reads the arguments back from the
 //!   checked launch and runs the body (`__opbox_body`, the CPU build) over the grid.
 
-use opbox_codegen::cuda::{ParamKind, LEN_SUFFIX};
+use opbox_codegen::cuda::{ElemType, ParamKind, LEN_SUFFIX};
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::spanned::Spanned;
@@ -16,6 +16,7 @@ use super::cpp::Cpp;
 use super::cpu::{rewrite, rewrite_kernel};
 use super::ir::{Elem, Ty};
 use super::lower::Lowering;
+use super::ranged::RangeParams;
 use crate::errors::Errors;
 use crate::extern_kernel::expand::{kernel_module, ModuleSpec};
 use crate::extern_kernel::SourceLoader;
@@ -405,7 +406,29 @@ fn emit(
         clean.attrs.clear();
         body_params.push(body_param(&clean, ty));
     }
-    let body = rewrite_kernel(&func.block);
+    // A barrier-free body whose indices the macro can bound runs its blocks' threads split in
+    // a checked part and a proven part (`super::ranged`).
+    let ranged = if barriers {
+        None
+    } else {
+        let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
+        let mut views = Vec::new();
+        let mut scalars = Vec::new();
+        for (p, (_, ty)) in params.iter().zip(tys) {
+            match ty {
+                Ty::Slice(_, writable) => views.push((p.name.to_string(), *writable)),
+                Ty::Prim(ElemType::U32) => scalars.push(p.name.to_string()),
+                _ => {}
+            }
+        }
+        let rp = RangeParams {
+            all: &names,
+            views,
+            scalars,
+        };
+        super::ranged::split(&func.block, &rp, &d)
+    };
+    let body = rewrite_kernel(ranged.as_ref().map_or(&func.block, |r| &r.body));
     let needs = opbox_codegen::cuda::dsl::needed_sections(text);
     // The user's lint levels apply to the body, which now lives in `__opbox_body`.
     let lints = func.attrs.iter().filter(|a| {
@@ -413,14 +436,33 @@ fn emit(
             .iter()
             .any(|l| a.path().is_ident(l))
     });
-    let run_block = match &split {
-        Some(_) => quote! {
+    let run_block = match (&split, &ranged) {
+        (None, Some(r)) => {
+            let narrow = &r.narrow;
+            quote! {
+                #d::grid::run_grid(prepared, |__opbox_block: &#d::grid::ThreadCtx| {
+                    #(#views)*
+                    let __opbox_fast = #d::ranged::FastThreads::of(__opbox_block)#(.#narrow)*;
+                    // SAFETY: `__opbox_fast` admits only the threads for which every index
+                    // `__opbox_body::<true>` leaves unchecked is inside its buffer.
+                    unsafe {
+                        __opbox_block.each_thread_split(
+                            #publish,
+                            __opbox_fast,
+                            #[inline(always)] move |__opbox_ctx| __opbox_body::<true>(__opbox_ctx, #(#call_args),*),
+                            #[inline(always)] move |__opbox_ctx| __opbox_body::<false>(__opbox_ctx, #(#call_args),*),
+                        )
+                    }
+                })
+            }
+        }
+        (Some(_), _) => quote! {
             #d::grid::run_grid(prepared, |__opbox_block: &#d::grid::ThreadCtx| {
                 #(#views)*
                 __opbox_block_body(__opbox_block, #(#call_args),*);
             })
         },
-        None => quote! {
+        (None, None) => quote! {
             #d::grid::run_grid(prepared, |__opbox_block: &#d::grid::ThreadCtx| {
                 #(#views)*
                 __opbox_block.#each_thread(#publish, #[inline(always)] move |__opbox_ctx| __opbox_body(__opbox_ctx, #(#call_args),*));
@@ -443,15 +485,20 @@ fn emit(
         "split at barriers"
     } else if barriers {
         "coroutines"
+    } else if ranged.is_some() {
+        "split thread loop"
     } else {
         "thread loop"
     };
+    let fast_param = ranged.as_ref().map(|_| quote!(<const __OPBOX_FAST: bool>));
     let extra = quote! {
         #block_body
 
-        /// How the CPU build runs a block's threads: `"thread loop"` (no barriers), `"split at
-        /// barriers"` (each piece between barriers and warp exchanges for every thread in
-        /// turn) or `"coroutines"` (a body the split does not cover).
+        /// How the CPU build runs a block's threads: `"thread loop"` (no barriers), `"split
+        /// thread loop"` (no barriers, and the threads whose indices the macro proved inside
+        /// their buffers run unchecked), `"split at barriers"` (each piece between barriers and
+        /// warp exchanges for every thread in turn) or `"coroutines"` (a body the split does
+        /// not cover).
         pub const CPU_BUILD: &str = #cpu_build;
 
         static __OPBOX_CODE: #d::DslCode = #d::DslCode {
@@ -477,7 +524,7 @@ fn emit(
         #(#lints)*
         #[inline(always)]
         #[allow(unused_mut, unused_variables, unused_parens, non_snake_case, clippy::all)]
-        fn __opbox_body(__opbox_ctx: &#d::grid::ThreadCtx, #(#body_params),*) #body
+        fn __opbox_body #fast_param (__opbox_ctx: &#d::grid::ThreadCtx, #(#body_params),*) #body
     };
     kernel_module(
         &ModuleSpec {

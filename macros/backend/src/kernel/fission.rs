@@ -64,14 +64,7 @@ pub(crate) fn split(
     publish: bool,
     d: &TokenStream,
 ) -> Option<TokenStream> {
-    let mut names = Bindings(params.to_vec());
-    names.visit_block(block);
-    let mut rebound: Vec<String> = Vec::new();
-    for (i, n) in names.0.iter().enumerate() {
-        if names.0[..i].contains(n) && !rebound.contains(n) {
-            rebound.push(n.clone());
-        }
-    }
+    let rebound = rebound(block, params);
     let mut s = Split {
         rw: KernelRewrite::new(),
         locals: Vec::new(),
@@ -686,6 +679,20 @@ fn pure(e: &syn::Expr, names: &mut Vec<String>) -> bool {
         }
         _ => false,
     }
+}
+
+/// The names bound more than once in `block`, `params` included (see [`Bindings`]): a name
+/// outside this list means one binding wherever it is read.
+pub(super) fn rebound(block: &syn::Block, params: &[String]) -> Vec<String> {
+    let mut names = Bindings(params.to_vec());
+    names.visit_block(block);
+    let mut rebound: Vec<String> = Vec::new();
+    for (i, n) in names.0.iter().enumerate() {
+        if names.0[..i].contains(n) && !rebound.contains(n) {
+            rebound.push(n.clone());
+        }
+    }
+    rebound
 }
 
 /// Every name a pattern binds in a body, in order, repeats kept; a name assigned to (a `mut`

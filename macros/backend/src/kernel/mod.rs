@@ -16,6 +16,7 @@ mod expand;
 mod fission;
 mod ir;
 mod lower;
+mod ranged;
 
 use proc_macro2::TokenStream;
 

@@ -6,6 +6,7 @@ mod kernel;
 mod kernel_group;
 mod library;
 mod native;
+mod ranged;
 
 use proc_macro2::TokenStream;
 

@@ -1,5 +1,5 @@
 //! The CPU build's grid: blocks in parallel across cores (`std::thread::scope`, each worker
-//! taking the next block from a shared counter), the threads of a block in order on one worker,
+//! taking the next run of blocks from a shared counter), the threads of a block in order on one worker,
 //! `x` fastest. Each thread's indices are in a [`ThreadCtx`], which a kernel's body reads (the
 //! DSL's `global_id_x()`, `thread_id_y()`, ...); `#[device]` fns read it through a thread-local.
 //!
@@ -265,15 +265,29 @@ pub fn run_grid<F: Fn(&ThreadCtx) + Sync>(prepared: &PreparedLaunch<'_>, run: F)
             coop: std::ptr::null(),
         });
     };
+    let n = workers(blocks);
+    // Blocks are claimed a run at a time: the counter's locked add waits for the worker's
+    // pending stores, which took longer than a short block's work (a third of axpy's time at
+    // 256 threads a block). A run of 1/64 of a worker's share still balances the workers.
+    let run = (blocks / (n as u64 * 64)).max(1);
     let worker = || loop {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let b = next.fetch_add(1, Ordering::Relaxed);
-        if b >= blocks {
+        let first = next.fetch_add(run, Ordering::Relaxed);
+        if first >= blocks {
             break;
         }
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_block(b))) {
+        let last = blocks.min(first + run);
+        let claimed = || {
+            for b in first..last {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                run_block(b);
+            }
+        };
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(claimed)) {
             stop.store(true, Ordering::Relaxed);
             let err = unwind_error(prepared, payload);
             let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
@@ -281,7 +295,6 @@ pub fn run_grid<F: Fn(&ThreadCtx) + Sync>(prepared: &PreparedLaunch<'_>, run: F)
             break;
         }
     };
-    let n = workers(blocks);
     if n == 1 {
         worker();
     } else {

@@ -9,6 +9,8 @@
 //! - [`grid`]: blocks across cores, threads in order, the thread-index functions;
 //! - [`fission`]: a body split at its barriers and warp exchanges, each piece run for every
 //!   thread of the block in turn (what the macro emits where it can);
+//! - [`ranged`]: a barrier-free body's threads split into a checked part and a proven part, the
+//!   latter run with its indices unchecked (what the macro emits where it can prove them);
 //! - [`coop`]: a block's threads as coroutines, for the barrier kernels the split does not cover;
 //! - [`shared`]: a block's shared memory;
 //! - [`local`]: a thread's local arrays (`let mut v = [0.0f32; N];`);
@@ -21,6 +23,7 @@ pub mod fission;
 pub mod grid;
 pub mod local;
 pub mod ops;
+pub mod ranged;
 pub mod shared;
 pub mod warp;
 
