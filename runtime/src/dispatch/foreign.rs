@@ -25,7 +25,7 @@ use parking_lot::RwLock;
 use super::fixed_list;
 use super::key::DispatchKey;
 use super::registration::{LibraryKind, LibraryRegistration};
-use super::registry::{check, KernelSlot, OpEntry};
+use super::registry::{check, ForeignSlots, KernelSlot, OpEntry};
 use crate::error::Site;
 use crate::value::StableValue;
 use crate::{Error, Result};
@@ -390,23 +390,18 @@ impl Batch {
             arguments: Cow::Borrowed(op.signature.arguments),
             returns: Cow::Borrowed(op.signature.returns),
         }));
-        let mut kernels = [None; DispatchKey::COUNT];
-        for (slot, &index) in kernels.iter_mut().zip(&self.states[i].kernels) {
+        let mut foreign: ForeignSlots = [None; DispatchKey::COUNT];
+        for (kernel, &index) in foreign.iter_mut().zip(&self.states[i].kernels) {
             // NO_IMPL, for a key with no kernel, is past every impl.
-            if self.impls.get(index as usize).is_none() {
-                continue;
+            if self.impls.get(index as usize).is_some() {
+                *kernel = Some(self.kernels.kernel(index as usize, schema));
             }
-            *slot = Some(KernelSlot {
-                kernel: foreign_only,
-                typed: None,
-                foreign: Some(self.kernels.kernel(index as usize, schema)),
-            });
         }
         Box::leak(Box::new(entry(
             op.name,
             schema,
             site_of(&self.libraries, op),
-            kernels,
+            Box::leak(Box::new(foreign)),
             Some(self.image),
         )))
     }
@@ -441,31 +436,39 @@ pub(crate) fn adopt(
         file: image,
         line: 0,
     };
-    let mut kernels = [None; DispatchKey::COUNT];
-    kernels[DispatchKey::CompositeExplicit.index()] = Some(KernelSlot {
-        kernel: foreign_only,
-        typed: None,
-        foreign: Some(kernel),
-    });
-    let entry: &'static OpEntry =
-        Box::leak(Box::new(entry(name, schema, site, kernels, Some(image))));
+    let mut kernels: ForeignSlots = [None; DispatchKey::COUNT];
+    kernels[DispatchKey::CompositeExplicit.index()] = Some(kernel);
+    let entry: &'static OpEntry = Box::leak(Box::new(entry(
+        name,
+        schema,
+        site,
+        Box::leak(Box::new(kernels)),
+        Some(image),
+    )));
     foreign.index.insert(name, Slot::Ready(entry));
     foreign.listed.push(Listed::Op(entry));
     entry
 }
 
+/// The entry of another image's op: a slot that runs `foreign_only` wherever `foreign` has a
+/// kernel, which the dispatcher calls instead.
 fn entry(
     name: &'static str,
     schema: &'static Schema,
     site: Site,
-    kernels: [Option<KernelSlot>; DispatchKey::COUNT],
+    foreign: &'static ForeignSlots,
     image: Option<&'static str>,
 ) -> OpEntry {
+    let slot = KernelSlot {
+        kernel: foreign_only,
+        typed: None,
+    };
     OpEntry {
         name,
         schema,
         site,
-        kernels,
+        kernels: foreign.map(|k| k.map(|_| slot)),
+        foreign: Some(foreign),
         num_args: schema.arguments.len(),
         num_outputs: schema.returns.len(),
         tensor_args: schema.tensor_arguments().leak(),

@@ -120,7 +120,7 @@ impl OpHandle {
         // An op with fixed-size lists takes the boxed path, where their lengths are checked.
         if let (Some(device), true) = (devices.single(), self.entry.fixed_lists.is_empty()) {
             let key = device.map_or(DispatchKey::CPU, DispatchKey::for_device);
-            if let Some(slot) = self.entry.slot_for(key) {
+            if let Some((_, slot)) = self.entry.slot_for(key) {
                 if let Some((id, erased)) = slot.typed {
                     if id == type_id::<(A::Key, R)>() {
                         // SAFETY: the slot's key is `(A's key, R)`, which TypedKernel's contract
@@ -216,12 +216,12 @@ impl OpHandle {
             Some(device) => DispatchKey::for_device(device),
             None => key.unwrap_or(DispatchKey::CPU),
         };
-        let Some(slot) = entry.slot_for(key) else {
+        let Some((index, slot)) = entry.slot_for(key) else {
             return Err(no_kernel_error(entry, key));
         };
         let num_outputs = entry.num_outputs;
-        if let Some(foreign) = slot.foreign {
-            return call_foreign(entry, foreign, stack);
+        if let Some(foreign) = entry.foreign {
+            return call_foreign(entry, foreign[index], stack);
         }
         let kernel = slot.kernel;
         let base = stack.reserve_outputs(num_outputs);
@@ -244,9 +244,16 @@ impl OpHandle {
 #[inline(never)]
 fn call_foreign(
     entry: &'static OpEntry,
-    foreign: &'static dyn foreign::ForeignKernel,
+    foreign: Option<&'static dyn foreign::ForeignKernel>,
     stack: &mut Stack,
 ) -> Result<()> {
+    // An entry of another image has a foreign kernel in every slot it fills.
+    let Some(foreign) = foreign else {
+        return Err(Error::Unsupported(format!(
+            "'{}' is another image's op, but its kernel for this key is missing",
+            entry.name
+        )));
+    };
     // The outputs, and the guard slot the kernel must leave None.
     stack.reserve_outputs(entry.num_outputs + 1);
     foreign.call(entry, stack.as_mut_slice())?;

@@ -24,10 +24,11 @@ pub(crate) struct KernelSlot {
     /// The typed entry's key and erased fn (see `TypedKernel`), beside the boxed one so a
     /// typed call reads nothing out of line.
     pub(crate) typed: Option<(TypeId, fn())>,
-    /// A kernel behind another image's ABI (a plugin's), which the dispatcher calls instead of
-    /// `kernel`.
-    pub(crate) foreign: Option<&'static dyn ForeignKernel>,
 }
+
+/// A plugin op's kernels (or, in a plugin, the host's), by dispatch key: behind another
+/// image's ABI, which the dispatcher calls instead of the slots' boxed entries.
+pub(crate) type ForeignSlots = [Option<&'static dyn ForeignKernel>; DispatchKey::COUNT];
 
 /// One op with its kernels. Leaked once at collection, so handles are `&'static`.
 #[derive(Debug)]
@@ -36,6 +37,9 @@ pub(crate) struct OpEntry {
     pub(crate) schema: &'static Schema,
     pub(crate) site: Site,
     pub(crate) kernels: [Option<KernelSlot>; DispatchKey::COUNT],
+    /// Set for an op of another image only: one pointer here rather than one in every slot
+    /// keeps the table of a large library small.
+    pub(crate) foreign: Option<&'static ForeignSlots>,
     /// The schema's argument and return counts, beside the kernels so a call reads no schema.
     pub(crate) num_args: usize,
     pub(crate) num_outputs: usize,
@@ -52,12 +56,15 @@ pub(crate) struct OpEntry {
 }
 
 impl OpEntry {
-    /// The exact key's kernel slot, else the CompositeExplicit one.
+    /// The exact key's kernel slot, else the CompositeExplicit one, with its index.
     #[inline]
-    pub(crate) fn slot_for(&self, key: DispatchKey) -> Option<&KernelSlot> {
-        self.kernels[key.index()]
-            .as_ref()
-            .or(self.kernels[DispatchKey::CompositeExplicit.index()].as_ref())
+    pub(crate) fn slot_for(&self, key: DispatchKey) -> Option<(usize, &KernelSlot)> {
+        let exact = key.index();
+        if let Some(slot) = &self.kernels[exact] {
+            return Some((exact, slot));
+        }
+        let fallback = DispatchKey::CompositeExplicit.index();
+        self.kernels[fallback].as_ref().map(|slot| (fallback, slot))
     }
 
     pub(crate) fn available_keys(&self) -> Vec<String> {
@@ -202,6 +209,7 @@ fn build(
                         schema: def.schema,
                         site: def.site,
                         kernels: [None; DispatchKey::COUNT],
+                        foreign: None,
                         num_args: def.num_args as usize,
                         num_outputs: def.num_outputs as usize,
                         tensor_args: def.tensor_args,
@@ -229,7 +237,6 @@ fn build(
             *slot = Some(KernelSlot {
                 kernel: reg.kernel,
                 typed: reg.typed.map(|t| (t.key(), t.erased())),
-                foreign: None,
             });
             continue;
         }

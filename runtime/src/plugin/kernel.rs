@@ -332,6 +332,7 @@ mod tests {
                 line: 1,
             },
             kernels: [None; DispatchKey::COUNT],
+            foreign: None,
             num_args: 1,
             num_outputs: 1,
             tensor_args: &[],

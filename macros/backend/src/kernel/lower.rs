@@ -1665,7 +1665,8 @@ fn is_simple_if(ei: &syn::ExprIf) -> bool {
     }
 }
 
-fn strip_parens(e: &syn::Expr) -> &syn::Expr {
+/// `e` without the parentheses and invisible groups around it.
+pub(super) fn strip_parens(e: &syn::Expr) -> &syn::Expr {
     match e {
         syn::Expr::Paren(p) => strip_parens(&p.expr),
         syn::Expr::Group(g) => strip_parens(&g.expr),

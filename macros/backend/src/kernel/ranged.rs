@@ -17,6 +17,7 @@ use syn::visit_mut::{self, VisitMut};
 
 use super::cpu::KernelRewrite;
 use super::fission::rebound;
+use super::lower::strip_parens as strip;
 
 /// The body with its proven indices and folded guards, and the narrowing calls that compute
 /// the threads it may run (`FastThreads::of(block).index(..).below(..)`).
@@ -130,14 +131,6 @@ fn id_let(s: &syn::Stmt) -> Option<syn::Ident> {
             Some(p.ident.clone())
         }
         _ => None,
-    }
-}
-
-fn strip(e: &syn::Expr) -> &syn::Expr {
-    match e {
-        syn::Expr::Paren(p) => strip(&p.expr),
-        syn::Expr::Group(g) => strip(&g.expr),
-        e => e,
     }
 }
 
