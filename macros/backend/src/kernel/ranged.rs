@@ -201,7 +201,7 @@ impl Proof {
     fn exact(&self, v: &syn::Expr) -> TokenStream {
         let d = &self.d;
         let v = KernelRewrite::new().expr(v);
-        quote!(#d::ranged::exact::<u32>(#v))
+        quote!(#d::ranged::exact(#v))
     }
 
     /// `e` as `id + k`: the exact `k` (`None` when `e` is not of that form). The DSL's `+ -`

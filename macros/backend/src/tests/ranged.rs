@@ -50,7 +50,7 @@ fn axpy_is_split_with_its_guard_folded() {
     assert!(split(&out), "{out}");
     for expected in [
         "FastThreads::of(__opbox_block)",
-        "below(::opbox::__private::dsl::ranged::exact::<u32>(n))",
+        "below(::opbox::__private::dsl::ranged::exact(n))",
         "index(0, out.len())",
         "index(0, x.len())",
         "index(0, y.len())",
@@ -76,12 +76,12 @@ fn offsets_and_early_returns_narrow_the_range() {
     });
     assert!(split(&out), "{out}");
     for expected in [
-        "below(::opbox::__private::dsl::ranged::exact::<u32>(n))",
-        "at_least(::opbox::__private::dsl::ranged::exact::<u32>(1))",
+        "below(::opbox::__private::dsl::ranged::exact(n))",
+        "at_least(::opbox::__private::dsl::ranged::exact(1))",
         "if !__OPBOX_FAST && (i >= n || 1 > i)",
-        "index(-::opbox::__private::dsl::ranged::exact::<u32>(1), out.len())",
-        "index(::opbox::__private::dsl::ranged::exact::<u32>(k), x.len())",
-        "index(::opbox::__private::dsl::ranged::exact::<u32>(2) - ::opbox::__private::dsl::ranged::exact::<u32>(1), x.len())",
+        "index(-::opbox::__private::dsl::ranged::exact(1), out.len())",
+        "index(::opbox::__private::dsl::ranged::exact(k), x.len())",
+        "index(::opbox::__private::dsl::ranged::exact(2) - ::opbox::__private::dsl::ranged::exact(1), x.len())",
     ] {
         assert!(has(&out, expected), "missing `{expected}` in:\n{out}");
     }

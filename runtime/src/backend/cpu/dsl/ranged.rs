@@ -11,28 +11,12 @@ use std::ops::Range;
 use super::grid::{Published, ThreadCtx};
 pub use crate::kernel::view::Proven;
 
-/// The exact value of an integer a guard or an index offset is made of.
-pub trait Exact: Copy {
-    /// The value as an `i128`, which holds every one.
-    fn exact(self) -> i128;
-}
-
-macro_rules! exact {
-    ($($t:ty),*) => {$(
-        impl Exact for $t {
-            #[inline(always)]
-            fn exact(self) -> i128 {
-                self as i128
-            }
-        }
-    )*};
-}
-exact!(u32, i32, u64, i64, usize);
-
-/// `v`'s exact value.
+/// The exact value of a `u32` a guard or an index offset is made of (the macro admits only
+/// `u32` params, literals and buffer lengths), as an `i128`, in which their sums and
+/// differences cannot wrap.
 #[inline(always)]
-pub fn exact<T: Exact>(v: T) -> i128 {
-    v.exact()
+pub fn exact(v: u32) -> i128 {
+    i128::from(v)
 }
 
 /// Threads `lo..hi` of a block (x index) narrowed by each constraint; `base + t` is the global x
