@@ -248,21 +248,45 @@ pub fn dsl_sections() -> [(Vec<String>, &'static str); 3] {
 }
 
 const DSL_VEC4: &str = r#"namespace opbox_dsl {
-// `x.load4(i)` / `y.store4(i, v)`: elements 4i..4i+3 of an f32 slice as one 16-byte float4
-// access. Every slice they reach is 16-byte aligned: a kernel parameter's launch checks it
-// (`VectorParam`), and shared arrays are declared `__align__(16)`; #[device] fns, which take
-// slices the launch does not see, cannot call them. Debug builds trap on a vector past the end.
-template <class T, class I> __device__ inline float4 load4(const Slice<T>& s, I i) {
+// `x.load4(i)` / `y.store4(i, v)`: 16 bytes as one access, elements 4i..4i+3 of an f32 slice as
+// a float4, or element i of a slice of a 16-byte native type (its bytes through an int4, so
+// the type's own alignment, often 4, does not split the access). Every slice they reach is
+// 16-byte aligned: a kernel parameter's launch checks it (`VectorParam`), and shared arrays are
+// declared `__align__(16)`; #[device] fns, which take slices the launch does not see, cannot
+// call them. Debug builds trap on a vector past the end.
+template <class T> struct unconst { typedef T type; };
+template <class T> struct unconst<const T> { typedef T type; };
+template <class T, class I> __device__ inline auto load4(const Slice<T>& s, I i) {
+  if constexpr (sizeof(T) == 16) {
 #ifdef OPBOX_DSL_BOUNDS
-  if (!in_bounds(i, s.n / 4u)) __trap();
+    if (!in_bounds(i, s.n)) __trap();
 #endif
-  return *reinterpret_cast<const float4*>(s.ptr + 4ull * (unsigned long long)i);
+    const int4 bits = *reinterpret_cast<const int4*>(s.ptr + i);
+    typename unconst<T>::type v;
+    memcpy(&v, &bits, 16);
+    return v;
+  } else {
+#ifdef OPBOX_DSL_BOUNDS
+    if (!in_bounds(i, s.n / 4u)) __trap();
+#endif
+    return *reinterpret_cast<const float4*>(s.ptr + 4ull * (unsigned long long)i);
+  }
 }
-template <class I, class V> __device__ inline void store4(const Slice<float>& s, I i, const V& v) {
+template <class T, class I, class V> __device__ inline void store4(const Slice<T>& s, I i, const V& v) {
+  if constexpr (sizeof(T) == 16) {
 #ifdef OPBOX_DSL_BOUNDS
-  if (!in_bounds(i, s.n / 4u)) __trap();
+    if (!in_bounds(i, s.n)) __trap();
 #endif
-  *reinterpret_cast<float4*>(s.ptr + 4ull * (unsigned long long)i) = make_float4(v.x, v.y, v.z, v.w);
+    const T value = v;
+    int4 bits;
+    memcpy(&bits, &value, 16);
+    *reinterpret_cast<int4*>(s.ptr + i) = bits;
+  } else {
+#ifdef OPBOX_DSL_BOUNDS
+    if (!in_bounds(i, s.n / 4u)) __trap();
+#endif
+    *reinterpret_cast<float4*>(s.ptr + 4ull * (unsigned long long)i) = make_float4(v.x, v.y, v.z, v.w);
+  }
 }
 }  // namespace opbox_dsl
 "#;

@@ -208,12 +208,19 @@ fn vector_aligned(kernel: &str, param: &str, method: &str, x: &Tensor) -> Result
     if past == 0 {
         return Ok(());
     }
-    let elem = x.dtype().size() as u64;
+    // A native tensor's elements are its rows of bytes: a view of whole 16-byte values is
+    // aligned when its storage is, so only a view that starts mid-value can be off.
+    let unit = match x.native_schema() {
+        Some(native) => format!("starts at a whole `{}` value", native.rust_name),
+        None => format!(
+            "offset is a multiple of {} {}s",
+            VECTOR_ALIGN / (x.dtype().size() as u64).max(1),
+            x.dtype()
+        ),
+    };
     Err(Error::InvalidArgument(format!(
-        "parameter {param} of {kernel} starts {past} bytes past a 16-byte boundary (element offset {} in its storage); {method} needs 16-byte alignment: pass a view whose offset is a multiple of {} {}s, or a copy (`let y = x.empty_like()?; y.copy_from(&x)?;`)",
+        "parameter {param} of {kernel} starts {past} bytes past a 16-byte boundary (element offset {} in its storage); {method} needs 16-byte alignment: pass a view whose {unit}, or a copy (`let y = x.empty_like()?; y.copy_from(&x)?;`)",
         x.offset(),
-        VECTOR_ALIGN / elem.max(1),
-        x.dtype(),
     )))
 }
 

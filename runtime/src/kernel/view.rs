@@ -14,6 +14,7 @@ use std::ops::{Index, IndexMut};
 
 use super::atomics::{AtomicAdd, AtomicExch, AtomicInt};
 use super::vec4::F32x4;
+use crate::native::NativeType;
 
 /// A buffer as the CPU build of a DSL kernel sees it: base address, element count, and its
 /// launch-argument index for the out-of-bounds report. 16 bytes, so a block's views stay in
@@ -190,6 +191,42 @@ macro_rules! vec4_views {
     };
 }
 vec4_views!(load: In, Out, InOut; store: Out, InOut);
+
+/// Element `i` of a view whose element is a 16-byte native type: its offset, or the launch
+/// stops with the index. The size is asserted at compile time, by the `#[kernel]` expansion
+/// (with the parameter's name) and again here.
+#[inline(always)]
+fn checked_vec16<E, I: DslIndex>(raw: RawSlice, i: I) -> usize {
+    const { assert!(std::mem::size_of::<E>() == 16) };
+    checked(raw, i)
+}
+
+macro_rules! native_vec_views {
+    (load: $($name:ident),*; store: $($w:ident),*) => {
+        $(impl<E: NativeType> $name<[E]> {
+            /// Element `i`, moved as one 16-byte access on the GPU (`E` is 16 bytes; the launch
+            /// checks that the parameter starts at a 16-byte boundary).
+            #[inline(always)]
+            pub fn load4<I: DslIndex>(&self, i: I) -> E {
+                let at = checked_vec16::<E, I>(self.raw, i);
+                // SAFETY: element `at` is inside the buffer (`checked`), which `__from_raw`'s
+                // caller keeps valid; read unaligned, as the bytes of a u8 tensor may be.
+                unsafe { (self.raw.addr as *const E).add(at).read_unaligned() }
+            }
+        })*
+        $(impl<E: NativeType> $w<[E]> {
+            /// Writes `v` to element `i` (one 16-byte access on the GPU).
+            #[inline(always)]
+            pub fn store4<I: DslIndex>(&self, i: I, v: E) {
+                let at = checked_vec16::<E, I>(self.raw, i);
+                // SAFETY: element `at` is inside the buffer, written only through views, each
+                // element by one thread as on the GPU.
+                unsafe { (self.raw.addr as *mut E).add(at).write_unaligned(v) }
+            }
+        })*
+    };
+}
+native_vec_views!(load: In, Out, InOut; store: Out, InOut);
 
 macro_rules! atomic_views {
     ($($name:ident),*) => {$(

@@ -8,7 +8,7 @@
 
 use opbox_codegen::cuda::{ElemType, ParamKind, LEN_SUFFIX};
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::attr;
@@ -194,6 +194,29 @@ pub(super) fn kernel(
 
 /// The params a body moves as float4, by declaration index, with the first method it uses.
 type VectorUses<'a> = &'a [(usize, &'static str)];
+
+/// For each slice of a native type that `load4`/`store4` moves, an assertion that its element is
+/// 16 bytes: the size is rustc's to know, so the check is rustc's, pointing at the parameter's
+/// type.
+fn native_vector_sizes(params: &[KernelParam], vectors: VectorUses<'_>) -> Vec<TokenStream> {
+    vectors
+        .iter()
+        .filter_map(|(index, method)| {
+            let p = params.get(*index)?;
+            let ParamClass::NativeSlice(_, ty) = &p.class else {
+                return None;
+            };
+            let name = &p.name;
+            let shown = quote!(#ty).to_string().replace(' ', "");
+            let message = format!(
+                "`{name}.{method}()` moves 16 bytes as one access, so its element type `{shown}` must be exactly 16 bytes: index the elements (`{name}[i]`) instead, or give `{shown}` a 16-byte layout"
+            );
+            Some(quote_spanned! {ty.span()=>
+                const _: () = ::core::assert!(::core::mem::size_of::<#ty>() == 16, #message);
+            })
+        })
+        .collect()
+}
 
 /// `#line`'s file name: the declaring file as messages show it, escaped for a C++ string.
 pub(super) fn escape_file(file: &str) -> String {
@@ -491,8 +514,10 @@ fn emit(
         "thread loop"
     };
     let fast_param = ranged.as_ref().map(|_| quote!(<const __OPBOX_FAST: bool>));
+    let vector_sizes = native_vector_sizes(params, vectors);
     let extra = quote! {
         #block_body
+        #(#vector_sizes)*
 
         /// How the CPU build runs a block's threads: `"thread loop"` (no barriers), `"split
         /// thread loop"` (no barriers, and the threads whose indices the macro proved inside

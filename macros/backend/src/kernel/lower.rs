@@ -1450,12 +1450,14 @@ impl<'e> Lowering<'e> {
         }
     }
 
-    /// `x.load4(i)` and `y.store4(i, v)` on an f32 slice (`store4` on a written one).
+    /// `x.load4(i)` and `y.store4(i, v)`: 16 bytes as one access, four elements of an f32
+    /// slice (`F32x4`) or one element of a slice of a 16-byte native type (`store4` on a
+    /// written slice). A native element's size is rustc's to know: the expansion asserts it.
     fn vec4(&mut self, m: &syn::ExprMethodCall, name: &str, recv: Expr) -> Expr {
         let store = name == "store4";
         let op = if store { "store4" } else { "load4" };
         if !self.in_kernel {
-            self.err(m.method.span(), format!("`.{op}()` is a kernel's: call it on the #[kernel]'s own slice (whose launch checks that it is 16-byte aligned), and pass the F32x4 to the #[device] fn"));
+            self.err(m.method.span(), format!("`.{op}()` is a kernel's: call it on the #[kernel]'s own slice (whose launch checks that it is 16-byte aligned), and pass the value to the #[device] fn"));
         }
         if let ExprKind::Local(slice) = &recv.kind {
             if !self.vectors.iter().any(|(s, _)| s == slice) {
@@ -1463,16 +1465,20 @@ impl<'e> Lowering<'e> {
             }
         }
         let want = if store { 2 } else { 1 };
+        let mut value = Ty::Unknown;
         match &recv.ty {
             Ty::Slice(Elem::Prim(ElemType::F32), writable) if *writable || !store => {}
-            Ty::Slice(Elem::Prim(ElemType::F32), _) => self.err(
+            Ty::Slice(Elem::Named(n), writable) if *writable || !store => {
+                value = Ty::Named(n.clone());
+            }
+            Ty::Slice(Elem::Prim(ElemType::F32) | Elem::Named(_), _) => self.err(
                 m.method.span(),
-                "`store4` writes: only Out<[f32]> and InOut<[f32]> slices have it (this one is In)",
+                "`store4` writes: only Out<[T]> and InOut<[T]> slices have it (this one is In)",
             ),
             Ty::Unknown => {}
             _ => self.err(
                 m.method.span(),
-                format!("`.{name}()` moves four f32 as one float4: only f32 slices have it; for other element types index the elements (`x[i]`)"),
+                format!("`.{name}()` moves 16 bytes as one access: f32 slices have it (four elements as an F32x4), and slices of a 16-byte #[derive(NativeType)] type (one element); for other element types index the elements (`x[i]`)"),
             ),
         }
         if m.args.len() != want {
@@ -1494,13 +1500,16 @@ impl<'e> Lowering<'e> {
             return self.unknown();
         };
         match v {
-            Some(v) => Expr {
-                kind: ExprKind::Store4(Box::new(recv), Box::new(i), Box::new(v)),
-                ty: Ty::Unit,
-            },
+            Some(v) => {
+                self.infer.unify(&v.ty, &value);
+                Expr {
+                    kind: ExprKind::Store4(Box::new(recv), Box::new(i), Box::new(v)),
+                    ty: Ty::Unit,
+                }
+            }
             None => Expr {
                 kind: ExprKind::Load4(Box::new(recv), Box::new(i)),
-                ty: Ty::Unknown,
+                ty: value,
             },
         }
     }
