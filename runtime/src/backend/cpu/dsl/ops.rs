@@ -173,15 +173,17 @@ pub fn shr_assign<T: Shift<R>, R>(place: &mut T, r: R) {
     *place = place.shr(r);
 }
 
-/// The float `max` of the DSL: the other operand for one NaN, and `+0.0` over `-0.0`. Written
-/// so that only rare cases branch (a NaN on the left, equal operands): the usual case is std's
-/// branch-free `max`, where a comparison chain mispredicts on data.
+/// The float `max` of the DSL: the other operand for one NaN, `+0.0` over `-0.0`, and for two
+/// NaNs the GPU's: an f32 pair gives `max.f32`'s canonical NaN (`0x7fffffff`, so the f32 build
+/// can be one `fmaxf`), an f64 pair the right operand. Written so that only rare cases branch
+/// (a NaN on the left, equal operands): the usual case is std's branch-free `max`, where a
+/// comparison chain mispredicts on data.
 macro_rules! float_min_max {
     ($t:ty) => {
         #[inline(always)]
         fn max(self, o: $t) -> $t {
             if self.is_nan() {
-                o
+                o.after_nan()
             } else if self == o {
                 // Equal: the same bits, or zeros of both signs, of which +0.0 has the bits
                 // both share.
@@ -193,7 +195,7 @@ macro_rules! float_min_max {
         #[inline(always)]
         fn min(self, o: $t) -> $t {
             if self.is_nan() {
-                o
+                o.after_nan()
             } else if self == o {
                 <$t>::from_bits(self.to_bits() | o.to_bits())
             } else {
@@ -202,6 +204,33 @@ macro_rules! float_min_max {
         }
     };
 }
+
+/// What `max`/`min` give with a NaN on the left: the right operand, unless it is a NaN too and
+/// the GPU's f32 `fmaxf`/`fminf` give their canonical NaN.
+trait AfterNan {
+    fn after_nan(self) -> Self;
+}
+
+impl AfterNan for f32 {
+    #[inline(always)]
+    fn after_nan(self) -> f32 {
+        if self.is_nan() {
+            f32::from_bits(GPU_F32_NAN)
+        } else {
+            self
+        }
+    }
+}
+
+impl AfterNan for f64 {
+    #[inline(always)]
+    fn after_nan(self) -> f64 {
+        self
+    }
+}
+
+/// The NaN an H200's `max.f32`/`min.f32` return for two NaNs (measured).
+const GPU_F32_NAN: u32 = 0x7fff_ffff;
 
 macro_rules! dsl_scalars {
     ($(($v:ident, $t:ty, $r:literal, $c:literal, $s:literal, $abi:tt, $dl:tt, $kinds:tt))*) => {
@@ -396,10 +425,13 @@ opbox_codegen::for_each_elem_type!(dsl_scalars);
 mod tests {
     use super::Num;
 
-    /// CUDA's `fmaxf`/`fminf` as the comparison chain that defines them: the other operand for
-    /// one NaN, `+0.0` over `-0.0` for max and `-0.0` for min.
+    /// CUDA's `fmaxf`/`fminf` as the comparison chain that defines them, as an H200 computes
+    /// them: the other operand for one NaN, the canonical `0x7fffffff` for two, `+0.0` over
+    /// `-0.0` for max and `-0.0` for min.
     fn max_chain(a: f32, b: f32) -> f32 {
-        if a.is_nan() {
+        if a.is_nan() && b.is_nan() {
+            f32::from_bits(0x7fff_ffff)
+        } else if a.is_nan() {
             b
         } else if b.is_nan() || a > b {
             a
@@ -411,7 +443,9 @@ mod tests {
     }
 
     fn min_chain(a: f32, b: f32) -> f32 {
-        if a.is_nan() {
+        if a.is_nan() && b.is_nan() {
+            f32::from_bits(0x7fff_ffff)
+        } else if a.is_nan() {
             b
         } else if b.is_nan() || a < b || (a == b && a.is_sign_negative()) {
             a
