@@ -42,11 +42,13 @@ struct Packed {
 /// Programmatic dependent launch needs compute capability 9.0 (Hopper) or later.
 const PROGRAMMATIC_LAUNCH_MAJOR: u32 = 9;
 
-/// An edge that lets its kernel start once every block of the predecessor has exited (or
-/// triggered), before the predecessor's grid has completed; the kernel's own wait
-/// (`griddepcontrol.wait`) then holds it until the predecessor's writes are visible.
+/// An edge that lets its kernel start once every block of the predecessor has begun executing
+/// (the launch-order port), long before the predecessor's grid has completed; the kernel's own
+/// wait (`griddepcontrol.wait`) then holds it until the predecessor has completed and its
+/// writes are visible. The programmatic port would wait for every block to exit or trigger,
+/// and a trigger in the kernel (`griddepcontrol.launch_dependents`) slows its eager launches.
 const PROGRAMMATIC_EDGE: sys::CUgraphEdgeData = sys::CUgraphEdgeData {
-    from_port: sys::CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC as u8,
+    from_port: sys::CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER as u8,
     to_port: 0,
     type_: sys::CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8,
     reserved: [0; 5],
