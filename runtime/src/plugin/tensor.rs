@@ -60,13 +60,81 @@ pub(crate) fn borrowed(t: &Tensor) -> Result<TensorHeader> {
     header_of(t, 0)
 }
 
-/// An owned header holding one reference to `t`.
+/// An owned header holding one reference to `t`. When `t` is exactly the view a header another
+/// image handed over describes (a kernel returning its input, or the tensor the host allocated
+/// for it), that header is retained and given back: its maker takes its own tensor back with
+/// nothing wrapped or allocated on either side.
 pub(crate) fn owned(t: Tensor) -> Result<*mut TensorHeader> {
+    if let Some(h) = handed_back(&t) {
+        return Ok(h);
+    }
     let header = header_of(&t, 1)?;
     let raw = Box::into_raw(Box::new(Owned { header, tensor: t }));
     // The handle's address is unchanged by the move into the box (it is the TensorImpl's), so
     // `manager_ctx` and the shape pointers are still right.
     Ok(raw.cast::<TensorHeader>())
+}
+
+/// `t`'s origin header (the one its memory was wrapped from), retained, when `t` views exactly
+/// what that header describes: the same first element, dtype, device, shape, strides and
+/// read-only flag. None otherwise, and when the maker's retain fails.
+fn handed_back(t: &Tensor) -> Option<*mut TensorHeader> {
+    let origin = t.storage().origin();
+    if origin == 0 || t.numel() == 0 {
+        return None;
+    }
+    let h = std::ptr::with_exposed_provenance_mut::<TensorHeader>(origin);
+    // SAFETY: a storage with an origin keeps that header's owned reference until it drops
+    // (`wrap_foreign`), and `t` holds the storage: the header is live, and makers never change
+    // a header they handed out.
+    let header = unsafe { &*h };
+    if !same_view(header, t) {
+        return None;
+    }
+    // SAFETY: a live header's vtable lives as long as its maker, which is never unloaded.
+    let vtable = unsafe { header.vtable.as_ref() }?;
+    // SAFETY: the maker's retain, called with its own live header.
+    let kept = unsafe { (vtable.retain)(h) };
+    (!kept.is_null()).then_some(kept)
+}
+
+/// Whether `header` describes exactly the elements `t` views.
+fn same_view(header: &TensorHeader, t: &Tensor) -> bool {
+    let dl = &header.dl;
+    let Ok(mine) = dl_tensor(t, std::ptr::null_mut(), std::ptr::null_mut(), "plugin ABI") else {
+        return false;
+    };
+    let first = |p: *mut std::ffi::c_void, offset: u64| (p as usize).wrapping_add(offset as usize);
+    if mine.ndim != dl.ndim
+        || mine.dtype != dl.dtype
+        || mine.device != dl.device
+        || first(mine.data, mine.byte_offset) != first(dl.data, dl.byte_offset)
+        || (header.flags & TENSOR_FLAG_READ_ONLY != 0) != t.is_read_only()
+    {
+        return false;
+    }
+    let ndim = t.dim();
+    if ndim == 0 {
+        return true;
+    }
+    if dl.shape.is_null() || dl.strides.is_null() {
+        return false;
+    }
+    // SAFETY: a live header's shape and strides (checked non-null) hold `ndim` values each.
+    let (shape, strides) = unsafe {
+        (
+            std::slice::from_raw_parts(dl.shape, ndim),
+            std::slice::from_raw_parts(dl.strides, ndim),
+        )
+    };
+    shape
+        .iter()
+        .zip(t.shape())
+        .all(|(&a, &b)| a as u64 == b as u64)
+        && strides
+            .iter()
+            .zip(t.strides())
+            .all(|(&a, &b)| a as i64 == b as i64)
 }
 
 /// # Safety
@@ -141,7 +209,9 @@ unsafe fn wrap_foreign(h: *mut TensorHeader) -> Result<Tensor> {
         unsafe { release(owner.0) }
     });
     // SAFETY: the maker keeps the memory valid until its release runs (the ABI's promise).
-    match unsafe { wrap_dltensor(&dl, flags & TENSOR_FLAG_READ_ONLY != 0, drop_ref) } {
+    // The header is the storage's origin: `owned` gives it back when the tensor goes home.
+    let origin = h.expose_provenance();
+    match unsafe { wrap_dltensor(&dl, flags & TENSOR_FLAG_READ_ONLY != 0, drop_ref, origin) } {
         Ok(t) => Ok(t),
         Err((e, drop_ref)) => {
             drop_ref();

@@ -102,6 +102,7 @@ pub(crate) unsafe fn wrap(
     device: Device,
     read_only: bool,
     deleter: Deleter,
+    origin: usize,
 ) -> std::result::Result<Tensor, (Error, Deleter)> {
     let ext = match extent(shape, strides, dtype) {
         Ok(e) => e,
@@ -158,7 +159,7 @@ pub(crate) unsafe fn wrap(
             return Err((e, deleter));
         }
     };
-    let storage = Storage::foreign(memory, ext.nbytes);
+    let storage = Storage::foreign(memory, ext.nbytes, origin);
     Ok(Tensor::from_impl(Arc::new(storage), ext.layout, dtype))
 }
 
@@ -188,7 +189,18 @@ impl Tensor {
         deleter: impl FnOnce() + Send + 'static,
     ) -> Result<Tensor> {
         // SAFETY: forwarded from this function's contract.
-        match unsafe { wrap(ptr, shape, strides, dtype, device, false, Box::new(deleter)) } {
+        match unsafe {
+            wrap(
+                ptr,
+                shape,
+                strides,
+                dtype,
+                device,
+                false,
+                Box::new(deleter),
+                0,
+            )
+        } {
             Ok(t) => Ok(t),
             Err((e, deleter)) => {
                 deleter();

@@ -3,6 +3,8 @@
 use std::ffi::c_void;
 use std::ptr::addr_of;
 
+use smallvec::SmallVec;
+
 use super::codes::{from_dl_device, from_dl_dtype};
 use super::ffi::{
     DLManagedTensor, DLManagedTensorVersioned, DLTensor, DLPACK_FLAG_BITMASK_READ_ONLY,
@@ -54,7 +56,8 @@ fn refused(what: String) -> Error {
 }
 
 /// The tensor `dl` describes, over its memory; `release` runs once when the last view goes. On
-/// error `release` is handed back, unrun. This is also the plugin tensor header's import.
+/// error `release` is handed back, unrun. This is also the plugin tensor header's import, which
+/// passes the header's address as `origin` (0 for DLPack; see `Storage::origin`).
 ///
 /// # Safety
 ///
@@ -64,6 +67,7 @@ pub(crate) unsafe fn wrap_dltensor(
     dl: &DLTensor,
     read_only: bool,
     release: Deleter,
+    origin: usize,
 ) -> std::result::Result<Tensor, (Error, Deleter)> {
     // SAFETY: forwarded from this function's contract.
     match unsafe { dims(dl) } {
@@ -78,6 +82,7 @@ pub(crate) unsafe fn wrap_dltensor(
                     device,
                     read_only,
                     release,
+                    origin,
                 )
             }
         }
@@ -85,11 +90,13 @@ pub(crate) unsafe fn wrap_dltensor(
     }
 }
 
+/// Up to 8 dimensions inline: reading a header allocates nothing (a plugin call reads one per
+/// tensor it takes).
 type Dims = (
     crate::DType,
     crate::Device,
-    Vec<usize>,
-    Option<Vec<isize>>,
+    SmallVec<[usize; 8]>,
+    Option<SmallVec<[isize; 8]>>,
     *mut c_void,
 );
 
@@ -115,7 +122,7 @@ unsafe fn dims(dl: &DLTensor) -> Result<Dims> {
     let shape = read(dl.shape, "shape")?
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| refused(format!("shape has a negative size {d}"))))
-        .collect::<Result<Vec<usize>>>()?;
+        .collect::<Result<SmallVec<[usize; 8]>>>()?;
     // Null strides: a legacy tensor's way of saying row-major.
     let strides = if dl.strides.is_null() {
         None
@@ -127,7 +134,7 @@ unsafe fn dims(dl: &DLTensor) -> Result<Dims> {
                     isize::try_from(s)
                         .map_err(|_| refused(format!("stride {s} does not fit isize")))
                 })
-                .collect::<Result<Vec<isize>>>()?,
+                .collect::<Result<SmallVec<[isize; 8]>>>()?,
         )
     };
     let offset = usize::try_from(dl.byte_offset)
@@ -221,7 +228,7 @@ impl Tensor {
         let release: Deleter = Box::new(move || unsafe { m.release() });
         let read_only = flag(flags, DLPACK_FLAG_BITMASK_READ_ONLY);
         // SAFETY: `dl` describes live memory per the contract.
-        finish(unsafe { wrap_dltensor(&dl, read_only, release) }, opts)
+        finish(unsafe { wrap_dltensor(&dl, read_only, release, 0) }, opts)
     }
 
     /// Imports a legacy (pre-1.0) `DLManagedTensor`, which has no version and no flags (so it
@@ -241,7 +248,7 @@ impl Tensor {
         let release: Deleter = Box::new(move || unsafe { m.release() });
         // SAFETY: `dl` describes live memory per the contract.
         finish(
-            unsafe { wrap_dltensor(&dl, false, release) },
+            unsafe { wrap_dltensor(&dl, false, release, 0) },
             &FromDlpack::default(),
         )
     }
