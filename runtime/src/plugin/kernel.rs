@@ -367,9 +367,11 @@ mod tests {
             image: "test.so",
             plan: Plan::of(op.schema),
         };
-        // The argument, as the dispatcher passes it.
+        // The argument, as the dispatcher passes it; the output and guard slots past it are set
+        // to None first, so they read as such when the call fails before lending them.
         let mut stack = Stack::new();
         stack.push_value(x);
+        stack.spare_nones(2);
         let result = k.call(op, &mut stack);
         let base = stack.spare_nones(0).cast::<Value>();
         // SAFETY: the call left the output and guard slots initialised (spare, or the output

@@ -134,7 +134,7 @@ fn same_view(header: &TensorHeader, t: &Tensor) -> bool {
         && strides
             .iter()
             .zip(t.strides())
-            .all(|(&a, &b)| a as i64 == b as i64)
+            .all(|(&a, &b)| a == b as i64)
 }
 
 /// # Safety

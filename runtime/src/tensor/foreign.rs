@@ -94,6 +94,8 @@ pub(crate) fn extent(shape: &[usize], strides: Option<&[isize]>, dtype: DType) -
 /// # Safety
 ///
 /// As [`Tensor::from_blob`].
+// from_blob's seven facts about the buffer, and where a plugin header's memory came from.
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn wrap(
     ptr: *mut c_void,
     shape: &[usize],
