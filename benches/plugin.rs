@@ -6,12 +6,18 @@
 //! how long loading and registering took (a plugin loads once per process, so it is timed once),
 //! and the two boxed calls measured interleaved, with their ratio.
 //!
-//! On a machine with a GPU it also loads the Rust fixture plugin (`cargo build --release
-//! --example plugin_fixture`, or `$OPBOX_PLUGIN_DIR`) and prints its CUDA op `rplug::scale`
-//! against the same body registered in process, interleaved; without a GPU or without the
-//! fixture it prints why that line is skipped.
+//! It also loads the Rust fixture plugin (`cargo build --release --example plugin_fixture`, or
+//! `$OPBOX_PLUGIN_DIR`) and prints its tensor ops against the same bodies registered in
+//! process, interleaved: `rplug::keep` and `rplug::scale` on a CPU tensor, and on a machine with
+//! a GPU `rplug::scale` on CUDA; without the fixture or without a GPU it prints why a line is
+//! skipped.
 //!
 //! `cargo bench --bench plugin -- --warm-up-time 1 --measurement-time 3`
+//!
+//! With `OPBOX_BENCH_PLUGIN_LOOP=<row>[:<calls>]` it only makes `<calls>` (default 10^7) boxed
+//! calls of one row and exits, for `perf stat -e instructions` or `perf record`, which count
+//! what a call costs without the noise of a shared machine: rows `int-local`, `int-plugin`,
+//! `keep-local`, `keep-plugin`, `scale-local`, `scale-plugin`.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -24,6 +30,7 @@ use opbox::prelude::*;
 fn inproc(m: &mut Library) {
     m.def("negate(int x) -> int");
     m.def("scale(Tensor x, float s) -> Tensor");
+    m.def("keep(Tensor x) -> Tensor");
 }
 
 #[stable_impl(inproc, CPU)]
@@ -41,6 +48,12 @@ mod cpu {
     pub fn scale(x: &Tensor, s: f64) -> opbox::Result<Tensor> {
         let v: Vec<f32> = x.to_vec()?;
         Tensor::from_vec(v.iter().map(|a| a * s as f32).collect(), x.shape())
+    }
+
+    /// The body of tests/fixtures/rust_plugin's `rplug::keep`: the cost of a call is all
+    /// boundary.
+    pub fn keep(x: &Tensor) -> Tensor {
+        x.clone()
     }
 }
 
@@ -149,17 +162,20 @@ fn load_child(path: &std::ffi::OsStr) {
 
 /// `local` and `plugin` in short alternating batches of `calls`, `rounds` times; the median
 /// ns per call of each. On a shared machine a burst of load slows both alike, so the ratio of
-/// the two medians is steadier than two separate criterion runs.
+/// the two medians is steadier than two separate criterion runs. Both run on the same stack,
+/// so where it lies in memory (which moves with the bench's code: aliasing with the callees'
+/// frames cost one side 20 ns in one build and not in another) is the same for both.
 fn interleaved(
     rounds: usize,
     calls: u32,
-    mut local: impl FnMut(),
-    mut plugin: impl FnMut(),
+    mut local: impl FnMut(&mut Stack),
+    mut plugin: impl FnMut(&mut Stack),
 ) -> (f64, f64) {
-    let batch = |f: &mut dyn FnMut()| {
+    let mut stack = Stack::new();
+    let mut batch = |f: &mut dyn FnMut(&mut Stack)| {
         let start = std::time::Instant::now();
         for _ in 0..calls {
-            f();
+            f(&mut stack);
         }
         start.elapsed().as_secs_f64() * 1e9 / f64::from(calls)
     };
@@ -179,20 +195,18 @@ fn interleaved(
 fn paired() {
     let plugin = opbox::op("cplug::fails").unwrap();
     let local = opbox::op("inproc::negate").unwrap();
-    let mut stack = Stack::new();
-    let mut stack2 = Stack::new();
     let (a, b) = interleaved(
         301,
         20_000,
-        || {
+        |stack| {
             stack.clear();
             stack.push(black_box(-3i64));
-            local.call_boxed(black_box(&mut stack)).unwrap();
+            local.call_boxed(black_box(stack)).unwrap();
         },
-        || {
-            stack2.clear();
-            stack2.push(black_box(-3i64));
-            plugin.call_boxed(black_box(&mut stack2)).unwrap();
+        |stack| {
+            stack.clear();
+            stack.push(black_box(-3i64));
+            plugin.call_boxed(black_box(stack)).unwrap();
         },
     );
     println!(
@@ -224,6 +238,60 @@ fn rust_plugin() -> std::path::PathBuf {
     }
 }
 
+/// Loads the Rust fixture plugin, or says why not and returns false.
+fn load_rust_plugin() -> bool {
+    let path = rust_plugin();
+    if !path.is_file() {
+        println!(
+            "Rust plugin ops: skipped, {} is not built (cargo build --release --example \
+             plugin_fixture)",
+            path.display()
+        );
+        return false;
+    }
+    opbox::plugin::load(&path).expect("the Rust fixture plugin loads");
+    true
+}
+
+/// A CPU tensor of 1024 floats.
+fn cpu_tensor() -> Tensor {
+    Tensor::from_vec(vec![1.0f32; 1024], &[1024]).expect("a CPU tensor")
+}
+
+/// The Rust plugin's tensor ops on a CPU tensor against the same bodies in process, boxed,
+/// interleaved: `keep` (all boundary) and `scale` (boundary and 1024 floats of work).
+fn cpu_paired() {
+    let x = cpu_tensor();
+    for (name, args) in [("keep", 1), ("scale", 2)] {
+        let plugin = opbox::op(&format!("rplug::{name}")).unwrap();
+        let local = opbox::op(&format!("inproc::{name}")).unwrap();
+        let push = |stack: &mut Stack| {
+            stack.clear();
+            stack.push(x.clone());
+            if args == 2 {
+                stack.push(3.0f64);
+            }
+        };
+        let (a, b) = interleaved(
+            101,
+            2_000,
+            |stack| {
+                push(stack);
+                local.call_boxed(black_box(stack)).unwrap();
+            },
+            |stack| {
+                push(stack);
+                plugin.call_boxed(black_box(stack)).unwrap();
+            },
+        );
+        println!(
+            "CPU {name} boxed, 1024 floats, interleaved medians: in process {a:.1} ns, plugin \
+             {b:.1} ns, plugin / in process {:.3}",
+            b / a
+        );
+    }
+}
+
 /// A plugin's CUDA op against the same body in process, boxed, interleaved (a GPU only).
 fn cuda_paired() {
     match opbox::cuda::device_count() {
@@ -233,35 +301,23 @@ fn cuda_paired() {
             return;
         }
     }
-    let path = rust_plugin();
-    if !path.is_file() {
-        println!(
-            "CUDA plugin op: skipped, {} is not built (cargo build --release --example \
-             plugin_fixture)",
-            path.display()
-        );
-        return;
-    }
-    opbox::plugin::load(&path).expect("the Rust fixture plugin loads");
     let plugin = opbox::op("rplug::scale").unwrap();
     let local = opbox::op("inproc::scale").unwrap();
     let x = Tensor::from_vec(vec![1.0f32; 1024], &[1024])
         .and_then(|t| t.to(Device::Cuda(0)))
         .expect("a CUDA tensor");
-    let mut stack = Stack::new();
-    let mut stack2 = Stack::new();
     let (a, b) = interleaved(
         51,
         200,
-        || {
+        |stack| {
             stack.clear();
             stack.push(x.clone()).push(3.0f64);
-            local.call_boxed(black_box(&mut stack)).unwrap();
+            local.call_boxed(black_box(stack)).unwrap();
         },
-        || {
-            stack2.clear();
-            stack2.push(x.clone()).push(3.0f64);
-            plugin.call_boxed(black_box(&mut stack2)).unwrap();
+        |stack| {
+            stack.clear();
+            stack.push(x.clone()).push(3.0f64);
+            plugin.call_boxed(black_box(stack)).unwrap();
         },
     );
     println!(
@@ -273,6 +329,39 @@ fn cuda_paired() {
     );
 }
 
+/// Set to `<row>[:<calls>]`: that many boxed calls of one row, and exit (see the top).
+const LOOP: &str = "OPBOX_BENCH_PLUGIN_LOOP";
+
+fn spin(spec: &str) {
+    let (row, calls) = match spec.split_once(':') {
+        Some((row, n)) => (row, n.parse().expect("a number of calls")),
+        None => (spec, 10_000_000u64),
+    };
+    let (what, side) = row.split_once('-').expect("<op>-<local|plugin>");
+    let op = match (what, side) {
+        ("int", "local") => opbox::op("inproc::negate"),
+        ("int", "plugin") => opbox::op("cplug::fails"),
+        (name, "local") => opbox::op(&format!("inproc::{name}")),
+        (name, "plugin") => opbox::op(&format!("rplug::{name}")),
+        _ => panic!("no row {row}"),
+    }
+    .unwrap();
+    let x = cpu_tensor();
+    let mut stack = Stack::new();
+    for _ in 0..calls {
+        stack.clear();
+        if what == "int" {
+            stack.push(black_box(-3i64));
+        } else {
+            stack.push(x.clone());
+            if what == "scale" {
+                stack.push(3.0f64);
+            }
+        }
+        op.call_boxed(black_box(&mut stack)).unwrap();
+    }
+}
+
 criterion_group!(benches, int_op);
 
 fn main() {
@@ -280,10 +369,19 @@ fn main() {
         load_child(&path);
         return;
     }
+    if let Ok(spec) = std::env::var(LOOP) {
+        load_c_plugin();
+        load_rust_plugin();
+        spin(&spec);
+        return;
+    }
     load_many();
     load_c_plugin();
     paired();
-    cuda_paired();
+    if load_rust_plugin() {
+        cpu_paired();
+        cuda_paired();
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
 }

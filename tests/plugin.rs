@@ -243,6 +243,10 @@ fn a_rust_plugin_built_with_the_macros_reads_host_tensors_and_calls_host_ops() {
         x.data_ptr(),
         "the same memory, through two images"
     );
+    assert!(
+        kept.ptr_eq(&x),
+        "the plugin gave back the host's own header, so the host took its own tensor back"
+    );
     let zeros: Tensor = opbox::op("rplug::zeros_in_host")
         .unwrap()
         .call((4i64,))

@@ -27,16 +27,33 @@ use super::key::DispatchKey;
 use super::registration::{LibraryKind, LibraryRegistration};
 use super::registry::{check, ForeignSlots, KernelSlot, OpEntry};
 use crate::error::Site;
-use crate::value::StableValue;
+use crate::value::{StableValue, Stack};
 use crate::{Error, Result};
 
 /// A kernel that lives behind another image's ABI.
 pub(crate) trait ForeignKernel: Send + Sync + std::fmt::Debug {
-    /// Runs the kernel on `stack`: the op's arguments, then its outputs, which hold None and
-    /// receive owned results, then one more None (a guard, which a kernel that writes one
-    /// output too many hits instead of memory past the stack). On error the caller releases
-    /// whatever the stack holds, so the kernel leaves only values the host may release.
-    fn call(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()>;
+    /// Runs the kernel on `stack`, which holds exactly the op's arguments (checked by the
+    /// dispatcher); on success it holds the op's outputs instead, as after an in-process
+    /// kernel. On error the caller releases whatever the stack holds, so the kernel leaves only
+    /// values the host may release. A kernel that works on a slice lays it out with
+    /// [`with_outputs`]; one that works on the stack itself keeps the whole call in one frame.
+    fn call(&self, op: &'static OpEntry, stack: &mut Stack) -> Result<()>;
+}
+
+/// Runs `f` on the stack's arguments, then the op's outputs, which hold None and receive owned
+/// results, then one more None (a guard, which a kernel that writes one output too many hits
+/// instead of memory past the stack); then leaves only the outputs on the stack.
+#[inline]
+pub(crate) fn with_outputs(
+    op: &'static OpEntry,
+    stack: &mut Stack,
+    f: impl FnOnce(&mut [StableValue]) -> Result<()>,
+) -> Result<()> {
+    stack.reserve_outputs(op.num_outputs + 1);
+    f(stack.as_mut_slice())?;
+    stack.truncate(op.num_args + op.num_outputs);
+    stack.release_front(op.num_args);
+    Ok(())
 }
 
 /// The kernels of a batch's impls, made when their op is first resolved.

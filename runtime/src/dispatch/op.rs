@@ -239,7 +239,8 @@ impl OpHandle {
 
 /// A plugin's kernel (or, in a plugin, the host's): out of line, so the in-process path is one
 /// predictable branch longer and no larger (inlined, it cost the in-process boxed call of the
-/// tensor op about 20 ns on the H200).
+/// tensor op about 20 ns on the H200). The kernel lays out its outputs itself: a plain plugin
+/// kernel runs on the stack's spare slots, with nothing pushed or truncated here.
 #[cold]
 #[inline(never)]
 fn call_foreign(
@@ -248,18 +249,19 @@ fn call_foreign(
     stack: &mut Stack,
 ) -> Result<()> {
     // An entry of another image has a foreign kernel in every slot it fills.
-    let Some(foreign) = foreign else {
-        return Err(Error::Unsupported(format!(
-            "'{}' is another image's op, but its kernel for this key is missing",
-            entry.name
-        )));
-    };
-    // The outputs, and the guard slot the kernel must leave None.
-    stack.reserve_outputs(entry.num_outputs + 1);
-    foreign.call(entry, stack.as_mut_slice())?;
-    stack.truncate(entry.num_args + entry.num_outputs);
-    stack.release_front(entry.num_args);
-    Ok(())
+    match foreign {
+        Some(foreign) => foreign.call(entry, stack),
+        None => Err(missing_foreign(entry)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn missing_foreign(entry: &OpEntry) -> Error {
+    Error::Unsupported(format!(
+        "'{}' is another image's op, but its kernel for this key is missing",
+        entry.name
+    ))
 }
 
 /// Where a tensor came from: its argument's index, and its element's when the argument is a

@@ -283,7 +283,14 @@ struct HostOp {
 }
 
 impl ForeignKernel for HostOp {
-    fn call(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
+    fn call(&self, op: &'static OpEntry, stack: &mut Stack) -> Result<()> {
+        foreign::with_outputs(op, stack, |stack| self.call_on(op, stack))
+    }
+}
+
+impl HostOp {
+    /// The call on the op's arguments, outputs and guard slot (see `foreign::with_outputs`).
+    fn call_on(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
         let host = host().ok_or_else(|| Error::msg("this plugin is not loaded by a host"))?;
         let (num_args, num_outputs) = (op.num_args, op.num_outputs);
         let (inputs, outputs) = stack.split_at_mut(num_args);

@@ -13,9 +13,9 @@ use super::convert;
 use super::host::{clear_error, take_error_text, SendPtr};
 use super::plan::Plan;
 use crate::abi::plugin_v1::{KernelFn, Value, STATUS_OK, STATUS_PANIC};
-use crate::dispatch::foreign::{ForeignKernel, ForeignKernels};
+use crate::dispatch::foreign::{self, ForeignKernel, ForeignKernels};
 use crate::dispatch::registry::OpEntry;
-use crate::value::{StableValue, Tag};
+use crate::value::{StableValue, Stack, Tag};
 use crate::{Error, Result};
 
 /// The values (outputs and the guard slot) a refused plain call keeps inline to describe.
@@ -96,9 +96,12 @@ fn arg_type_error(op: &'static OpEntry, index: usize, value: &StableValue) -> Er
 }
 
 impl ForeignKernel for PluginKernel {
-    fn call(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
+    fn call(&self, op: &'static OpEntry, stack: &mut Stack) -> Result<()> {
         let plan = &self.plan;
-        let inputs = stack.get(..op.num_args).unwrap_or_default();
+        let inputs = stack.as_slice();
+        if inputs.len() != op.num_args {
+            return Err(stack_size_error(op, inputs.len()));
+        }
         // A C kernel cannot check tags as the in-process shims do: the host checks them here,
         // with the same message.
         for (index, (value, expect)) in inputs.iter().zip(plan.args.iter()).enumerate() {
@@ -109,34 +112,42 @@ impl ForeignKernel for PluginKernel {
         if plan.plain {
             return self.call_plain(op, stack);
         }
-        self.call_lent(op, stack)
+        foreign::with_outputs(op, stack, |stack| self.call_lent(op, stack))
     }
+}
+
+#[cold]
+#[inline(never)]
+fn stack_size_error(op: &'static OpEntry, len: usize) -> Error {
+    failed(
+        op.name,
+        format!(
+            "{len} values on the stack, not its {} arguments",
+            op.num_args
+        ),
+    )
 }
 
 impl PluginKernel {
     /// The call of an op whose arguments and returns are all plain values (their tags checked
     /// by the caller): the stack itself is the kernel's, with nothing copied, as a plain
     /// `StableValue` is its ABI value bit for bit (the layouts are asserted equal in
-    /// `value::stable_value`). What the kernel wrote is checked before the stack is a
-    /// `StableValue` stack again: outputs of the schema's plain types, the guard still None, the
-    /// inputs still plain. On any failure the slots it may have written are reset to None
+    /// `value::stable_value`). The outputs and the guard slot are the stack's spare slots past
+    /// its arguments, which it does not own while the kernel runs. What the kernel wrote is
+    /// checked before the stack takes it: outputs of the schema's plain types, the guard still
+    /// None, the inputs still plain. Then the outputs move down over the inputs, which own
+    /// nothing to release. On any failure the slots it may have written are reset to None
     /// without being dropped, so no handle a kernel made up is ever released.
     #[inline]
-    fn call_plain(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
+    fn call_plain(&self, op: &'static OpEntry, stack: &mut Stack) -> Result<()> {
         let (num_args, num_outputs) = (op.num_args, op.num_outputs);
         let used = num_args + num_outputs + 1;
-        if stack.len() != used {
-            return Err(failed(
-                op.name,
-                format!("{} stack slots, not {used}", stack.len()),
-            ));
-        }
+        let base = stack.spare_nones(num_outputs + 1).cast::<Value>();
         clear_error();
-        let base = stack.as_mut_ptr().cast::<Value>();
-        // SAFETY: the stack's `used` values are plain (inputs checked by the caller; outputs and
-        // the guard None), so each is a valid `Value` with the same fields (the layouts are
-        // asserted equal); they are valid and unaliased for the call, as the kernel ABI asks.
-        // The plugin is never unloaded.
+        // SAFETY: the stack's `num_args` values are plain (their tags checked by the caller)
+        // and the `num_outputs + 1` spare slots after them None, so each is a valid `Value` with
+        // the same fields (the layouts are asserted equal); they are valid and unaliased for the
+        // call, as the kernel ABI asks. The plugin is never unloaded.
         let status =
             unsafe { (self.kernel)(self.ctx.0, base, num_args as u64, num_outputs as u64) };
         // SAFETY: as above; `stack` is not touched until `values` is done with.
@@ -152,6 +163,9 @@ impl PluginKernel {
             && outputs_fit
             && inputs_plain
         {
+            // SAFETY: the inputs are plain, so they own nothing; the outputs are the spare
+            // slots from `num_args` on, which hold plain values (checked just above).
+            unsafe { stack.replace_with_spare(num_args, num_outputs) };
             return Ok(());
         }
         Err(self.plain_refused(op, status, inputs, written))
@@ -343,7 +357,9 @@ mod tests {
         })
     }
 
-    fn call(kernel: KernelFn, x: StableValue) -> (Result<()>, Vec<StableValue>) {
+    /// The result, the stack after the call, and the output and guard slots past the
+    /// argument as the kernel and the checks left them (spare slots after a failure).
+    fn call(kernel: KernelFn, x: StableValue) -> (Result<()>, Stack<'static>, [Value; 2]) {
         let op = op();
         let k = PluginKernel {
             kernel,
@@ -351,10 +367,17 @@ mod tests {
             image: "test.so",
             plan: Plan::of(op.schema),
         };
-        // The argument, the output and the guard, as the dispatcher lays them out.
-        let mut stack = vec![x, StableValue::none(), StableValue::none()];
+        // The argument, as the dispatcher passes it; the output and guard slots past it are set
+        // to None first, so they read as such when the call fails before lending them.
+        let mut stack = Stack::new();
+        stack.push_value(x);
+        stack.spare_nones(2);
         let result = k.call(op, &mut stack);
-        (result, stack)
+        let base = stack.spare_nones(0).cast::<Value>();
+        // SAFETY: the call left the output and guard slots initialised (spare, or the output
+        // moved down); a Value is plain data, copied.
+        let slots = unsafe { [base.add(1).read(), base.add(2).read()] };
+        (result, stack, slots)
     }
 
     unsafe extern "C" fn add_one(_: *mut c_void, s: *mut Value, n: u64, _: u64) -> i32 {
@@ -417,31 +440,33 @@ mod tests {
 
     #[test]
     fn a_plain_kernel_runs_on_the_stack_and_what_it_wrote_is_checked_in_place() {
-        let (result, stack) = call(add_one, StableValue::int(41));
+        let (result, stack, [_, guard]) = call(add_one, StableValue::int(41));
         result.expect("runs");
-        assert_eq!(stack[1].as_int(), Some(42));
-        assert!(stack[2].is_none(), "the guard is untouched");
+        assert_eq!(stack.len(), 1, "the output replaced the argument");
+        assert_eq!(stack[0].as_int(), Some(42));
+        assert_eq!(guard, Value::default(), "the guard is untouched");
 
-        let (result, stack) = call(one_too_many, StableValue::int(1));
+        let (result, stack, slots) = call(one_too_many, StableValue::int(1));
         assert_eq!(
             message(result),
             call_error("the kernel wrote more than the 1 outputs its schema declares")
         );
-        assert!(stack[1].is_none() && stack[2].is_none(), "reset, not kept");
+        assert_eq!(slots, [Value::default(); 2], "reset, not kept");
+        assert_eq!(stack.len(), 1, "the argument, for the caller to release");
 
-        let (result, stack) = call(a_float, StableValue::int(1));
+        let (result, _, [output, _]) = call(a_float, StableValue::int(1));
         assert_eq!(
             message(result),
             call_error("output #0 is float, but the schema returns int")
         );
-        assert!(stack[1].is_none());
+        assert_eq!(output, Value::default());
 
-        let (result, stack) = call(says_no, StableValue::int(1));
+        let (result, _, [output, _]) = call(says_no, StableValue::int(1));
         assert_eq!(message(result), call_error("no, says the kernel"));
-        assert!(stack[1].is_none());
+        assert_eq!(output, Value::default());
 
         // The host checks the arguments' tags before a C kernel sees them.
-        let (result, _) = call(add_one, StableValue::float(1.0));
+        let (result, _, _) = call(add_one, StableValue::float(1.0));
         assert_eq!(
             message(result),
             "t::f expects argument #0 (x) to be int, but got float"

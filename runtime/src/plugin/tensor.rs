@@ -60,13 +60,81 @@ pub(crate) fn borrowed(t: &Tensor) -> Result<TensorHeader> {
     header_of(t, 0)
 }
 
-/// An owned header holding one reference to `t`.
+/// An owned header holding one reference to `t`. When `t` is exactly the view a header another
+/// image handed over describes (a kernel returning its input, or the tensor the host allocated
+/// for it), that header is retained and given back: its maker takes its own tensor back with
+/// nothing wrapped or allocated on either side.
 pub(crate) fn owned(t: Tensor) -> Result<*mut TensorHeader> {
+    if let Some(h) = handed_back(&t) {
+        return Ok(h);
+    }
     let header = header_of(&t, 1)?;
     let raw = Box::into_raw(Box::new(Owned { header, tensor: t }));
     // The handle's address is unchanged by the move into the box (it is the TensorImpl's), so
     // `manager_ctx` and the shape pointers are still right.
     Ok(raw.cast::<TensorHeader>())
+}
+
+/// `t`'s origin header (the one its memory was wrapped from), retained, when `t` views exactly
+/// what that header describes: the same first element, dtype, device, shape, strides and
+/// read-only flag. None otherwise, and when the maker's retain fails.
+fn handed_back(t: &Tensor) -> Option<*mut TensorHeader> {
+    let origin = t.storage().origin();
+    if origin == 0 || t.numel() == 0 {
+        return None;
+    }
+    let h = std::ptr::with_exposed_provenance_mut::<TensorHeader>(origin);
+    // SAFETY: a storage with an origin keeps that header's owned reference until it drops
+    // (`wrap_foreign`), and `t` holds the storage: the header is live, and makers never change
+    // a header they handed out.
+    let header = unsafe { &*h };
+    if !same_view(header, t) {
+        return None;
+    }
+    // SAFETY: a live header's vtable lives as long as its maker, which is never unloaded.
+    let vtable = unsafe { header.vtable.as_ref() }?;
+    // SAFETY: the maker's retain, called with its own live header.
+    let kept = unsafe { (vtable.retain)(h) };
+    (!kept.is_null()).then_some(kept)
+}
+
+/// Whether `header` describes exactly the elements `t` views.
+fn same_view(header: &TensorHeader, t: &Tensor) -> bool {
+    let dl = &header.dl;
+    let Ok(mine) = dl_tensor(t, std::ptr::null_mut(), std::ptr::null_mut(), "plugin ABI") else {
+        return false;
+    };
+    let first = |p: *mut std::ffi::c_void, offset: u64| (p as usize).wrapping_add(offset as usize);
+    if mine.ndim != dl.ndim
+        || mine.dtype != dl.dtype
+        || mine.device != dl.device
+        || first(mine.data, mine.byte_offset) != first(dl.data, dl.byte_offset)
+        || (header.flags & TENSOR_FLAG_READ_ONLY != 0) != t.is_read_only()
+    {
+        return false;
+    }
+    let ndim = t.dim();
+    if ndim == 0 {
+        return true;
+    }
+    if dl.shape.is_null() || dl.strides.is_null() {
+        return false;
+    }
+    // SAFETY: a live header's shape and strides (checked non-null) hold `ndim` values each.
+    let (shape, strides) = unsafe {
+        (
+            std::slice::from_raw_parts(dl.shape, ndim),
+            std::slice::from_raw_parts(dl.strides, ndim),
+        )
+    };
+    shape
+        .iter()
+        .zip(t.shape())
+        .all(|(&a, &b)| a as u64 == b as u64)
+        && strides
+            .iter()
+            .zip(t.strides())
+            .all(|(&a, &b)| a == b as i64)
 }
 
 /// # Safety
@@ -141,7 +209,9 @@ unsafe fn wrap_foreign(h: *mut TensorHeader) -> Result<Tensor> {
         unsafe { release(owner.0) }
     });
     // SAFETY: the maker keeps the memory valid until its release runs (the ABI's promise).
-    match unsafe { wrap_dltensor(&dl, flags & TENSOR_FLAG_READ_ONLY != 0, drop_ref) } {
+    // The header is the storage's origin: `owned` gives it back when the tensor goes home.
+    let origin = h.expose_provenance();
+    match unsafe { wrap_dltensor(&dl, flags & TENSOR_FLAG_READ_ONLY != 0, drop_ref, origin) } {
         Ok(t) => Ok(t),
         Err((e, drop_ref)) => {
             drop_ref();
@@ -230,7 +300,80 @@ pub(crate) fn manager_handle(h: &TensorHeader) -> *mut std::ffi::c_void {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicI64;
+
     use super::*;
+    use crate::tensor::dlpack::codes::{to_dl_device, to_dl_dtype};
+    use crate::tensor::dlpack::ffi::DLTensor;
+    use crate::{DType, Device};
+
+    /// The references another image's test header holds (only the test below touches it).
+    static OTHER_REFS: AtomicI64 = AtomicI64::new(0);
+
+    unsafe extern "C" fn other_retain(h: *mut TensorHeader) -> *mut TensorHeader {
+        OTHER_REFS.fetch_add(1, Ordering::Relaxed);
+        h
+    }
+
+    unsafe extern "C" fn other_release(_: *mut TensorHeader) {
+        OTHER_REFS.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    static OTHER: TensorVTable = TensorVTable {
+        size: std::mem::size_of::<TensorVTable>() as u64,
+        retain: other_retain,
+        release: other_release,
+    };
+
+    #[test]
+    fn a_tensor_goes_home_as_the_header_it_came_from_and_a_view_does_not() {
+        let mut data = [1.0f32, 2.0, 3.0, 4.0];
+        let (mut shape, mut strides) = ([4i64], [1i64]);
+        let mut header = TensorHeader {
+            vtable: &OTHER,
+            manager_ctx: std::ptr::null_mut(),
+            refcount: 1,
+            flags: 0,
+            dl: DLTensor {
+                data: data.as_mut_ptr().cast(),
+                device: to_dl_device(Device::Cpu).unwrap(),
+                ndim: 1,
+                dtype: to_dl_dtype(DType::F32),
+                shape: shape.as_mut_ptr(),
+                strides: strides.as_mut_ptr(),
+                byte_offset: 0,
+            },
+        };
+        let h: *mut TensorHeader = &mut header;
+        OTHER_REFS.store(1, Ordering::Relaxed);
+        // SAFETY: a live header of "another image", whose one reference is handed over.
+        let t = unsafe { take(h) }.unwrap();
+        assert_eq!(t.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0]);
+
+        let back = owned(t.clone()).unwrap();
+        assert_eq!(back, h, "the whole tensor goes back as its own header");
+        assert_eq!(
+            OTHER_REFS.load(Ordering::Relaxed),
+            2,
+            "retained by its maker"
+        );
+        // SAFETY: the reference `owned` gave, released by its receiver (its maker), once.
+        unsafe { other_release(back) };
+
+        let view = owned(t.narrow(0, 1, 2).unwrap()).unwrap();
+        assert_ne!(view, h, "a view is not what the header describes");
+        // SAFETY: a live header `owned` just made.
+        assert!(is_ours(unsafe { &*view }));
+        // SAFETY: the one owned reference `owned` gave.
+        unsafe { discard(view) };
+        assert_eq!(OTHER_REFS.load(Ordering::Relaxed), 1);
+        drop(t);
+        assert_eq!(
+            OTHER_REFS.load(Ordering::Relaxed),
+            0,
+            "released when the last view went"
+        );
+    }
 
     #[test]
     fn headers_lend_and_own_without_leaking() {

@@ -94,6 +94,8 @@ pub(crate) fn extent(shape: &[usize], strides: Option<&[isize]>, dtype: DType) -
 /// # Safety
 ///
 /// As [`Tensor::from_blob`].
+// from_blob's seven facts about the buffer, and where a plugin header's memory came from.
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn wrap(
     ptr: *mut c_void,
     shape: &[usize],
@@ -102,6 +104,7 @@ pub(crate) unsafe fn wrap(
     device: Device,
     read_only: bool,
     deleter: Deleter,
+    origin: usize,
 ) -> std::result::Result<Tensor, (Error, Deleter)> {
     let ext = match extent(shape, strides, dtype) {
         Ok(e) => e,
@@ -158,7 +161,7 @@ pub(crate) unsafe fn wrap(
             return Err((e, deleter));
         }
     };
-    let storage = Storage::foreign(memory, ext.nbytes);
+    let storage = Storage::foreign(memory, ext.nbytes, origin);
     Ok(Tensor::from_impl(Arc::new(storage), ext.layout, dtype))
 }
 
@@ -188,7 +191,18 @@ impl Tensor {
         deleter: impl FnOnce() + Send + 'static,
     ) -> Result<Tensor> {
         // SAFETY: forwarded from this function's contract.
-        match unsafe { wrap(ptr, shape, strides, dtype, device, false, Box::new(deleter)) } {
+        match unsafe {
+            wrap(
+                ptr,
+                shape,
+                strides,
+                dtype,
+                device,
+                false,
+                Box::new(deleter),
+                0,
+            )
+        } {
             Ok(t) => Ok(t),
             Err((e, deleter)) => {
                 deleter();

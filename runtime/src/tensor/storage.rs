@@ -113,6 +113,10 @@ pub(crate) struct Storage {
     device_base: Option<u64>,
     /// The usable length in bytes (a cpu buffer may be longer, rounded up to whole chunks).
     nbytes: usize,
+    /// For memory wrapped from a plugin-ABI tensor header: the address of that header, whose
+    /// one owned reference this storage's deleter releases; 0 otherwise. It lets the plugin ABI
+    /// hand a tensor back to the image that made it as that image's own header.
+    origin: usize,
 }
 
 pub(crate) fn too_big(nbytes: usize) -> Error {
@@ -147,6 +151,7 @@ impl Storage {
             memory,
             device_base,
             nbytes,
+            origin: 0,
         })
     }
 
@@ -161,14 +166,22 @@ impl Storage {
     }
 
     /// Wraps memory another library owns, `nbytes` long; its deleter runs when this storage is
-    /// dropped (the memory's constructor took it).
-    pub(crate) fn foreign(memory: Box<dyn Memory>, nbytes: usize) -> Storage {
+    /// dropped (the memory's constructor took it). `origin` is the plugin-ABI header the memory
+    /// came from, or 0 (see [`origin`](Self::origin)).
+    pub(crate) fn foreign(memory: Box<dyn Memory>, nbytes: usize, origin: usize) -> Storage {
         let device_base = memory.device_base();
         Storage {
             memory,
             device_base,
             nbytes,
+            origin,
         }
+    }
+
+    /// The address of the plugin-ABI tensor header whose owned reference keeps this memory
+    /// alive (released when this storage drops), or 0 for memory that came another way.
+    pub(crate) fn origin(&self) -> usize {
+        self.origin
     }
 
     pub(crate) fn device(&self) -> Device {

@@ -135,6 +135,58 @@ impl<'a> Stack<'a> {
         self.values.as_mut_ptr()
     }
 
+    /// Sets the `count` slots past the top to None without counting them (the length is
+    /// unchanged), growing first if they do not fit, and returns the base pointer of the whole
+    /// buffer: room for a kernel's outputs that the stack does not own until
+    /// [`replace_with_spare`](Self::replace_with_spare) says so.
+    #[inline]
+    pub(crate) fn spare_nones(&mut self, count: usize) -> *mut StableValue {
+        let len = self.values.len();
+        if self.values.capacity() - len < count {
+            self.values.reserve(count);
+        }
+        let base = self.values.as_mut_ptr();
+        // SAFETY: every slot written is below `len + count`, within the capacity just ensured,
+        // and past the initialised values, so writing it overwrites nothing owned.
+        unsafe {
+            let none = |i: usize| base.add(len + i).write(StableValue::none());
+            // The usual one output and its guard as two stores; a loop of unknown length
+            // becomes a call to `memset`.
+            match count {
+                0 => {}
+                1 => none(0),
+                2 => {
+                    none(0);
+                    none(1);
+                }
+                _ => (0..count).for_each(none),
+            }
+        }
+        base
+    }
+
+    /// Forgets every value and keeps the `count` spare slots from `from` on (past the top, as
+    /// [`spare_nones`](Self::spare_nones) lent them) as the stack's values instead.
+    ///
+    /// # Safety
+    /// The stack's values must own nothing (plain values: dropping them is a no-op), and slots
+    /// `from..from + count` must be spare slots, within the capacity and past the top, that hold
+    /// initialised values the stack may own.
+    #[inline]
+    pub(crate) unsafe fn replace_with_spare(&mut self, from: usize, count: usize) {
+        // SAFETY: per the contract, the slots read are initialised and within the capacity, and
+        // the values overwritten own nothing; `from >= len >= i`, so moving slot by slot upward
+        // never reads a slot already written. The length covers exactly the moved values.
+        unsafe {
+            self.values.set_len(0);
+            let base = self.values.as_mut_ptr();
+            for i in 0..count {
+                StableValue::move_by_halves(base.add(from + i), base.add(i));
+            }
+            self.values.set_len(count);
+        }
+    }
+
     /// Moves value `index` out, leaving None (or None when out of range).
     #[inline]
     pub(crate) fn take(&mut self, index: usize) -> StableValue {

@@ -40,6 +40,11 @@ pub fn device_count() -> Result<usize> {
     Ok(n.max(0) as usize)
 }
 
+/// The device `ordinal` when its context already exists: no driver call.
+pub(crate) fn created(ordinal: usize) -> Option<&'static CudaDevice> {
+    DEVICES.get(ordinal)?.get()
+}
+
 /// The device `ordinal`, creating its context on first use.
 pub fn device(ordinal: usize) -> Result<&'static CudaDevice> {
     let slot = DEVICES.get(ordinal).ok_or_else(|| Error::Cuda {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr, DriverError};
 
-use super::context::{device, device_count, CudaDevice};
+use super::context::{created, device, device_count, CudaDevice};
 use super::current::cuda_stream_for;
 use crate::tensor::lock::StorageLock;
 use crate::tensor::storage::{Deleter, Memory};
@@ -155,6 +155,12 @@ impl CudaMemory {
 
 /// The device `ordinal`, or NoCuda when the machine has none; `doing` says what for.
 fn usable_device(ordinal: u32, doing: &str) -> Result<&'static CudaDevice> {
+    // A device already in use needs no driver call: this runs for every allocation and every
+    // wrap of foreign memory (a plugin's CUDA op wraps two or three tensors a call), and
+    // counting the devices is a call into the driver.
+    if let Some(d) = created(ordinal as usize) {
+        return Ok(d);
+    }
     if device_count()? == 0 {
         return Err(Error::NoCuda {
             reason: format!("cannot {doing} on cuda:{ordinal}: the CUDA driver reports no devices"),

@@ -3,6 +3,8 @@
 use std::ffi::c_void;
 use std::ptr::addr_of;
 
+use smallvec::SmallVec;
+
 use super::codes::{from_dl_device, from_dl_dtype};
 use super::ffi::{
     DLManagedTensor, DLManagedTensorVersioned, DLTensor, DLPACK_FLAG_BITMASK_READ_ONLY,
@@ -54,7 +56,8 @@ fn refused(what: String) -> Error {
 }
 
 /// The tensor `dl` describes, over its memory; `release` runs once when the last view goes. On
-/// error `release` is handed back, unrun. This is also the plugin tensor header's import.
+/// error `release` is handed back, unrun. This is also the plugin tensor header's import, which
+/// passes the header's address as `origin` (0 for DLPack; see `Storage::origin`).
 ///
 /// # Safety
 ///
@@ -64,6 +67,7 @@ pub(crate) unsafe fn wrap_dltensor(
     dl: &DLTensor,
     read_only: bool,
     release: Deleter,
+    origin: usize,
 ) -> std::result::Result<Tensor, (Error, Deleter)> {
     // SAFETY: forwarded from this function's contract.
     match unsafe { dims(dl) } {
@@ -78,6 +82,7 @@ pub(crate) unsafe fn wrap_dltensor(
                     device,
                     read_only,
                     release,
+                    origin,
                 )
             }
         }
@@ -85,11 +90,13 @@ pub(crate) unsafe fn wrap_dltensor(
     }
 }
 
+/// Up to 8 dimensions inline: reading a header allocates nothing (a plugin call reads one per
+/// tensor it takes).
 type Dims = (
     crate::DType,
     crate::Device,
-    Vec<usize>,
-    Option<Vec<isize>>,
+    SmallVec<[usize; 8]>,
+    Option<SmallVec<[isize; 8]>>,
     *mut c_void,
 );
 
@@ -112,23 +119,27 @@ unsafe fn dims(dl: &DLTensor) -> Result<Dims> {
         // SAFETY: non-null, and DLPack (the caller's contract) promises `ndim` values there.
         Ok(unsafe { std::slice::from_raw_parts(p, ndim) })
     };
-    let shape = read(dl.shape, "shape")?
-        .iter()
-        .map(|&d| usize::try_from(d).map_err(|_| refused(format!("shape has a negative size {d}"))))
-        .collect::<Result<Vec<usize>>>()?;
+    // Plain loops, not a collect into Result: that adapter cost a plugin call about 400
+    // instructions for a 1-D header.
+    let mut shape: SmallVec<[usize; 8]> = SmallVec::with_capacity(ndim);
+    for &d in read(dl.shape, "shape")? {
+        match usize::try_from(d) {
+            Ok(d) => shape.push(d),
+            Err(_) => return Err(refused(format!("shape has a negative size {d}"))),
+        }
+    }
     // Null strides: a legacy tensor's way of saying row-major.
     let strides = if dl.strides.is_null() {
         None
     } else {
-        Some(
-            read(dl.strides, "strides")?
-                .iter()
-                .map(|&s| {
-                    isize::try_from(s)
-                        .map_err(|_| refused(format!("stride {s} does not fit isize")))
-                })
-                .collect::<Result<Vec<isize>>>()?,
-        )
+        let mut strides: SmallVec<[isize; 8]> = SmallVec::with_capacity(ndim);
+        for &s in read(dl.strides, "strides")? {
+            match isize::try_from(s) {
+                Ok(s) => strides.push(s),
+                Err(_) => return Err(refused(format!("stride {s} does not fit isize"))),
+            }
+        }
+        Some(strides)
     };
     let offset = usize::try_from(dl.byte_offset)
         .map_err(|_| refused(format!("byte_offset {} does not fit usize", dl.byte_offset)))?;
@@ -221,7 +232,7 @@ impl Tensor {
         let release: Deleter = Box::new(move || unsafe { m.release() });
         let read_only = flag(flags, DLPACK_FLAG_BITMASK_READ_ONLY);
         // SAFETY: `dl` describes live memory per the contract.
-        finish(unsafe { wrap_dltensor(&dl, read_only, release) }, opts)
+        finish(unsafe { wrap_dltensor(&dl, read_only, release, 0) }, opts)
     }
 
     /// Imports a legacy (pre-1.0) `DLManagedTensor`, which has no version and no flags (so it
@@ -241,7 +252,7 @@ impl Tensor {
         let release: Deleter = Box::new(move || unsafe { m.release() });
         // SAFETY: `dl` describes live memory per the contract.
         finish(
-            unsafe { wrap_dltensor(&dl, false, release) },
+            unsafe { wrap_dltensor(&dl, false, release, 0) },
             &FromDlpack::default(),
         )
     }
