@@ -2,7 +2,7 @@
 //! these, so each convention lives in one place.
 
 use proc_macro2::{Ident, Span};
-use quote::format_ident;
+use quote::{format_ident, ToTokens};
 
 /// Arg-check traits exist for at least this many parameter positions, so an extra kernel
 /// parameter gets a message of its own instead of a missing-trait error.
@@ -67,6 +67,11 @@ pub fn op_module(marker: &str, span: Span) -> Ident {
     } else {
         Ident::new(marker, span)
     }
+}
+
+/// A path or type as a message shows it: its tokens with no spaces (`my::Color`, `In<[f32]>`).
+pub fn shown(tokens: &impl ToTokens) -> String {
+    tokens.to_token_stream().to_string().replace(' ', "")
 }
 
 /// An identifier as C++ and the registry see it: `r#type` is `type`.

@@ -386,7 +386,7 @@ fn build_ref(path: Option<&syn::Path>) -> TokenStream {
     match path {
         None => quote!(::core::option::Option::None),
         Some(path) => {
-            let shown = quote!(#path).to_string().replace(' ', "");
+            let shown = crate::naming::shown(path);
             quote! {
                 ::core::option::Option::Some(::opbox::__private::cuda::BuildRef {
                     path: #shown,

@@ -207,7 +207,7 @@ fn native_vector_sizes(params: &[KernelParam], vectors: VectorUses<'_>) -> Vec<T
                 return None;
             };
             let name = &p.name;
-            let shown = quote!(#ty).to_string().replace(' ', "");
+            let shown = crate::naming::shown(ty);
             let message = format!(
                 "`{name}.{method}()` moves 16 bytes as one access, so its element type `{shown}` must be exactly 16 bytes: index the elements (`{name}[i]`) instead, or give `{shown}` a 16-byte layout"
             );

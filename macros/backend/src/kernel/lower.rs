@@ -1082,7 +1082,7 @@ impl<'e> Lowering<'e> {
         if let Some(c) = self.type_const(&p.path) {
             return c;
         }
-        let shown = p.path.to_token_stream().to_string().replace(' ', "");
+        let shown = crate::naming::shown(&p.path);
         self.err(p.span(), format!("`{shown}` is not in the #[kernel] subset: constants and paths from outside the kernel are not visible to the GPU; pass the value as a parameter (or a #[constexpr] one), or write the literal"));
         self.unknown()
     }
@@ -1289,7 +1289,7 @@ impl<'e> Lowering<'e> {
                         && ElemType::from_rust_name(&s.ident.to_string()).is_none()
                 });
             if !is_module_path {
-                let shown = path.to_token_stream().to_string().replace(' ', "");
+                let shown = crate::naming::shown(path);
                 self.err(c.func.span(), format!("`{shown}` is a trait or type-associated fn, which is not in the #[kernel] subset: use the method form (`a.max(b)`) of the numeric methods ({}), or a #[device] fn", dsl_method_list()));
                 return self.unknown();
             }
