@@ -262,35 +262,33 @@ const DSL_VEC4: &str = r#"namespace opbox_dsl {
 // call them. Debug builds trap on a vector past the end.
 template <class T> struct unconst { typedef T type; };
 template <class T> struct unconst<const T> { typedef T type; };
+// How many 16-byte vectors `s` holds: its elements for a 16-byte type, a quarter of them for f32.
+template <class T> __device__ inline unsigned int vectors(const Slice<T>& s) {
+  return sizeof(T) == 16 ? s.n : s.n / 4u;
+}
 template <class T, class I> __device__ inline auto load4(const Slice<T>& s, I i) {
-  if constexpr (sizeof(T) == 16) {
 #ifdef OPBOX_DSL_BOUNDS
-    if (!in_bounds(i, s.n)) __trap();
+  if (!in_bounds(i, vectors(s))) __trap();
 #endif
+  if constexpr (sizeof(T) == 16) {
     const int4 bits = *reinterpret_cast<const int4*>(s.ptr + i);
     typename unconst<T>::type v;
     memcpy(&v, &bits, 16);
     return v;
   } else {
-#ifdef OPBOX_DSL_BOUNDS
-    if (!in_bounds(i, s.n / 4u)) __trap();
-#endif
     return *reinterpret_cast<const float4*>(s.ptr + 4ull * (unsigned long long)i);
   }
 }
 template <class T, class I, class V> __device__ inline void store4(const Slice<T>& s, I i, const V& v) {
-  if constexpr (sizeof(T) == 16) {
 #ifdef OPBOX_DSL_BOUNDS
-    if (!in_bounds(i, s.n)) __trap();
+  if (!in_bounds(i, vectors(s))) __trap();
 #endif
+  if constexpr (sizeof(T) == 16) {
     const T value = v;
     int4 bits;
     memcpy(&bits, &value, 16);
     *reinterpret_cast<int4*>(s.ptr + i) = bits;
   } else {
-#ifdef OPBOX_DSL_BOUNDS
-    if (!in_bounds(i, s.n / 4u)) __trap();
-#endif
     *reinterpret_cast<float4*>(s.ptr + 4ull * (unsigned long long)i) = make_float4(v.x, v.y, v.z, v.w);
   }
 }
