@@ -86,10 +86,10 @@ pub mod warnings {
 /// The boxed kernel ABI and the registry, for code that registers or calls kernels by hand.
 pub mod dispatch {
     pub use opbox_runtime::dispatch::{
-        boxed_call, boxed_entry, registered_ops, take_last_error, BoxedKernelFn, BoxedOp,
-        FixedList, FromStack, IntoStack, KernelArgs, KernelBody, KernelGroup, KernelOutputs,
-        KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec, TypedKernel,
-        STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+        boxed_call, boxed_entry, boxed_entry_fn, registered_ops, take_last_error, BoxedKernelFn,
+        BoxedOp, FixedList, FromStack, IntoStack, KernelArgs, KernelBody, KernelBodyFn,
+        KernelGroup, KernelOutputs, KernelRegistration, LibraryKind, LibraryRegistration, OpDef,
+        OpSpec, SchemaCell, TypedKernel, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
     };
     /// Panic payloads leaked because dropping them panicked too (the process lives on).
     pub use opbox_runtime::panic::leaked_panic_payloads;
@@ -316,8 +316,9 @@ pub struct TutorialDoctests;
 pub mod __private {
     pub use inventory;
     pub use opbox_runtime::dispatch::{
-        boxed_entry, FixedList, KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration,
-        OpDef, OpSpec, TypedKernel,
+        boxed_entry_fn, BoxedOp, FixedList, KernelArgs, KernelGroup, KernelOutputs,
+        KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec, SchemaCell,
+        TypedKernel,
     };
     pub use opbox_runtime::schema;
     pub use opbox_runtime::typemap::{ty, KernelReturn, RustParam};

@@ -107,7 +107,7 @@ unsafe extern "C" fn manual_kernel(
 
 opbox::__private::inventory::submit! {
     KernelRegistration {
-        op: "leaks::manual",
+        op: leaks::manual::BOXED,
         key: DispatchKey::CPU,
         kernel: manual_kernel,
         typed: None,

@@ -51,7 +51,7 @@ fn kernel_of(op: &str) -> Result<BoxedKernelFn, String> {
     inventory::iter::<KernelGroup>
         .into_iter()
         .flat_map(|group| group.kernels)
-        .find(|r| r.op == op)
+        .find(|r| r.op.name() == op)
         .map(|r| r.kernel)
         .ok_or_else(|| format!("no kernel registered for {op}"))
 }

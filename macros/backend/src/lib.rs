@@ -22,7 +22,6 @@ mod paths;
 mod repr;
 mod rust_forms;
 mod schema_error;
-mod schema_tokens;
 mod stable_impl;
 #[cfg(test)]
 mod tests;

@@ -58,6 +58,22 @@ pub fn returns_trait(span: Span) -> Ident {
     Ident::new("Returns", span)
 }
 
+/// The `const` reference to an op's static data inside its module (`mylib::axpby::BOXED`),
+/// which its kernels' shims hand to the shared code behind the ABI.
+pub fn boxed_const(span: Span) -> Ident {
+    Ident::new("BOXED", span)
+}
+
+/// A library's table of `OpDef`s, a `static` in its markers module: one element an op.
+pub fn op_table(span: Span) -> Ident {
+    Ident::new("__OPBOX_OPS", span)
+}
+
+/// The zeroed cells a library's ops' schemas are parsed into, one an op, beside its table.
+pub fn schema_cells(span: Span) -> Ident {
+    Ident::new("__OPBOX_SCHEMAS", span)
+}
+
 /// The module holding an op's marker type and its check traits, named after the op
 /// (`mylib::axpby`). The impl macro imports it once, so an op that does not exist is one
 /// unresolved-import error, with rustc's "a similar name exists" hint, not one per check.

@@ -1,7 +1,6 @@
 //! Typed calls: tuples of Rust values in, a value, a tuple or `()` out.
 
-use opbox_codegen::schema::Schema;
-
+use super::boxed_op::BoxedOp;
 use crate::value::{Devices, StableValue, Stack, TypedKey};
 use crate::{DType, Device, Error, Result, Scalar, Tensor};
 
@@ -41,7 +40,7 @@ pub trait FromStack: Sized + 'static {
     /// How many values the result takes off the stack.
     const COUNT: usize;
     /// Reads the result off the stack after `op`'s call, checked against its schema's returns.
-    fn from_stack(op: &str, schema: &Schema, stack: &mut Stack) -> Result<Self>;
+    fn from_stack(op: &'static BoxedOp, stack: &mut Stack) -> Result<Self>;
 }
 
 impl IntoStack for () {
@@ -167,11 +166,12 @@ impl<T: FromOutput> FromOutput for Vec<T> {
 // The error builders stay out of line so a typed call's hot path is short.
 #[cold]
 #[inline(never)]
-fn return_type_error<T>(op: &str, schema: &Schema, index: usize) -> Error {
+fn return_type_error<T>(op: &BoxedOp, index: usize) -> Error {
     Error::ReturnType {
-        op: op.to_string(),
+        op: op.name().to_string(),
         index,
-        expected: schema
+        expected: op
+            .schema()
             .returns
             .get(index)
             .map(|r| r.ty.to_string())
@@ -181,39 +181,39 @@ fn return_type_error<T>(op: &str, schema: &Schema, index: usize) -> Error {
 }
 
 #[inline]
-fn check_count(op: &str, schema: &Schema, count: usize) -> Result<()> {
-    if schema.returns.len() == count {
+fn check_count(op: &BoxedOp, count: usize) -> Result<()> {
+    if op.num_outputs() == count {
         return Ok(());
     }
-    Err(return_count_error(op, schema, count))
+    Err(return_count_error(op, count))
 }
 
 #[cold]
 #[inline(never)]
-fn return_count_error(op: &str, schema: &Schema, count: usize) -> Error {
+fn return_count_error(op: &BoxedOp, count: usize) -> Error {
     Error::ReturnCount {
-        op: op.to_string(),
-        expected: schema.returns.len(),
+        op: op.name().to_string(),
+        expected: op.num_outputs(),
         got: count,
-        schema: schema.to_string(),
+        schema: op.schema().to_string(),
     }
 }
 
 impl FromStack for () {
     const COUNT: usize = 0;
-    fn from_stack(op: &str, schema: &Schema, _: &mut Stack) -> Result<Self> {
-        check_count(op, schema, 0)
+    fn from_stack(op: &'static BoxedOp, _: &mut Stack) -> Result<Self> {
+        check_count(op, 0)
     }
 }
 
 impl<T: FromOutput> FromStack for T {
     const COUNT: usize = 1;
-    fn from_stack(op: &str, schema: &Schema, stack: &mut Stack) -> Result<Self> {
-        check_count(op, schema, 1)?;
+    fn from_stack(op: &'static BoxedOp, stack: &mut Stack) -> Result<Self> {
+        check_count(op, 1)?;
         let value = stack.pop().unwrap_or_default();
         match T::from_output(value) {
             Ok(v) => Ok(v),
-            Err(_) => Err(return_type_error::<T>(op, schema, 0)),
+            Err(_) => Err(return_type_error::<T>(op, 0)),
         }
     }
 }
@@ -222,11 +222,11 @@ macro_rules! from_stack_tuple {
     ($count:literal; $($name:ident $index:tt),+) => {
         impl<$($name: FromOutput),+> FromStack for ($($name,)+) {
             const COUNT: usize = $count;
-            fn from_stack(op: &str, schema: &Schema, stack: &mut Stack) -> Result<Self> {
-                check_count(op, schema, $count)?;
+            fn from_stack(op: &'static BoxedOp, stack: &mut Stack) -> Result<Self> {
+                check_count(op, $count)?;
                 Ok(($(
                     $name::from_output(stack.take($index))
-                        .map_err(|_| return_type_error::<$name>(op, schema, $index))?,
+                        .map_err(|_| return_type_error::<$name>(op, $index))?,
                 )+))
             }
         }

@@ -8,6 +8,7 @@
 
 use opbox_codegen::schema::{Argument, BaseType, DefaultValue, Schema};
 
+use super::boxed_op::BoxedOp;
 use crate::value::{List, StableValue};
 use crate::{Error, Result};
 
@@ -43,12 +44,9 @@ pub(crate) fn fixed_lists(schema: &Schema) -> &'static [FixedList] {
 }
 
 /// Checks (and broadcasts) every fixed-size list argument in `args`.
-pub(crate) fn check(
-    op: &str,
-    schema: &Schema,
-    lists: &[FixedList],
-    args: &mut [StableValue],
-) -> Result<()> {
+pub(crate) fn check(op: &BoxedOp, lists: &[FixedList], args: &mut [StableValue]) -> Result<()> {
+    let schema = op.schema();
+    let op = op.name();
     for list in lists {
         let (Some(arg), Some(value)) = (schema.arguments.get(list.index), args.get_mut(list.index))
         else {
@@ -110,13 +108,14 @@ mod tests {
             .expect("parses");
         let lists = fixed_lists(&schema);
         assert_eq!(lists.len(), 3);
+        let op = &BoxedOp::at_run_time("f", schema);
         let mut args = vec![
             StableValue::int(3),
             StableValue::list(List::Bool(vec![true, false, true])),
             StableValue::list(List::Int(vec![-2, -1])),
             StableValue::int(0),
         ];
-        check("f", &schema, lists, &mut args).expect("fits");
+        check(op, lists, &mut args).expect("fits");
         assert!(matches!(args[0].as_list(), Some(List::Int(v)) if v == &[3, 3]));
 
         let mut short = vec![
@@ -125,7 +124,7 @@ mod tests {
             StableValue::list(List::Int(vec![])),
             StableValue::int(0),
         ];
-        let err = check("f", &schema, lists, &mut short).expect_err("3 is not 2");
+        let err = check(op, lists, &mut short).expect_err("3 is not 2");
         assert_eq!(
             err.to_string(),
             "f expects argument #0 (stride) to be int[2] (a list of 2, or one value repeated), \

@@ -19,12 +19,13 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use foldhash::fast::FixedState;
-use opbox_codegen::schema::{Argument, OperatorName, Return, Schema};
+use opbox_codegen::schema::{Argument, Return, Schema};
 use parking_lot::RwLock;
 
+use super::boxed_op::{operator_name, BoxedOp};
 use super::fixed_list;
 use super::key::DispatchKey;
-use super::registration::{LibraryKind, LibraryRegistration};
+use super::registration::{LibraryKind, LibraryRegistration, OpDef};
 use super::registry::{check, ForeignSlots, KernelSlot, OpEntry};
 use crate::error::Site;
 use crate::value::{StableValue, Stack};
@@ -49,10 +50,11 @@ pub(crate) fn with_outputs(
     stack: &mut Stack,
     f: impl FnOnce(&mut [StableValue]) -> Result<()>,
 ) -> Result<()> {
-    stack.reserve_outputs(op.num_outputs + 1);
+    let (num_args, num_outputs) = (op.num_args(), op.num_outputs());
+    stack.reserve_outputs(num_outputs + 1);
     f(stack.as_mut_slice())?;
-    stack.truncate(op.num_args + op.num_outputs);
-    stack.release_front(op.num_args);
+    stack.truncate(num_args + num_outputs);
+    stack.release_front(num_args);
     Ok(())
 }
 
@@ -159,7 +161,7 @@ impl Slot {
     /// Its site; None only for an op of the batch being registered.
     fn site(self) -> Option<Site> {
         match self {
-            Slot::Ready(entry) => Some(entry.site),
+            Slot::Ready(entry) => Some(entry.site()),
             Slot::Pending(batch, i) => {
                 let batch = batch.get()?;
                 Some(site_of(&batch.libraries, &batch.ops[i as usize]))
@@ -203,7 +205,7 @@ pub(crate) fn names() -> Vec<&'static str> {
     let mut names = Vec::new();
     for item in listed {
         match item {
-            Listed::Op(entry) => names.push(entry.name),
+            Listed::Op(entry) => names.push(entry.name()),
             Listed::Batch(batch) => names.extend(batch.ops.iter().map(|op| op.name)),
         }
     }
@@ -304,7 +306,7 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static str>> {
             if let Some(first) = in_process {
                 errors.push(Error::DuplicateOp {
                     op: def.name.to_string(),
-                    first: first.site,
+                    first: first.site(),
                     second: lib.site_of(def),
                 });
                 continue;
@@ -336,7 +338,7 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Vec<&'static str>> {
         let Some(op) = found.and_then(ours) else {
             let elsewhere = host
                 .get(imp.op)
-                .map(|e| e.site)
+                .map(|e| e.site())
                 .or_else(|| found.and_then(|s| s.site()));
             errors.push(match elsewhere {
                 Some(site) => Error::Unsupported(format!(
@@ -402,37 +404,27 @@ impl Batch {
 
     fn build(&'static self, i: usize) -> &'static OpEntry {
         let op = &self.ops[i];
-        let schema: &'static Schema = Box::leak(Box::new(Schema {
-            name: operator_name(op.name),
-            arguments: Cow::Borrowed(op.signature.arguments),
-            returns: Cow::Borrowed(op.signature.returns),
-        }));
+        let boxed = BoxedOp::at_run_time(
+            op.name,
+            Schema {
+                name: operator_name(op.name),
+                arguments: Cow::Borrowed(op.signature.arguments),
+                returns: Cow::Borrowed(op.signature.returns),
+            },
+        );
         let mut foreign: ForeignSlots = [None; DispatchKey::COUNT];
         for (kernel, &index) in foreign.iter_mut().zip(&self.states[i].kernels) {
             // NO_IMPL, for a key with no kernel, is past every impl.
             if self.impls.get(index as usize).is_some() {
-                *kernel = Some(self.kernels.kernel(index as usize, schema));
+                *kernel = Some(self.kernels.kernel(index as usize, boxed.schema()));
             }
         }
         Box::leak(Box::new(entry(
-            op.name,
-            schema,
+            boxed,
             site_of(&self.libraries, op),
             Box::leak(Box::new(foreign)),
-            Some(self.image),
+            &self.image,
         )))
-    }
-}
-
-/// The parsed name of `ns::name[.overload]`, borrowing it: its parts are identifiers, so the
-/// first `::` and the first `.` after it are the separators.
-fn operator_name(qualified: &'static str) -> OperatorName {
-    let (namespace, rest) = qualified.split_once("::").unwrap_or(("", qualified));
-    let (name, overload) = rest.split_once('.').unwrap_or((rest, ""));
-    OperatorName {
-        namespace: Some(Cow::Borrowed(namespace)),
-        name: Cow::Borrowed(name),
-        overload: Cow::Borrowed(overload),
     }
 }
 
@@ -456,11 +448,10 @@ pub(crate) fn adopt(
     let mut kernels: ForeignSlots = [None; DispatchKey::COUNT];
     kernels[DispatchKey::CompositeExplicit.index()] = Some(kernel);
     let entry: &'static OpEntry = Box::leak(Box::new(entry(
-        name,
-        schema,
+        BoxedOp::at_run_time(name, schema.clone()),
         site,
         Box::leak(Box::new(kernels)),
-        Some(image),
+        Box::leak(Box::new(image)),
     )));
     foreign.index.insert(name, Slot::Ready(entry));
     foreign.listed.push(Listed::Op(entry));
@@ -468,30 +459,36 @@ pub(crate) fn adopt(
 }
 
 /// The entry of another image's op: a slot that runs `foreign_only` wherever `foreign` has a
-/// kernel, which the dispatcher calls instead.
+/// kernel, which the dispatcher calls instead. Its definition and library are leaked once, when
+/// the op is first resolved, as the macros' statics are for a linked-in op.
 fn entry(
-    name: &'static str,
-    schema: &'static Schema,
+    op: BoxedOp,
     site: Site,
     foreign: &'static ForeignSlots,
-    image: Option<&'static str>,
+    image: &'static &'static str,
 ) -> OpEntry {
+    let schema = op.schema();
+    let namespace = op.name().split_once("::").map_or("", |(ns, _)| ns);
+    let library: &'static LibraryRegistration = Box::leak(Box::new(LibraryRegistration {
+        namespace,
+        kind: LibraryKind::Fragment,
+        python_module: None,
+        site,
+        ops: &[],
+    }));
+    let def: &'static OpDef = Box::leak(Box::new(OpDef {
+        op,
+        tensor_args: schema.tensor_arguments().leak(),
+        fixed_lists: fixed_list::fixed_lists(schema),
+        tags: &[],
+        line: site.line,
+    }));
     let slot = KernelSlot {
         kernel: foreign_only,
         typed: None,
     };
-    OpEntry {
-        name,
-        schema,
-        site,
-        kernels: foreign.map(|k| k.map(|_| slot)),
-        foreign: Some(foreign),
-        num_args: schema.arguments.len(),
-        num_outputs: schema.returns.len(),
-        tensor_args: schema.tensor_arguments().leak(),
-        fixed_lists: fixed_list::fixed_lists(schema),
-        tags: &[],
-        python_module: None,
-        image,
-    }
+    let mut entry = OpEntry::new(library, def, Some(image));
+    entry.kernels = foreign.map(|k| k.map(|_| slot));
+    entry.foreign = Some(foreign);
+    entry
 }

@@ -2,8 +2,7 @@
 
 use std::cell::RefCell;
 
-use opbox_codegen::schema::Schema;
-
+use super::boxed_op::BoxedOp;
 use super::registration::OpSpec;
 use crate::value::{FromStable, Lend, StableValue};
 use crate::{Error, Result};
@@ -40,8 +39,7 @@ fn set_last_error(error: Error) {
 /// A kernel's view of its arguments, with unboxing that names the op and argument on a
 /// mismatch.
 pub struct KernelArgs<'a> {
-    op: &'static str,
-    schema: &'static opbox_codegen::schema::Schema,
+    op: &'static BoxedOp,
     values: &'a [StableValue],
 }
 
@@ -80,9 +78,9 @@ impl<'a> KernelArgs<'a> {
     #[cold]
     #[inline(never)]
     fn type_error(&self, index: usize, value: &StableValue) -> Error {
-        let arg = self.schema.arguments.get(index);
+        let arg = self.op.schema().arguments.get(index);
         Error::ArgType {
-            op: self.op.to_string(),
+            op: self.op.name().to_string(),
             index,
             name: arg.map(|a| a.name.to_string()).unwrap_or_default(),
             expected: arg.map(|a| a.ty.to_string()).unwrap_or_default(),
@@ -93,7 +91,7 @@ impl<'a> KernelArgs<'a> {
     #[cold]
     #[inline(never)]
     fn count_error(&self) -> Error {
-        super::op::arg_count(self.op, self.schema, self.values.len())
+        super::op::arg_count(self.op, self.values.len())
     }
 }
 
@@ -137,16 +135,6 @@ fn too_many_outputs(declared: usize) -> Error {
     ))
 }
 
-/// An op's static data, which every boxed shim hands to the shared code behind the ABI
-/// ([`boxed_entry`]): that code is then compiled once, not once per op.
-#[derive(Debug)]
-pub struct BoxedOp {
-    /// `ns::name[.overload]`.
-    pub name: &'static str,
-    /// The op's schema.
-    pub schema: &'static Schema,
-}
-
 /// A kernel body as [`boxed_entry`] runs it: unbox the arguments, call, write the outputs.
 pub type KernelBody<'b> = dyn FnMut(&KernelArgs<'_>, &mut KernelOutputs<'_>) -> Result<()> + 'b;
 
@@ -166,6 +154,25 @@ pub unsafe fn boxed_call<S: OpSpec>(
     unsafe { boxed_entry(S::BOXED, stack, num_args, num_outputs, &mut body) }
 }
 
+/// A kernel body as a plain function: what generated shims hand to [`boxed_entry_fn`]. A
+/// function item adds no closure type and no vtable (three relocated pointers) per op.
+pub type KernelBodyFn = fn(&KernelArgs<'_>, &mut KernelOutputs<'_>) -> Result<()>;
+
+/// [`boxed_entry`] for a body that is a plain function, as every generated shim's is.
+///
+/// # Safety
+/// As [`boxed_entry`].
+pub unsafe fn boxed_entry_fn(
+    op: &'static BoxedOp,
+    stack: *mut StableValue,
+    num_args: u64,
+    num_outputs: u64,
+    body: KernelBodyFn,
+) -> i32 {
+    // SAFETY: the caller's contract is run_boxed's.
+    unsafe { run_boxed(op, stack, num_args, num_outputs, body) }
+}
+
 /// Runs a kernel body behind the boxed ABI: checks the counts against the op's schema, runs
 /// `body` once, and turns its errors and panics into a status (the error is left for
 /// [`take_last_error`]). Not generic, so every op's shim shares this one copy.
@@ -180,12 +187,29 @@ pub unsafe fn boxed_entry(
     num_outputs: u64,
     body: &mut KernelBody<'_>,
 ) -> i32 {
-    let schema = op.schema;
+    // SAFETY: the caller's contract is run_boxed's.
+    unsafe { run_boxed(op, stack, num_args, num_outputs, body) }
+}
+
+/// The one body of [`boxed_entry`] and [`boxed_entry_fn`], instantiated for those two: the
+/// function-pointer one then calls the body directly, not through a `dyn FnMut` shim around the
+/// pointer (a second indirect call, +10 ns a boxed call in the scale bench).
+///
+/// # Safety
+/// As [`boxed_entry`].
+#[inline(always)]
+unsafe fn run_boxed(
+    op: &'static BoxedOp,
+    stack: *mut StableValue,
+    num_args: u64,
+    num_outputs: u64,
+    mut body: impl FnMut(&KernelArgs<'_>, &mut KernelOutputs<'_>) -> Result<()>,
+) -> i32 {
     let counts = (usize::try_from(num_args), usize::try_from(num_outputs));
     let (Ok(num_args), Ok(num_outputs)) = counts else {
         return refuse(op, Refusal::Overflow);
     };
-    if num_args != schema.arguments.len() || num_outputs != schema.returns.len() {
+    if num_args != op.num_args() || num_outputs != op.num_outputs() {
         return refuse(op, Refusal::Counts(num_args, num_outputs));
     }
     // An op with no arguments and no results reads no stack, so any pointer will do.
@@ -203,11 +227,7 @@ pub unsafe fn boxed_entry(
             )
         }
     };
-    let args = KernelArgs {
-        op: op.name,
-        schema,
-        values: inputs,
-    };
+    let args = KernelArgs { op, values: inputs };
     let mut outs = KernelOutputs {
         slots: outputs,
         written: 0,
@@ -244,24 +264,23 @@ enum Refusal {
 /// A stack that does not match the schema.
 #[cold]
 #[inline(never)]
-fn refuse(op: &BoxedOp, why: Refusal) -> i32 {
-    let schema = op.schema;
+fn refuse(op: &'static BoxedOp, why: Refusal) -> i32 {
+    let name = op.name();
     set_last_error(match why {
         Refusal::Overflow => {
-            Error::InvalidArgument(format!("{}: stack size does not fit in memory", op.name))
+            Error::InvalidArgument(format!("{name}: stack size does not fit in memory"))
         }
         Refusal::Null(values) => Error::InvalidArgument(format!(
-            "{}: the stack pointer is null, but the call passes {values} values",
-            op.name
+            "{name}: the stack pointer is null, but the call passes {values} values"
         )),
-        Refusal::Counts(num_args, _) if num_args != schema.arguments.len() => {
-            super::op::arg_count(op.name, schema, num_args)
+        Refusal::Counts(num_args, _) if num_args != op.num_args() => {
+            super::op::arg_count(op, num_args)
         }
         Refusal::Counts(_, num_outputs) => Error::ReturnCount {
-            op: op.name.to_string(),
-            expected: schema.returns.len(),
+            op: name.to_string(),
+            expected: op.num_outputs(),
             got: num_outputs,
-            schema: schema.to_string(),
+            schema: op.schema().to_string(),
         },
     });
     STATUS_ERROR
@@ -270,14 +289,14 @@ fn refuse(op: &BoxedOp, why: Refusal) -> i32 {
 #[cold]
 #[inline(never)]
 fn kernel_failed(op: &BoxedOp, error: Error) -> i32 {
-    set_last_error(kernel_error(op.name, error));
+    set_last_error(kernel_error(op.name(), error));
     STATUS_ERROR
 }
 
 #[cold]
 #[inline(never)]
 fn kernel_panicked(op: &BoxedOp, message: String) -> i32 {
-    set_last_error(panic_error(op.name, message));
+    set_last_error(panic_error(op.name(), message));
     STATUS_PANIC
 }
 

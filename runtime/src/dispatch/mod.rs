@@ -1,6 +1,7 @@
 //! The dispatcher: registrations collected from `inventory`, a table per op indexed by
 //! [`DispatchKey`], and the [`OpHandle`] callers resolve once and call many times.
 
+mod boxed_op;
 mod call;
 pub(crate) mod fixed_list;
 pub(crate) mod foreign;
@@ -16,11 +17,12 @@ pub(crate) mod suggest;
 mod table;
 mod typed;
 
+pub use boxed_op::{BoxedOp, SchemaCell};
 pub use call::{FromOutput, FromStack, IntoStack};
 pub use fixed_list::FixedList;
 pub use kernel::{
-    boxed_call, boxed_entry, take_last_error, BoxedKernelFn, BoxedOp, KernelArgs, KernelBody,
-    KernelOutputs, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+    boxed_call, boxed_entry, boxed_entry_fn, take_last_error, BoxedKernelFn, KernelArgs,
+    KernelBody, KernelBodyFn, KernelOutputs, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
 };
 pub use key::DispatchKey;
 pub use library::Library;

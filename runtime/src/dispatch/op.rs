@@ -3,6 +3,7 @@
 use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::{BaseType, DefaultValue, Schema};
 
+use super::boxed_op::BoxedOp;
 use super::call::{FromStack, IntoStack};
 use super::fixed_list;
 use super::foreign;
@@ -45,7 +46,7 @@ fn resolve_elsewhere(name: &str) -> Result<OpHandle> {
         registry
             .ops()
             .iter()
-            .map(|e| e.name)
+            .map(|e| e.name())
             .chain(foreign.iter().copied())
     };
     let unlinked_namespace = name.split_once("::").and_then(|(ns, _)| {
@@ -68,37 +69,37 @@ pub struct OpHandle {
 impl OpHandle {
     /// `ns::name[.overload]`.
     pub fn name(&self) -> &'static str {
-        self.entry.name
+        self.entry.name()
     }
 
     /// The op's parsed schema.
     pub fn schema(&self) -> &'static Schema {
-        self.entry.schema
+        self.entry.schema()
     }
 
     /// The tags its definition gave it (`m.def_with_tags`), in the order written.
     pub fn tags(&self) -> &'static [OpTag] {
-        self.entry.tags
+        self.entry.tags()
     }
 
     /// Whether the op carries `tag`.
     pub fn has_tag(&self, tag: OpTag) -> bool {
-        self.entry.tags.contains(&tag)
+        self.entry.tags().contains(&tag)
     }
 
     /// The Python module its library (or fragment) named with `m.set_python_module`.
     pub fn python_module(&self) -> Option<&'static str> {
-        self.entry.python_module
+        self.entry.python_module()
     }
 
     /// The plugin file that registered this op; None for an op linked into this binary.
     pub fn image(&self) -> Option<&'static str> {
-        self.entry.image
+        self.entry.image()
     }
 
     /// Where the op was defined (`file:line`, as the defining library gave it).
     pub fn site(&self) -> crate::Site {
-        self.entry.site
+        self.entry.site()
     }
 
     /// The keys this op has kernels for, by name.
@@ -166,7 +167,7 @@ impl OpHandle {
         // borrows last at least as long as the call.
         unsafe { args.push_for_call(&mut stack) };
         match self.call_boxed(&mut stack) {
-            Ok(()) => R::from_stack(self.name(), self.entry.schema, &mut stack),
+            Ok(()) => R::from_stack(self.entry.op, &mut stack),
             Err(e) => Err(e),
         }
     }
@@ -197,7 +198,7 @@ impl OpHandle {
 
     fn try_call(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Result<()> {
         let entry = self.entry;
-        let num_args = entry.num_args;
+        let num_args = entry.num_args();
         if stack.len() < num_args {
             fill_defaults(entry, stack)?;
         }
@@ -205,12 +206,7 @@ impl OpHandle {
             return Err(arg_count_error(entry, stack.len()));
         }
         if !entry.fixed_lists.is_empty() {
-            fixed_list::check(
-                entry.name,
-                entry.schema,
-                entry.fixed_lists,
-                stack.as_mut_slice(),
-            )?;
+            fixed_list::check(entry.op, entry.fixed_lists, stack.as_mut_slice())?;
         }
         let key = match dispatch_device(entry, stack)? {
             Some(device) => DispatchKey::for_device(device),
@@ -219,7 +215,7 @@ impl OpHandle {
         let Some((index, slot)) = entry.slot_for(key) else {
             return Err(no_kernel_error(entry, key));
         };
-        let num_outputs = entry.num_outputs;
+        let num_outputs = entry.num_outputs();
         if let Some(foreign) = entry.foreign {
             return call_foreign(entry, foreign[index], stack);
         }
@@ -260,7 +256,7 @@ fn call_foreign(
 fn missing_foreign(entry: &OpEntry) -> Error {
     Error::Unsupported(format!(
         "'{}' is another image's op, but its kernel for this key is missing",
-        entry.name
+        entry.name()
     ))
 }
 
@@ -320,7 +316,7 @@ fn mixed_devices_error(
     // `xs` for a tensor argument, `xs[2]` for an element of a list argument.
     let name = |i: usize, element: Option<u32>| {
         let arg = entry
-            .schema
+            .schema()
             .arguments
             .get(i)
             .map(|a| a.name.to_string())
@@ -331,7 +327,7 @@ fn mixed_devices_error(
         }
     };
     Error::MixedDevices {
-        op: entry.name.to_string(),
+        op: entry.name().to_string(),
         first_index,
         first_name: name(first_index, first_element),
         first_device,
@@ -344,20 +340,21 @@ fn mixed_devices_error(
 #[cold]
 #[inline(never)]
 fn arg_count_error(entry: &OpEntry, got: usize) -> Error {
-    arg_count(entry.name, entry.schema, got)
+    arg_count(entry.op, got)
 }
 
-/// [`Error::ArgCount`] for a call of `op` (`schema`) with `got` arguments: the range it takes
-/// runs from its last argument without a default (those after it are filled in).
+/// [`Error::ArgCount`] for a call of `op` with `got` arguments: the range it takes runs from
+/// its last argument without a default (those after it are filled in).
 #[cold]
-pub(crate) fn arg_count(op: &str, schema: &Schema, got: usize) -> Error {
+pub(crate) fn arg_count(op: &BoxedOp, got: usize) -> Error {
+    let schema = op.schema();
     let args = &schema.arguments;
     let min = args
         .iter()
         .rposition(|a| a.default.is_none())
         .map_or(0, |i| i + 1);
     Error::ArgCount {
-        op: op.to_string(),
+        op: op.name().to_string(),
         min,
         expected: args.len(),
         got,
@@ -370,7 +367,7 @@ pub(crate) fn arg_count(op: &str, schema: &Schema, got: usize) -> Error {
 #[inline(never)]
 fn no_kernel_error(entry: &OpEntry, key: DispatchKey) -> Error {
     Error::NoKernel {
-        op: entry.name.to_string(),
+        op: entry.name().to_string(),
         key: key.to_string(),
         available: entry.available_keys(),
     }
@@ -380,7 +377,7 @@ fn no_kernel_error(entry: &OpEntry, key: DispatchKey) -> Error {
 #[inline(never)]
 fn kernel_error(entry: &OpEntry, status: i32) -> Error {
     take_last_error().unwrap_or_else(|| Error::Kernel {
-        op: entry.name.to_string(),
+        op: entry.name().to_string(),
         message: format!("kernel failed with status {status} and left no error"),
     })
 }
@@ -389,7 +386,7 @@ fn kernel_error(entry: &OpEntry, status: i32) -> Error {
 /// that has no default.
 #[inline(never)]
 fn fill_defaults(entry: &OpEntry, stack: &mut Stack) -> Result<()> {
-    let schema = entry.schema;
+    let schema = entry.schema();
     // The count the caller gave, before any default is pushed.
     let given = stack.len();
     for arg in &schema.arguments[given..] {
@@ -448,9 +445,8 @@ fn dtype_named(name: &str) -> Option<DType> {
 mod tests {
     //! The whole boxed path, shim included, on a hand-registered op: small enough for miri.
 
-    use opbox_codegen::schema::Schema;
-
     use super::*;
+    use crate::dispatch::boxed_op::SchemaCell;
     use crate::dispatch::kernel::{boxed_call, KernelArgs, KernelOutputs};
     use crate::dispatch::registration::{
         KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec,
@@ -461,54 +457,17 @@ mod tests {
     use crate::Tensor;
 
     struct Pick;
+    static PICK_SCHEMA: SchemaCell = SchemaCell::new();
+    static PICK: BoxedOp = BoxedOp {
+        text: "t::pick(Tensor x, str tag, bool fail) -> (Tensor, str)",
+        name_len: 7,
+        num_args: 3,
+        num_outputs: 2,
+        parsed: &PICK_SCHEMA,
+    };
     impl OpSpec for Pick {
         const NAME: &'static str = "t::pick";
-        const SCHEMA: &'static Schema = {
-            use opbox_codegen::schema::{Argument, OperatorName, Return, Type};
-            use std::borrow::Cow::Borrowed;
-            &Schema {
-                name: OperatorName {
-                    namespace: Some(Borrowed("t")),
-                    name: Borrowed("pick"),
-                    overload: Borrowed(""),
-                },
-                arguments: Borrowed(&[
-                    Argument {
-                        name: Borrowed("x"),
-                        ty: Type::TENSOR,
-                        alias: None,
-                        default: None,
-                        kw_only: false,
-                    },
-                    Argument {
-                        name: Borrowed("tag"),
-                        ty: Type::STR,
-                        alias: None,
-                        default: None,
-                        kw_only: false,
-                    },
-                    Argument {
-                        name: Borrowed("fail"),
-                        ty: Type::BOOL,
-                        alias: None,
-                        default: None,
-                        kw_only: false,
-                    },
-                ]),
-                returns: Borrowed(&[
-                    Return {
-                        name: None,
-                        ty: Type::TENSOR,
-                        alias: None,
-                    },
-                    Return {
-                        name: None,
-                        ty: Type::STR,
-                        alias: None,
-                    },
-                ]),
-            }
-        };
+        const BOXED: &'static BoxedOp = &PICK;
     }
 
     fn body(args: &KernelArgs<'_>, outs: &mut KernelOutputs<'_>) -> Result<()> {
@@ -532,14 +491,11 @@ mod tests {
             line: 1,
         };
         let ops: &'static [OpDef] = Box::leak(Box::new([OpDef {
-            name: Pick::NAME,
-            schema: Pick::SCHEMA,
-            num_args: Pick::SCHEMA.arguments.len() as u32,
-            num_outputs: Pick::SCHEMA.returns.len() as u32,
+            op: BoxedOp { ..*Pick::BOXED },
             tensor_args: &[0],
             fixed_lists: &[],
             tags: &[],
-            site,
+            line: site.line,
         }]));
         let lib = Box::leak(Box::new(LibraryRegistration {
             namespace: "t",
@@ -549,7 +505,7 @@ mod tests {
             ops,
         }));
         let kernel = Box::leak(Box::new(KernelRegistration {
-            op: "t::pick",
+            op: Pick::BOXED,
             key: DispatchKey::CPU,
             kernel: pick,
             typed: None,

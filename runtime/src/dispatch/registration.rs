@@ -1,10 +1,10 @@
 //! What the macros submit to `inventory`: static data only, collected once at first use.
 
 use opbox_codegen::op_tag::OpTag;
-use opbox_codegen::schema::Schema;
 
+use super::boxed_op::BoxedOp;
 use super::fixed_list::FixedList;
-use super::kernel::{BoxedKernelFn, BoxedOp};
+use super::kernel::BoxedKernelFn;
 use super::key::DispatchKey;
 use super::typed::TypedKernel;
 use crate::error::Site;
@@ -13,13 +13,9 @@ use crate::error::Site;
 pub trait OpSpec {
     /// `ns::name` or `ns::name.overload`.
     const NAME: &'static str;
-    /// The op's parsed schema, built at compile time.
-    const SCHEMA: &'static Schema;
-    /// Both, as the boxed shims hand them to the shared code behind the ABI.
-    const BOXED: &'static BoxedOp = &BoxedOp {
-        name: Self::NAME,
-        schema: Self::SCHEMA,
-    };
+    /// The op's static data, in its library's table of [`OpDef`]s: the one `BoxedOp` its
+    /// registry entry and its boxed shims point at.
+    const BOXED: &'static BoxedOp;
 }
 
 /// Whether a registration defines its namespace or adds to it.
@@ -32,26 +28,20 @@ pub enum LibraryKind {
 }
 
 /// One op defined by a library or fragment, and the line of its `m.def`. The macro computes
-/// everything here, so registering an op costs no allocation or formatting.
+/// everything here, so registering an op costs no allocation, formatting or parsing.
 #[derive(Debug)]
 pub struct OpDef {
-    /// `ns::name[.overload]`: the schema's qualified name in its library's namespace.
-    pub name: &'static str,
-    /// Its parsed schema.
-    pub schema: &'static Schema,
-    /// Its schema's argument count. This and `num_outputs` are here so that registering an
-    /// op reads none of its schema.
-    pub num_args: u32,
-    /// Its schema's return count.
-    pub num_outputs: u32,
-    /// [`Schema::tensor_arguments`]: the only arguments dispatch looks at.
+    /// The op: its qualified name, schema text and counts. Held here, not behind a pointer, so
+    /// registering an op reads its name with one cache miss, not two.
+    pub op: BoxedOp,
+    /// `Schema::tensor_arguments`: the only arguments dispatch looks at.
     pub tensor_args: &'static [usize],
-    /// [`Schema::fixed_list_arguments`]: the lists the boxed boundary checks.
+    /// `Schema::fixed_list_arguments`: the lists the boxed boundary checks.
     pub fixed_lists: &'static [FixedList],
     /// The tags `m.def_with_tags` gave the op (empty for a plain `m.def`).
     pub tags: &'static [OpTag],
-    /// Where the `m.def` is.
-    pub site: Site,
+    /// The line of the `m.def`, in its library's file: one file name a library, not one an op.
+    pub line: u32,
 }
 
 /// What `#[stable_library]` and `#[stable_fragment]` submit: one namespace's block of ops.
@@ -74,8 +64,9 @@ pub struct LibraryRegistration {
 /// One kernel of one op for one dispatch key, as `#[stable_impl]` registers it.
 #[derive(Debug)]
 pub struct KernelRegistration {
-    /// `ns::name[.overload]`, from the op's marker.
-    pub op: &'static str,
+    /// The op, from its marker: its `BoxedOp` in its library's table, where the registry finds
+    /// its entry by address, reading neither its name nor a hash map.
+    pub op: &'static BoxedOp,
     /// The dispatch key it runs for.
     pub key: DispatchKey,
     /// The boxed entry the dispatcher calls.

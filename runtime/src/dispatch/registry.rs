@@ -9,11 +9,14 @@ use foldhash::fast::FixedState;
 use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::Schema;
 
+use super::boxed_op::BoxedOp;
 use super::fixed_list::FixedList;
 use super::foreign::{self, ForeignKernel};
 use super::kernel::BoxedKernelFn;
 use super::key::DispatchKey;
-use super::registration::{KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration};
+use super::registration::{
+    KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration, OpDef,
+};
 use super::table::Table;
 use crate::error::Site;
 use crate::{Error, Result};
@@ -31,31 +34,92 @@ pub(crate) struct KernelSlot {
 pub(crate) type ForeignSlots = [Option<&'static dyn ForeignKernel>; DispatchKey::COUNT];
 
 /// One op with its kernels. Leaked once at collection, so handles are `&'static`.
+///
+/// 208 bytes, so that 10,000 ops fit one 2 MiB huge page: what a call reads is here, and the
+/// rest (name, schema, site, tags, Python module) is behind the three static pointers.
 #[derive(Debug)]
 pub(crate) struct OpEntry {
-    pub(crate) name: &'static str,
-    pub(crate) schema: &'static Schema,
-    pub(crate) site: Site,
     pub(crate) kernels: [Option<KernelSlot>; DispatchKey::COUNT],
     /// Set for an op of another image only: one pointer here rather than one in every slot
     /// keeps the table of a large library small.
     pub(crate) foreign: Option<&'static ForeignSlots>,
+    /// The op's static data: name, schema text and counts.
+    pub(crate) op: &'static BoxedOp,
+    /// Its definition: tags and line.
+    pub(crate) def: &'static OpDef,
+    /// The library or fragment that defined it: file and Python module.
+    pub(crate) library: &'static LibraryRegistration,
+    /// The plugin that registered it; None for the ops linked into this image.
+    pub(crate) image: Option<&'static &'static str>,
     /// The schema's argument and return counts, beside the kernels so a call reads no schema.
-    pub(crate) num_args: usize,
-    pub(crate) num_outputs: usize,
+    pub(crate) num_args: u32,
+    pub(crate) num_outputs: u32,
     /// Indices of the arguments whose type mentions Tensor: the only ones dispatch looks at.
     pub(crate) tensor_args: &'static [usize],
     /// The fixed-size list arguments (`int[2]`), checked at the boxed boundary; empty for
     /// nearly every op, so the call path tests one length.
     pub(crate) fixed_lists: &'static [FixedList],
-    pub(crate) tags: &'static [OpTag],
-    /// The defining block's `m.set_python_module`, if any.
-    pub(crate) python_module: Option<&'static str>,
-    /// The plugin that registered it; None for the ops linked into this image.
-    pub(crate) image: Option<&'static str>,
 }
 
 impl OpEntry {
+    /// An op defined by `def` in `library`, with no kernels yet.
+    pub(crate) fn new(
+        library: &'static LibraryRegistration,
+        def: &'static OpDef,
+        image: Option<&'static &'static str>,
+    ) -> OpEntry {
+        OpEntry {
+            kernels: [None; DispatchKey::COUNT],
+            foreign: None,
+            op: &def.op,
+            def,
+            library,
+            image,
+            num_args: def.op.num_args,
+            num_outputs: def.op.num_outputs,
+            tensor_args: def.tensor_args,
+            fixed_lists: def.fixed_lists,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn num_args(&self) -> usize {
+        self.num_args as usize
+    }
+
+    #[inline]
+    pub(crate) fn num_outputs(&self) -> usize {
+        self.num_outputs as usize
+    }
+
+    #[inline]
+    pub(crate) fn name(&self) -> &'static str {
+        self.op.name()
+    }
+
+    pub(crate) fn schema(&self) -> &'static Schema {
+        self.op.schema()
+    }
+
+    pub(crate) fn site(&self) -> Site {
+        Site {
+            file: self.library.site.file,
+            line: self.def.line,
+        }
+    }
+
+    pub(crate) fn tags(&self) -> &'static [OpTag] {
+        self.def.tags
+    }
+
+    pub(crate) fn python_module(&self) -> Option<&'static str> {
+        self.library.python_module
+    }
+
+    pub(crate) fn image(&self) -> Option<&'static str> {
+        self.image.copied()
+    }
+
     /// The exact key's kernel slot, else the CompositeExplicit one, with its index.
     #[inline]
     pub(crate) fn slot_for(&self, key: DispatchKey) -> Option<(usize, &KernelSlot)> {
@@ -123,7 +187,7 @@ pub fn registered_ops() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = registry()
         .ops
         .iter()
-        .map(|e| e.name)
+        .map(|e| e.name())
         .chain(foreign::names())
         .collect();
     names.sort_unstable();
@@ -145,7 +209,7 @@ pub(crate) fn collect(
     let mut libraries = libraries.to_vec();
     let mut kernels = kernels.to_vec();
     libraries.sort_by_key(|l| (l.site.file, l.site.line, l.namespace));
-    kernels.sort_by_key(|k| (k.site.file, k.site.line, k.op));
+    kernels.sort_by_key(|k| (k.site.file, k.site.line, k.op.name()));
     build(&libraries, &kernels).freeze()
 }
 
@@ -180,8 +244,10 @@ fn build(
     let count = libraries.iter().map(|lib| lib.ops.len()).sum();
     let mut ops: Table<OpEntry> = Table::with_capacity(count);
     let mut index: Map<&'static str, usize> = map_with_capacity(count);
+    let mut tables = Tables::with_capacity(libraries.len(), count);
 
     for lib in libraries {
+        tables.add_library(lib);
         if lib.kind == LibraryKind::Def {
             if let Some(first) = definers.insert(lib.namespace, lib.site) {
                 errors.push(Error::DuplicateLibrary {
@@ -192,41 +258,37 @@ fn build(
             }
         }
         for def in lib.ops {
-            match index.entry(def.name) {
+            match index.entry(def.op.name()) {
                 Entry::Occupied(existing) => {
                     if let Some(first) = ops.get(*existing.get()) {
+                        tables.no_entry();
                         errors.push(Error::DuplicateOp {
-                            op: def.name.to_string(),
-                            first: first.site,
-                            second: def.site,
+                            op: def.op.name().to_string(),
+                            first: first.site(),
+                            second: Site {
+                                file: lib.site.file,
+                                line: def.line,
+                            },
                         });
                     }
                 }
                 Entry::Vacant(slot) => {
                     slot.insert(ops.len());
-                    ops.push(OpEntry {
-                        name: def.name,
-                        schema: def.schema,
-                        site: def.site,
-                        kernels: [None; DispatchKey::COUNT],
-                        foreign: None,
-                        num_args: def.num_args as usize,
-                        num_outputs: def.num_outputs as usize,
-                        tensor_args: def.tensor_args,
-                        tags: def.tags,
-                        python_module: lib.python_module,
-                        fixed_lists: def.fixed_lists,
-                        image: None,
-                    });
+                    tables.entry(ops.len());
+                    ops.push(OpEntry::new(lib, def, None));
                 }
             }
         }
     }
 
+    tables.freeze();
     for reg in kernels {
-        let Some(entry) = index.get(reg.op).and_then(|&i| ops.get_mut(i)) else {
+        let found = tables.find(reg.op);
+        let found = found.or_else(|| index.get(reg.op.name()).copied());
+        let Some(entry) = found.and_then(|i| ops.get_mut(i)) else {
+            let op = reg.op.name();
             errors.push(Error::ImplWithoutDef {
-                op: reg.op.to_string(),
+                op: op.to_string(),
                 key: reg.key.to_string(),
                 site: reg.site,
             });
@@ -242,10 +304,13 @@ fn build(
         }
         // The slot was filled by the first registration for this op and key, in this order;
         // only a clash looks for it, so the table keeps no pointer back to it.
-        let first = kernels.iter().find(|k| k.op == reg.op && k.key == reg.key);
+        let op = reg.op.name();
+        let first = kernels
+            .iter()
+            .find(|k| k.op.name() == op && k.key == reg.key);
         if let Some(first) = first.filter(|first| first.function != reg.function) {
             errors.push(Error::DuplicateImpl {
-                op: reg.op.to_string(),
+                op: op.to_string(),
                 key: reg.key.to_string(),
                 first: first.site,
                 second: reg.site,
@@ -253,6 +318,64 @@ fn build(
         }
     }
     Built { ops, index, errors }
+}
+
+/// Where each library's table of [`OpDef`]s lies in memory, and the entry each of its defs
+/// became. A kernel's `BoxedOp` is inside its op's def, so its entry is found from its address
+/// with a binary search over the libraries: at 10,000 ops, hashing each kernel's op name and
+/// probing the name map cost three cache misses a kernel, most of the registry's build.
+struct Tables {
+    /// (first byte, past the last byte, the library's first def in `entries`), sorted by
+    /// address once every library is in.
+    ranges: Vec<(usize, usize, usize)>,
+    /// Each def's entry index, or `u32::MAX` for a def refused as a duplicate.
+    entries: Vec<u32>,
+}
+
+impl Tables {
+    fn with_capacity(libraries: usize, defs: usize) -> Tables {
+        Tables {
+            ranges: Vec::with_capacity(libraries),
+            entries: Vec::with_capacity(defs),
+        }
+    }
+
+    fn add_library(&mut self, lib: &'static LibraryRegistration) {
+        let start = lib.ops.as_ptr() as usize;
+        let end = start + std::mem::size_of_val(lib.ops);
+        self.ranges.push((start, end, self.entries.len()));
+    }
+
+    /// The current library's next def became entry `index`.
+    fn entry(&mut self, index: usize) {
+        self.entries.push(u32::try_from(index).unwrap_or(u32::MAX));
+    }
+
+    /// The current library's next def became no entry.
+    fn no_entry(&mut self) {
+        self.entries.push(u32::MAX);
+    }
+
+    fn freeze(&mut self) {
+        self.ranges.sort_unstable_by_key(|&(start, _, _)| start);
+    }
+
+    /// The entry of the op whose `BoxedOp` is `op`, if `op` lies in a library's table (a
+    /// `BoxedOp` made by hand is found by name instead).
+    fn find(&self, op: &'static BoxedOp) -> Option<usize> {
+        let address = op as *const BoxedOp as usize;
+        let after = self
+            .ranges
+            .partition_point(|&(start, _, _)| start <= address);
+        let &(start, end, first) = self.ranges.get(after.checked_sub(1)?)?;
+        let within = address.checked_sub(start + std::mem::offset_of!(OpDef, op))?;
+        let size = std::mem::size_of::<OpDef>();
+        if address >= end || within % size != 0 {
+            return None;
+        }
+        let entry = *self.entries.get(first + within / size)?;
+        (entry != u32::MAX).then_some(entry as usize)
+    }
 }
 
 /// Returns the collection's errors, if any.
@@ -267,7 +390,6 @@ pub(crate) fn check() -> Result<&'static Registry> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::registration::OpDef;
     use crate::value::StableValue;
 
     unsafe extern "C" fn noop(_: *mut StableValue, _: u64, _: u64) -> i32 {
@@ -303,23 +425,36 @@ mod tests {
 
     /// An op as the library macro would register it.
     pub(crate) fn op_def(ns: &str, schema: &str, site: Site) -> OpDef {
-        let schema: &'static Schema = Box::leak(Box::new(
-            opbox_codegen::schema::parse(schema).expect("test schema parses"),
-        ));
+        let schema = opbox_codegen::schema::parse(schema).expect("test schema parses");
+        let tensor_args = schema.tensor_arguments().leak();
+        let fixed_lists = crate::dispatch::fixed_list::fixed_lists(&schema);
         OpDef {
-            name: schema.qualified_name(ns).leak(),
-            schema,
-            num_args: schema.arguments.len() as u32,
-            num_outputs: schema.returns.len() as u32,
-            tensor_args: schema.tensor_arguments().leak(),
-            fixed_lists: crate::dispatch::fixed_list::fixed_lists(schema),
+            op: BoxedOp::at_run_time(schema.qualified_name(ns).leak(), schema),
+            tensor_args,
+            fixed_lists,
             tags: &[],
-            site,
+            line: site.line,
         }
+    }
+
+    /// A kernel's op as a hand-written registration names it: a `BoxedOp` of its own, outside
+    /// every library's table, which the registry finds by name.
+    fn named(op: &'static str) -> &'static BoxedOp {
+        let schema = opbox_codegen::schema::parse(&format!("{op}() -> ()")).expect("a name");
+        Box::leak(Box::new(BoxedOp::at_run_time(op, schema)))
     }
 
     fn kernel(
         op: &'static str,
+        key: DispatchKey,
+        line: u32,
+        function: &'static str,
+    ) -> &'static KernelRegistration {
+        kernel_of(named(op), key, line, function)
+    }
+
+    fn kernel_of(
+        op: &'static BoxedOp,
         key: DispatchKey,
         line: u32,
         function: &'static str,
@@ -332,6 +467,66 @@ mod tests {
             site: site(line),
             function,
         }))
+    }
+
+    #[test]
+    fn kernels_find_their_op_where_its_boxed_op_lies_in_a_librarys_table() {
+        let defs = library(
+            "ns",
+            LibraryKind::Def,
+            10,
+            &["a(int x) -> int", "b(int x) -> int"],
+        );
+        let more = library("ns", LibraryKind::Fragment, 20, &["c(int x) -> int"]);
+        // A second `a`, refused: a kernel pointing at its def finds the first `a` by name.
+        let again = library("ns", LibraryKind::Fragment, 30, &["a(int x) -> int"]);
+        let kernels = [
+            kernel_of(&defs.ops[1].op, DispatchKey::CPU, 40, "cpu::b"),
+            kernel_of(&more.ops[0].op, DispatchKey::Meta, 41, "meta::c"),
+            kernel_of(&again.ops[0].op, DispatchKey::CPU, 42, "cpu::a"),
+        ];
+        let registry = collect(&[defs, more, again], &kernels);
+        assert!(
+            matches!(&registry.error, Some(Error::DuplicateOp { op, .. }) if op == "ns::a"),
+            "{:?}",
+            registry.error
+        );
+        let keys = |name| registry.get(name).expect("defined").available_keys();
+        assert_eq!(keys("ns::a"), vec!["CPU"]);
+        assert_eq!(keys("ns::b"), vec!["CPU"]);
+        assert_eq!(keys("ns::c"), vec!["Meta"]);
+
+        let mut tables = Tables::with_capacity(2, 3);
+        tables.add_library(defs);
+        tables.entry(7);
+        tables.no_entry();
+        tables.add_library(more);
+        tables.entry(9);
+        tables.freeze();
+        assert_eq!(tables.find(&defs.ops[0].op), Some(7));
+        assert_eq!(
+            tables.find(&defs.ops[1].op),
+            None,
+            "a refused def has no entry"
+        );
+        assert_eq!(tables.find(&more.ops[0].op), Some(9));
+        assert_eq!(
+            tables.find(&again.ops[0].op),
+            None,
+            "not in any table given"
+        );
+        assert_eq!(tables.find(named("ns::b")), None, "a BoxedOp made by hand");
+    }
+
+    #[test]
+    fn ten_thousand_entries_fit_one_huge_page() {
+        // A 2 MiB huge page (`huge_pages::HUGE_PAGE`, which miri builds leave out).
+        let huge_page = 2 << 20;
+        let size = std::mem::size_of::<OpEntry>();
+        assert!(
+            10_000 * size <= huge_page,
+            "an OpEntry is {size} bytes: 10,000 of them no longer fit one 2 MiB huge page"
+        );
     }
 
     #[test]

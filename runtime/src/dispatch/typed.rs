@@ -11,10 +11,12 @@ use crate::Result;
 /// The type-erased form of `fn(A) -> Result<R>`.
 type ErasedFn = fn();
 
-/// A kernel's typed entry, as `#[stable_impl]` registers it.
+/// A kernel's typed entry, as `#[stable_impl]` registers it. The key is computed at compile
+/// time: stored as data, it costs start-up neither a relocation nor a call into each kernel's
+/// code.
 #[derive(Clone, Copy, Debug)]
 pub struct TypedKernel {
-    key: fn() -> TypeId,
+    key: TypeId,
     erased: ErasedFn,
 }
 
@@ -34,16 +36,16 @@ impl TypedKernel {
     /// matching key back into `fn(A) -> Result<R>` at the caller's lifetimes.
     pub const unsafe fn new<K: 'static, A, R: 'static>(f: fn(A) -> Result<R>) -> TypedKernel {
         TypedKernel {
-            key: type_id::<(K, R)>,
+            key: TypeId::of::<(K, R)>(),
             // SAFETY: both fields are fn pointers; the erased one is only ever turned back into
             // this type (see `restore`).
             erased: unsafe { Erase { typed: f }.erased },
         }
     }
 
-    /// The key, computed once when the registry is built.
+    /// The key of the kernel's parameters and return.
     pub(crate) fn key(&self) -> TypeId {
-        (self.key)()
+        self.key
     }
 
     pub(crate) fn erased(&self) -> ErasedFn {

@@ -141,10 +141,10 @@ unsafe extern "C" fn register(reg: *mut Registrar) -> i32 {
                 continue;
             }
             for def in lib.ops {
-                let schema = def.schema.to_string();
+                let schema = def.op.schema_text();
                 let desc = OpDesc {
                     size: std::mem::size_of::<OpDesc>() as u64,
-                    line: def.site.line,
+                    line: def.line,
                     reserved: 0,
                     schema: str_ref(&schema),
                 };
@@ -159,7 +159,7 @@ unsafe extern "C" fn register(reg: *mut Registrar) -> i32 {
         for k in kernels {
             let desc = ImplDesc {
                 size: std::mem::size_of::<ImplDesc>() as u64,
-                op: str_ref(k.op),
+                op: str_ref(k.op.name()),
                 key: str_ref(k.key.name()),
                 kernel: guest_kernel,
                 ctx: (k as *const KernelRegistration).cast_mut().cast(),
@@ -233,7 +233,7 @@ unsafe fn run_kernel(
     let status = unsafe { (reg.kernel)(base, num_args as u64, num_outputs as u64) };
     if status != STATUS_OK {
         return Err(take_last_error().unwrap_or_else(|| Error::Kernel {
-            op: reg.op.to_string(),
+            op: reg.op.name().to_string(),
             message: format!("the kernel failed with status {status} and left no error"),
         }));
     }
@@ -292,7 +292,7 @@ impl HostOp {
     /// The call on the op's arguments, outputs and guard slot (see `foreign::with_outputs`).
     fn call_on(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
         let host = host().ok_or_else(|| Error::msg("this plugin is not loaded by a host"))?;
-        let (num_args, num_outputs) = (op.num_args, op.num_outputs);
+        let (num_args, num_outputs) = (op.num_args(), op.num_outputs());
         let (inputs, outputs) = stack.split_at_mut(num_args);
         let mut outs: SmallVec<[Value; 8]> = (0..num_outputs).map(|_| Value::default()).collect();
         let status = convert::with_lent(inputs, 0, |values| {

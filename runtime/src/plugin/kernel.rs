@@ -68,8 +68,8 @@ impl PluginKernel {
             (self.kernel)(
                 self.ctx.0,
                 values.as_mut_ptr(),
-                op.num_args as u64,
-                op.num_outputs as u64,
+                op.num_args() as u64,
+                op.num_outputs() as u64,
             )
         }
     }
@@ -85,9 +85,9 @@ fn failed(op: &str, message: String) -> Error {
 #[cold]
 #[inline(never)]
 fn arg_type_error(op: &'static OpEntry, index: usize, value: &StableValue) -> Error {
-    let arg = &op.schema.arguments[index];
+    let arg = &op.schema().arguments[index];
     Error::ArgType {
-        op: op.name.to_string(),
+        op: op.name().to_string(),
         index,
         name: arg.name.to_string(),
         expected: arg.ty.to_string(),
@@ -99,7 +99,7 @@ impl ForeignKernel for PluginKernel {
     fn call(&self, op: &'static OpEntry, stack: &mut Stack) -> Result<()> {
         let plan = &self.plan;
         let inputs = stack.as_slice();
-        if inputs.len() != op.num_args {
+        if inputs.len() != op.num_args() {
             return Err(stack_size_error(op, inputs.len()));
         }
         // A C kernel cannot check tags as the in-process shims do: the host checks them here,
@@ -120,10 +120,10 @@ impl ForeignKernel for PluginKernel {
 #[inline(never)]
 fn stack_size_error(op: &'static OpEntry, len: usize) -> Error {
     failed(
-        op.name,
+        op.name(),
         format!(
             "{len} values on the stack, not its {} arguments",
-            op.num_args
+            op.num_args()
         ),
     )
 }
@@ -140,7 +140,7 @@ impl PluginKernel {
     /// without being dropped, so no handle a kernel made up is ever released.
     #[inline]
     fn call_plain(&self, op: &'static OpEntry, stack: &mut Stack) -> Result<()> {
-        let (num_args, num_outputs) = (op.num_args, op.num_outputs);
+        let (num_args, num_outputs) = (op.num_args(), op.num_outputs());
         let used = num_args + num_outputs + 1;
         let base = stack.spare_nones(num_outputs + 1).cast::<Value>();
         clear_error();
@@ -206,7 +206,7 @@ impl PluginKernel {
         // The status, the guard and the outputs were right, so an input was overwritten.
         discard_from(&taken, 0);
         failed(
-            op.name,
+            op.name(),
             "the kernel overwrote a borrowed input with a handle".to_string(),
         )
     }
@@ -215,7 +215,7 @@ impl PluginKernel {
     /// inputs are lent as ABI objects, and the outputs taken back from ABI values.
     #[inline(never)]
     fn call_lent(&self, op: &'static OpEntry, stack: &mut [StableValue]) -> Result<()> {
-        let (num_args, num_outputs) = (op.num_args, op.num_outputs);
+        let (num_args, num_outputs) = (op.num_args(), op.num_outputs());
         let (inputs, rest) = stack.split_at_mut(num_args);
         let outputs = rest.get_mut(..num_outputs).unwrap_or_default();
         convert::with_lent(inputs, num_outputs + 1, |values| {
@@ -253,7 +253,7 @@ impl PluginKernel {
                 Ok(value) => value,
                 Err(e) => {
                     discard_from(written, i + 1);
-                    return Err(failed(op.name, format!("output #{i}: {e}")));
+                    return Err(failed(op.name(), format!("output #{i}: {e}")));
                 }
             };
         }
@@ -269,19 +269,19 @@ impl PluginKernel {
         if status == STATUS_OK {
             let num_outputs = written.len() - 1;
             return failed(
-                op.name,
+                op.name(),
                 format!("the kernel wrote more than the {num_outputs} outputs its schema declares"),
             );
         }
         let message = take_error_text();
         if status == STATUS_PANIC {
             return Error::KernelPanic {
-                op: op.name.to_string(),
+                op: op.name().to_string(),
                 message: message.unwrap_or_else(|| "(no message)".to_string()),
             };
         }
         failed(
-            op.name,
+            op.name(),
             message.unwrap_or_else(|| {
                 format!(
                     "the kernel in plugin '{}' failed with status {status} and set no error",
@@ -308,7 +308,7 @@ fn wrong_output(op: &'static OpEntry, written: &[Value], i: usize) -> Error {
     // SAFETY: an owned value the kernel wrote, taken once (to describe it).
     let taken = unsafe { convert::take(written[i]) };
     discard_from(written, i + 1);
-    let ty = op.schema.returns[i].ty;
+    let ty = op.schema().returns[i].ty;
     let message = match taken {
         Ok(value) if value.is_none() => {
             format!("the kernel wrote {i} of the {num_outputs} outputs its schema declares")
@@ -319,7 +319,7 @@ fn wrong_output(op: &'static OpEntry, written: &[Value], i: usize) -> Error {
         ),
         Err(e) => format!("output #{i}: {e}"),
     };
-    failed(op.name, message)
+    failed(op.name(), message)
 }
 
 #[cfg(test)]
@@ -329,32 +329,37 @@ mod tests {
 
     use super::*;
     use crate::abi::plugin_v1::STATUS_ERROR;
-    use crate::dispatch::DispatchKey;
+    use crate::dispatch::{BoxedOp, LibraryKind, LibraryRegistration, OpDef, SchemaCell};
     use crate::error::Site;
 
     /// `t::f(int x) -> int`, kept in statics (an entry is `&'static`; nothing leaks).
     fn op() -> &'static OpEntry {
-        static SCHEMA: OnceLock<Schema> = OnceLock::new();
-        static ENTRY: OnceLock<OpEntry> = OnceLock::new();
-        let schema = SCHEMA
-            .get_or_init(|| opbox_codegen::schema::parse("t::f(int x) -> int").expect("parses"));
-        ENTRY.get_or_init(|| OpEntry {
-            name: "t::f",
-            schema,
+        static CELL: SchemaCell = SchemaCell::new();
+        static DEF: OpDef = OpDef {
+            op: BoxedOp {
+                text: "t::f(int x) -> int",
+                name_len: 4,
+                num_args: 1,
+                num_outputs: 1,
+                parsed: &CELL,
+            },
+            tensor_args: &[],
+            fixed_lists: &[],
+            tags: &[],
+            line: 1,
+        };
+        static LIBRARY: LibraryRegistration = LibraryRegistration {
+            namespace: "t",
+            kind: LibraryKind::Def,
+            python_module: None,
             site: Site {
                 file: "test.c",
                 line: 1,
             },
-            kernels: [None; DispatchKey::COUNT],
-            foreign: None,
-            num_args: 1,
-            num_outputs: 1,
-            tensor_args: &[],
-            fixed_lists: &[],
-            tags: &[],
-            python_module: None,
-            image: Some("test.so"),
-        })
+            ops: &[],
+        };
+        static ENTRY: OnceLock<OpEntry> = OnceLock::new();
+        ENTRY.get_or_init(|| OpEntry::new(&LIBRARY, &DEF, Some(&"test.so")))
     }
 
     /// The result, the stack after the call, and the output and guard slots past the
@@ -365,7 +370,7 @@ mod tests {
             kernel,
             ctx: SendPtr(std::ptr::null_mut()),
             image: "test.so",
-            plan: Plan::of(op.schema),
+            plan: Plan::of(op.schema()),
         };
         // The argument, as the dispatcher passes it; the output and guard slots past it are set
         // to None first, so they read as such when the call fails before lending them.

@@ -74,15 +74,39 @@ pub(super) fn collect(
             errors.at(lit.span(), message);
             continue;
         }
+        let text = match ns.map(|ns| stored_text(&schema, ns)) {
+            Some(Ok(text)) => text,
+            Some(Err(message)) => {
+                errors.at(lit.span(), message);
+                continue;
+            }
+            None => String::new(),
+        };
         seen.insert(marker.clone(), lit.clone());
         ops.push(OpDef {
             lit,
             schema,
+            text,
             marker,
             tags,
         });
     }
     ops
+}
+
+/// The schema as the op's static data stores it, printed with its namespace: the runtime parses
+/// it back when something first asks for the schema, so it must give exactly this one.
+fn stored_text(schema: &schema::Schema, ns: &str) -> Result<String, String> {
+    let mut qualified = schema.clone();
+    qualified.name.namespace = Some(ns.to_string().into());
+    let text = qualified.to_string();
+    match schema::parse(&text) {
+        Ok(back) if back == qualified => Ok(text),
+        _ => Err(format!(
+            "opbox stores this schema as `{text}`, which does not parse back to the same schema: \
+             a bug in opbox's schema printer; please report it with this schema"
+        )),
+    }
 }
 
 fn collect_calls(expr: &Expr, out: &mut Vec<Def>, extras: &mut Extras, errors: &mut Errors) {

@@ -1,4 +1,4 @@
-//! One op's marker module: the marker type with its `OpSpec` (name and schema as static data),
+//! One op's marker module: the marker type with its `OpSpec` (name, and static data in the library's table),
 //! and the traits `#[stable_impl]` checks a kernel's arity, parameters and return against, each
 //! with a message that names the op, the argument and the Rust types that fit.
 
@@ -9,19 +9,15 @@ use super::OpDef;
 use crate::diagnostic::on_unimplemented;
 use crate::naming;
 use crate::rust_forms::{forms, spelled, Form, Position};
-use crate::schema_tokens;
 use opbox_codegen::rust_forms::unsupported;
 
 /// The marker type of one op, its `OpSpec`, and the traits that check kernel signatures.
-pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
+/// `index` is the op's place in its library's table of `OpDef`s, which holds its static data.
+pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
     let span = op.lit.span();
     let marker_name = &op.marker;
     let marker = naming::marker_type(span);
-    let schema_expr = schema_tokens::schema(&op.schema, ns);
-    let schema_imports = schema_tokens::imports();
-    let mut printed = op.schema.clone();
-    printed.name.namespace = Some(ns.to_string().into());
-    let printed = printed.to_string();
+    let printed = op.text.as_str();
     let full = op.schema.qualified_name(ns);
     let arity = op.schema.arguments.len();
     let arity_trait = naming::arity_trait(span);
@@ -150,6 +146,8 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
         &[&schema_note],
     );
     let op_module = naming::op_module(marker_name, span);
+    let boxed = naming::boxed_const(span);
+    let table = naming::op_table(span);
     quote! {
         #[doc = #printed]
         #[allow(non_snake_case)]
@@ -157,11 +155,13 @@ pub(super) fn items(op: &OpDef, ns: &str) -> TokenStream {
             /// The op's marker type, which `#[stable_impl]` checks kernels against.
             pub struct #marker;
 
-            #schema_imports
+            /// The op's static data (its schema as text, parsed on first use), in its library's
+            /// table.
+            pub const #boxed: &'static ::opbox::__private::BoxedOp = &super::#table[#index].op;
 
             impl ::opbox::__private::OpSpec for #marker {
                 const NAME: &'static str = #full;
-                const SCHEMA: &'static ::opbox::__private::schema::Schema = &#schema_expr;
+                const BOXED: &'static ::opbox::__private::BoxedOp = #boxed;
             }
 
             #arity_attr

@@ -33,6 +33,8 @@ impl Kind {
 struct OpDef {
     lit: LitStr,
     schema: Schema,
+    /// The schema printed with its namespace: what the op's static data stores.
+    text: String,
     marker: String,
     tags: Vec<OpTag>,
 }
@@ -85,17 +87,23 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
     // The markers live in a module named after the function: a library and its fragments can
     // then sit side by side in one Rust module without their marker modules colliding.
     let markers_mod = &func.sig.ident;
-    let markers = ops.iter().map(|op| markers::items(op, ns));
+    let markers = ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| markers::items(op, i, ns));
+    let table = naming::op_table(Span::call_site());
+    let cells = naming::schema_cells(Span::call_site());
+    let count = ops.len();
     let library_kind = match kind {
         Kind::Library => quote!(Def),
         Kind::Fragment => quote!(Fragment),
     };
-    let op_defs = ops.iter().map(|op| {
-        let marker = naming::op_module(&op.marker, op.lit.span());
-        let site = paths::site(op.lit.span());
-        let tensor_args = op.schema.tensor_arguments();
+    let op_defs = ops.iter().enumerate().map(|(index, op)| {
+        let text = &op.text;
+        let name_len = op.schema.qualified_name(ns).len() as u32;
         let num_args = op.schema.arguments.len() as u32;
         let num_outputs = op.schema.returns.len() as u32;
+        let tensor_args = op.schema.tensor_arguments();
         let fixed_lists = op
             .schema
             .fixed_list_arguments()
@@ -107,14 +115,17 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
         });
         quote_spanned! {op.lit.span()=>
             ::opbox::__private::OpDef {
-                name: <#markers_mod::#marker::Op as ::opbox::__private::OpSpec>::NAME,
-                schema: <#markers_mod::#marker::Op as ::opbox::__private::OpSpec>::SCHEMA,
-                num_args: #num_args,
-                num_outputs: #num_outputs,
+                op: ::opbox::__private::BoxedOp {
+                    text: #text,
+                    name_len: #name_len,
+                    num_args: #num_args,
+                    num_outputs: #num_outputs,
+                    parsed: &#cells[#index],
+                },
                 tensor_args: &[#(#tensor_args),*],
                 fixed_lists: &[#(#fixed_lists),*],
                 tags: &[#(#tags),*],
-                site: #site,
+                line: ::core::line!(),
             }
         }
     });
@@ -130,6 +141,14 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
         #[allow(non_camel_case_types, dead_code)]
         #vis mod #markers_mod {
             #(#markers)*
+
+            const __OPBOX_EMPTY: ::opbox::__private::SchemaCell =
+                ::opbox::__private::SchemaCell::new();
+            static #cells: [::opbox::__private::SchemaCell; #count] = [__OPBOX_EMPTY; #count];
+
+            /// The library's ops, as its registration lists them.
+            #[doc(hidden)]
+            pub static #table: [::opbox::__private::OpDef; #count] = [#(#op_defs),*];
         }
 
         ::opbox::__private::inventory::submit! {
@@ -138,7 +157,7 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
                 kind: ::opbox::__private::LibraryKind::#library_kind,
                 python_module: #python_module,
                 site: #site,
-                ops: &[#(#op_defs),*],
+                ops: &#markers_mod::#table,
             }
         }
     }

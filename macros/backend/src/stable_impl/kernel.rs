@@ -76,6 +76,7 @@ pub(super) fn items(
     let ops_module = respan(&ops_module, op.span());
     let ops: Path = syn::parse_quote!(__opbox_op);
     let marker: &Path = &join(&ops, naming::marker_type(op.span()));
+    let boxed = naming::boxed_const(op.span());
     let library = &ops;
     let arity_trait = join(library, naming::arity_trait(op.span()));
     let ident_span = sig.ident.span();
@@ -137,23 +138,28 @@ pub(super) fn items(
 
             // Not generic over the op: the shared code behind the ABI (`boxed_entry`) is compiled
             // once, and this shim only hands it the op's static data and the unboxing call.
+            fn __opbox_body(
+                __opbox_args: &::opbox::__private::KernelArgs<'_>,
+                __opbox_outs: &mut ::opbox::__private::KernelOutputs<'_>,
+            ) -> ::opbox::__private::Result<()> {
+                #(#[allow(clippy::let_unit_value)] let mut #scratches = ::core::default::Default::default();)*
+                ::opbox::__private::KernelReturn::write(#fn_ident(#(#gets),*), __opbox_outs)
+            }
+
             unsafe extern "C" fn __opbox_boxed(
                 stack: *mut ::opbox::__private::StableValue,
                 num_args: u64,
                 num_outputs: u64,
             ) -> i32 {
                 // SAFETY: the dispatcher calls this through the BoxedKernelFn contract, which is
-                // exactly boxed_entry's precondition.
+                // exactly boxed_entry_fn's precondition.
                 unsafe {
-                    ::opbox::__private::boxed_entry(
-                        <#marker as ::opbox::__private::OpSpec>::BOXED,
+                    ::opbox::__private::boxed_entry_fn(
+                        __opbox_op::#boxed,
                         stack,
                         num_args,
                         num_outputs,
-                        &mut |__opbox_args, __opbox_outs| {
-                            #(#[allow(clippy::let_unit_value)] let mut #scratches = ::core::default::Default::default();)*
-                            ::opbox::__private::KernelReturn::write(#fn_ident(#(#gets),*), __opbox_outs)
-                        },
+                        __opbox_body,
                     )
                 }
             }
@@ -161,7 +167,7 @@ pub(super) fn items(
             #typed
 
             ::opbox::__private::KernelRegistration {
-                op: <#marker as ::opbox::__private::OpSpec>::NAME,
+                op: __opbox_op::#boxed,
                 key: ::opbox::__private::DispatchKey::#key,
                 kernel: __opbox_boxed,
                 typed: ::core::option::Option::Some(__OPBOX_TYPED),
