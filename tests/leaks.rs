@@ -4,7 +4,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use opbox::dispatch::{KernelRegistration, STATUS_ERROR};
+use opbox::dispatch::{KernelGroup, KernelRegistration, STATUS_ERROR};
 use opbox::prelude::*;
 use opbox::value::{live_handles, IntoStable, List};
 use opbox::Tag;
@@ -106,13 +106,16 @@ unsafe extern "C" fn manual_kernel(
 }
 
 opbox::__private::inventory::submit! {
-    KernelRegistration {
-        op: leaks::manual::BOXED,
-        key: DispatchKey::CPU,
-        kernel: manual_kernel,
-        typed: None,
-        site: opbox::Site { file: file!(), line: line!() },
-        function: "leaks::manual_kernel",
+    KernelGroup {
+        file: file!(),
+        origin: concat!(module_path!(), "::manual_kernel"),
+        kernels: &[KernelRegistration {
+            op: leaks::manual::BOXED,
+            key: DispatchKey::CPU,
+            line: line!(),
+            kernel: manual_kernel,
+            typed: None,
+        }],
     }
 }
 

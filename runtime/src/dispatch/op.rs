@@ -449,7 +449,7 @@ mod tests {
     use crate::dispatch::boxed_op::SchemaCell;
     use crate::dispatch::kernel::{boxed_call, KernelArgs, KernelOutputs};
     use crate::dispatch::registration::{
-        KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec,
+        KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec,
     };
     use crate::dispatch::registry::collect;
     use crate::error::Site;
@@ -504,15 +504,19 @@ mod tests {
             site,
             ops,
         }));
-        let kernel = Box::leak(Box::new(KernelRegistration {
+        let kernels = Box::leak(Box::new([KernelRegistration {
             op: Pick::BOXED,
             key: DispatchKey::CPU,
+            line: site.line,
             kernel: pick,
             typed: None,
-            site,
-            function: "pick",
+        }]));
+        let group = Box::leak(Box::new(KernelGroup {
+            file: site.file,
+            origin: "pick",
+            kernels,
         }));
-        let registry = Box::leak(Box::new(collect(&[lib], &[kernel])));
+        let registry = Box::leak(Box::new(collect(&[lib], &[(group, &kernels[0])])));
         OpHandle {
             entry: registry.get("t::pick").expect("t::pick is registered"),
         }

@@ -61,7 +61,9 @@ pub struct LibraryRegistration {
     pub ops: &'static [OpDef],
 }
 
-/// One kernel of one op for one dispatch key, as `#[stable_impl]` registers it.
+/// One kernel of one op for one dispatch key, as `#[stable_impl]` registers it: in a
+/// [`KernelGroup`], which holds what its kernels share (file and origin), so that each kernel
+/// is three relocated pointers and 48 bytes of static data.
 #[derive(Debug)]
 pub struct KernelRegistration {
     /// The op, from its marker: its `BoxedOp` in its library's table, where the registry finds
@@ -69,27 +71,40 @@ pub struct KernelRegistration {
     pub op: &'static BoxedOp,
     /// The dispatch key it runs for.
     pub key: DispatchKey,
+    /// The line of the implementing function, in its group's file.
+    pub line: u32,
     /// The boxed entry the dispatcher calls.
     pub kernel: BoxedKernelFn,
     /// The Rust function itself, for typed calls of exactly its parameter types; None for a
     /// hand-written boxed kernel.
     pub typed: Option<TypedKernel>,
-    /// Where the impl is.
-    pub site: Site,
-    /// The implementing function's path, which tells a repeated registration of one function
-    /// from two different functions.
-    pub function: &'static str,
 }
 
 /// The kernels of one `#[stable_impl]` (a module, or one fn): one inventory item for all of
-/// them, so start-up work grows with impl blocks, not kernels. A hand-written kernel can
-/// still submit a lone [`KernelRegistration`].
+/// them, so start-up work grows with impl blocks, not kernels. A hand-written kernel is a group
+/// of one.
 #[derive(Debug)]
 pub struct KernelGroup {
+    /// The file the impl is in.
+    pub file: &'static str,
+    /// What, with a kernel's op, names its function: the module (`module_path!()`) of an impl
+    /// module, whose functions are named after their ops, or the path of a lone impl fn. Two
+    /// registrations for one op and key from one origin are one function registered twice,
+    /// not a clash.
+    pub origin: &'static str,
     /// The impl's kernels.
     pub kernels: &'static [KernelRegistration],
 }
 
+impl KernelGroup {
+    /// Where `kernel`, one of this group's, is.
+    pub fn site(&self, kernel: &KernelRegistration) -> Site {
+        Site {
+            file: self.file,
+            line: kernel.line,
+        }
+    }
+}
+
 inventory::collect!(LibraryRegistration);
-inventory::collect!(KernelRegistration);
 inventory::collect!(KernelGroup);

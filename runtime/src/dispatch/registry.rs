@@ -140,6 +140,9 @@ impl OpEntry {
     }
 }
 
+/// A kernel and the group that registered it.
+pub(crate) type Kernel = (&'static KernelGroup, &'static KernelRegistration);
+
 /// Names are the macros' static strings, not attacker input, so a fixed-seed fast hash will do.
 type Map<K, V> = HashMap<K, V, FixedState>;
 
@@ -173,10 +176,9 @@ pub(crate) fn registry() -> &'static Registry {
     REGISTRY.get_or_init(|| {
         let libraries: Vec<&'static LibraryRegistration> =
             inventory::iter::<LibraryRegistration>.into_iter().collect();
-        let kernels: Vec<&'static KernelRegistration> = inventory::iter::<KernelGroup>
+        let kernels: Vec<Kernel> = inventory::iter::<KernelGroup>
             .into_iter()
-            .flat_map(|group| group.kernels)
-            .chain(inventory::iter::<KernelRegistration>)
+            .flat_map(|group| group.kernels.iter().map(move |kernel| (group, kernel)))
             .collect();
         collect(&libraries, &kernels)
     })
@@ -198,10 +200,7 @@ pub fn registered_ops() -> Vec<&'static str> {
 /// the errors name a "first" and a "second" site: when there are errors, the collection runs
 /// again in source order so that they read the same in every build. Only a failing
 /// registration pays for the sort.
-pub(crate) fn collect(
-    libraries: &[&'static LibraryRegistration],
-    kernels: &[&'static KernelRegistration],
-) -> Registry {
+pub(crate) fn collect(libraries: &[&'static LibraryRegistration], kernels: &[Kernel]) -> Registry {
     let built = build(libraries, kernels);
     if built.errors.is_empty() {
         return built.freeze();
@@ -209,7 +208,7 @@ pub(crate) fn collect(
     let mut libraries = libraries.to_vec();
     let mut kernels = kernels.to_vec();
     libraries.sort_by_key(|l| (l.site.file, l.site.line, l.namespace));
-    kernels.sort_by_key(|k| (k.site.file, k.site.line, k.op.name()));
+    kernels.sort_by_key(|(group, k)| (group.file, k.line, k.op.name()));
     build(&libraries, &kernels).freeze()
 }
 
@@ -235,10 +234,7 @@ impl Built {
     }
 }
 
-fn build(
-    libraries: &[&'static LibraryRegistration],
-    kernels: &[&'static KernelRegistration],
-) -> Built {
+fn build(libraries: &[&'static LibraryRegistration], kernels: &[Kernel]) -> Built {
     let mut errors = Vec::new();
     let mut definers: Map<&str, Site> = map_with_capacity(libraries.len());
     let count = libraries.iter().map(|lib| lib.ops.len()).sum();
@@ -282,7 +278,7 @@ fn build(
     }
 
     tables.freeze();
-    for reg in kernels {
+    for &(group, reg) in kernels {
         let found = tables.find(reg.op);
         let found = found.or_else(|| index.get(reg.op.name()).copied());
         let Some(entry) = found.and_then(|i| ops.get_mut(i)) else {
@@ -290,7 +286,7 @@ fn build(
             errors.push(Error::ImplWithoutDef {
                 op: op.to_string(),
                 key: reg.key.to_string(),
-                site: reg.site,
+                site: group.site(reg),
             });
             continue;
         };
@@ -307,13 +303,14 @@ fn build(
         let op = reg.op.name();
         let first = kernels
             .iter()
-            .find(|k| k.op.name() == op && k.key == reg.key);
-        if let Some(first) = first.filter(|first| first.function != reg.function) {
+            .find(|(_, k)| k.op.name() == op && k.key == reg.key);
+        // From one origin, it is one function registered twice.
+        if let Some((first_group, first)) = first.filter(|(g, _)| g.origin != group.origin) {
             errors.push(Error::DuplicateImpl {
                 op: op.to_string(),
                 key: reg.key.to_string(),
-                first: first.site,
-                second: reg.site,
+                first: first_group.site(first),
+                second: group.site(reg),
             });
         }
     }
@@ -444,29 +441,30 @@ mod tests {
         Box::leak(Box::new(BoxedOp::at_run_time(op, schema)))
     }
 
-    fn kernel(
-        op: &'static str,
-        key: DispatchKey,
-        line: u32,
-        function: &'static str,
-    ) -> &'static KernelRegistration {
-        kernel_of(named(op), key, line, function)
+    fn kernel(op: &'static str, key: DispatchKey, line: u32, origin: &'static str) -> Kernel {
+        kernel_of(named(op), key, line, origin)
     }
 
+    /// A kernel in a group of its own, from `origin`.
     fn kernel_of(
         op: &'static BoxedOp,
         key: DispatchKey,
         line: u32,
-        function: &'static str,
-    ) -> &'static KernelRegistration {
-        Box::leak(Box::new(KernelRegistration {
+        origin: &'static str,
+    ) -> Kernel {
+        let kernels = Box::leak(Box::new([KernelRegistration {
             op,
             key,
+            line,
             kernel: noop,
             typed: None,
-            site: site(line),
-            function,
-        }))
+        }]));
+        let group = Box::leak(Box::new(KernelGroup {
+            file: "src/lib.rs",
+            origin,
+            kernels,
+        }));
+        (group, &kernels[0])
     }
 
     #[test]

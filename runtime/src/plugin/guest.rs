@@ -154,18 +154,19 @@ unsafe extern "C" fn register(reg: *mut Registrar) -> i32 {
         }
         let kernels = inventory::iter::<KernelGroup>
             .into_iter()
-            .flat_map(|group| group.kernels)
-            .chain(inventory::iter::<KernelRegistration>);
-        for k in kernels {
+            .flat_map(|group| group.kernels.iter().map(move |kernel| (group, kernel)));
+        for (group, k) in kernels {
             let desc = ImplDesc {
                 size: std::mem::size_of::<ImplDesc>() as u64,
                 op: str_ref(k.op.name()),
                 key: str_ref(k.key.name()),
                 kernel: guest_kernel,
                 ctx: (k as *const KernelRegistration).cast_mut().cast(),
-                function: str_ref(k.function),
-                file: str_ref(k.site.file),
-                line: k.site.line,
+                // The host tells one function registered twice from two functions by this
+                // name, with the op: the group's origin names the function.
+                function: str_ref(group.origin),
+                file: str_ref(group.file),
+                line: k.line,
                 reserved: 0,
             };
             // SAFETY: as above.

@@ -10,7 +10,7 @@ use syn::{FnArg, Ident, ItemFn, Path, ReturnType, Signature, Type};
 
 use crate::errors::Errors;
 use crate::naming;
-use crate::paths::{self, join, respan};
+use crate::paths::{join, respan};
 
 /// Replaces every lifetime with `'_`, so a parameter type can be named inside a check fn
 /// where the kernel's own lifetime parameters are not in scope.
@@ -120,8 +120,7 @@ pub(super) fn items(
         |(i, ((span, _), scratch))| quote_spanned!(*span=> __opbox_args.lend(#i, &mut #scratch)?),
     );
     let typed = typed_entry(fn_ident, &params, &ret_ty, ret_span);
-    let site = paths::site(sig.ident.span());
-    let fn_name = fn_ident.to_string();
+    let line = quote_spanned!(sig.ident.span()=> ::core::line!());
     let registration = format_ident!("__opbox_kernel_{}_{}", fn_ident, key);
     let tokens = quote! {
         #[doc(hidden)]
@@ -171,8 +170,7 @@ pub(super) fn items(
                 key: ::opbox::__private::DispatchKey::#key,
                 kernel: __opbox_boxed,
                 typed: ::core::option::Option::Some(__OPBOX_TYPED),
-                site: #site,
-                function: ::core::concat!(::core::module_path!(), "::", #fn_name),
+                line: #line,
             }
         };
     };

@@ -141,7 +141,8 @@ fn expand_module(
         func.attrs.push(syn::parse_quote!(#[allow(non_snake_case)]));
     }
     if !registrations.is_empty() {
-        generated.push(submit(&registrations));
+        // An impl module's functions are named after their ops: the module names them.
+        generated.push(submit(&registrations, quote!(::core::module_path!())));
     }
     items.extend(generated.into_iter().map(Item::Verbatim));
     args.map(|_| quote!(#module))
@@ -183,16 +184,21 @@ fn expand_single(args: Option<&Args>, func: ItemFn, errors: &mut Errors) -> Opti
         .iter()
         .map(|key| kernel::items(&library, &op_ident, &func, key))
         .unzip();
-    let submit = submit(&registrations);
+    // A lone impl fn may have any name: its own path is the origin.
+    let fn_name = func.sig.ident.to_string();
+    let origin = quote!(::core::concat!(::core::module_path!(), "::", #fn_name));
+    let submit = submit(&registrations, origin);
     Some(quote!(#func #(#tokens)* #submit))
 }
 
 /// One inventory item for the kernels of one `#[stable_impl]`: start-up then registers per
-/// impl block, not per kernel.
-fn submit(registrations: &[Ident]) -> TokenStream {
+/// impl block, not per kernel. `origin` names the impl's functions, with their ops.
+fn submit(registrations: &[Ident], origin: TokenStream) -> TokenStream {
     quote! {
         ::opbox::__private::inventory::submit! {
             ::opbox::__private::KernelGroup {
+                file: ::core::file!(),
+                origin: #origin,
                 kernels: &[#(#registrations),*],
             }
         }

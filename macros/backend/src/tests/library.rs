@@ -121,7 +121,9 @@ fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
             "fn __opbox_body(",
             "const __opbox_kernel_axpby_CPU: ::opbox::__private::KernelRegistration = {",
             // Inside `submit!`, which prettyplease leaves as tokens.
-            "::opbox::__private::KernelGroup { kernels : & [__opbox_kernel_axpby_CPU], }",
+            "::opbox::__private::KernelGroup { file : :: core :: file! (), origin : :: core :: module_path! (), kernels : & [__opbox_kernel_axpby_CPU], }",
+            // Each kernel's line; its file and origin are its group's.
+            "line: ::core::line!()",
             "key: ::opbox::__private::DispatchKey::CPU,",
             "op: __opbox_op::BOXED,",
         ],
