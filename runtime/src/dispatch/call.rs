@@ -190,7 +190,7 @@ fn check_count(op: &BoxedOp, count: usize) -> Result<()> {
 
 #[cold]
 #[inline(never)]
-fn return_count_error(op: &BoxedOp, count: usize) -> Error {
+pub(crate) fn return_count_error(op: &BoxedOp, count: usize) -> Error {
     Error::ReturnCount {
         op: op.name().to_string(),
         expected: op.num_outputs(),

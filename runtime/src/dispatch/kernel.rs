@@ -276,12 +276,7 @@ fn refuse(op: &'static BoxedOp, why: Refusal) -> i32 {
         Refusal::Counts(num_args, _) if num_args != op.num_args() => {
             super::op::arg_count(op, num_args)
         }
-        Refusal::Counts(_, num_outputs) => Error::ReturnCount {
-            op: name.to_string(),
-            expected: op.num_outputs(),
-            got: num_outputs,
-            schema: op.schema().to_string(),
-        },
+        Refusal::Counts(_, num_outputs) => super::call::return_count_error(op, num_outputs),
     });
     STATUS_ERROR
 }

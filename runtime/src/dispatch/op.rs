@@ -167,7 +167,7 @@ impl OpHandle {
         // borrows last at least as long as the call.
         unsafe { args.push_for_call(&mut stack) };
         match self.call_boxed(&mut stack) {
-            Ok(()) => R::from_stack(self.entry.op, &mut stack),
+            Ok(()) => R::from_stack(self.entry.op(), &mut stack),
             Err(e) => Err(e),
         }
     }
@@ -206,7 +206,7 @@ impl OpHandle {
             return Err(arg_count_error(entry, stack.len()));
         }
         if !entry.fixed_lists.is_empty() {
-            fixed_list::check(entry.op, entry.fixed_lists, stack.as_mut_slice())?;
+            fixed_list::check(entry.op(), entry.fixed_lists, stack.as_mut_slice())?;
         }
         let key = match dispatch_device(entry, stack)? {
             Some(device) => DispatchKey::for_device(device),
@@ -340,7 +340,7 @@ fn mixed_devices_error(
 #[cold]
 #[inline(never)]
 fn arg_count_error(entry: &OpEntry, got: usize) -> Error {
-    arg_count(entry.op, got)
+    arg_count(entry.op(), got)
 }
 
 /// [`Error::ArgCount`] for a call of `op` with `got` arguments: the range it takes runs from

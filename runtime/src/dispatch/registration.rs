@@ -61,6 +61,16 @@ pub struct LibraryRegistration {
     pub ops: &'static [OpDef],
 }
 
+impl LibraryRegistration {
+    /// Where `def`, one of this block's ops, is: its line in the block's file.
+    pub fn site_of(&self, def: &OpDef) -> Site {
+        Site {
+            file: self.site.file,
+            line: def.line,
+        }
+    }
+}
+
 /// One kernel of one op for one dispatch key, as `#[stable_impl]` registers it: in a
 /// [`KernelGroup`], which holds what its kernels share (file and origin), so that each kernel
 /// is three relocated pointers and 48 bytes of static data.

@@ -35,17 +35,15 @@ pub(crate) type ForeignSlots = [Option<&'static dyn ForeignKernel>; DispatchKey:
 
 /// One op with its kernels. Leaked once at collection, so handles are `&'static`.
 ///
-/// 208 bytes, so that 10,000 ops fit one 2 MiB huge page: what a call reads is here, and the
-/// rest (name, schema, site, tags, Python module) is behind the three static pointers.
+/// 200 bytes, so that 10,000 ops fit one 2 MiB huge page: what a call reads is here, and the
+/// rest (name, schema, site, tags, Python module) is behind the static pointers.
 #[derive(Debug)]
 pub(crate) struct OpEntry {
     pub(crate) kernels: [Option<KernelSlot>; DispatchKey::COUNT],
     /// Set for an op of another image only: one pointer here rather than one in every slot
     /// keeps the table of a large library small.
     pub(crate) foreign: Option<&'static ForeignSlots>,
-    /// The op's static data: name, schema text and counts.
-    pub(crate) op: &'static BoxedOp,
-    /// Its definition: tags and line.
+    /// Its definition: the op's static data (name, schema text, counts), tags and line.
     pub(crate) def: &'static OpDef,
     /// The library or fragment that defined it: file and Python module.
     pub(crate) library: &'static LibraryRegistration,
@@ -71,7 +69,6 @@ impl OpEntry {
         OpEntry {
             kernels: [None; DispatchKey::COUNT],
             foreign: None,
-            op: &def.op,
             def,
             library,
             image,
@@ -92,20 +89,24 @@ impl OpEntry {
         self.num_outputs as usize
     }
 
+    /// The op's static data, inside its definition.
+    #[inline]
+    pub(crate) fn op(&self) -> &'static BoxedOp {
+        let def: &'static OpDef = self.def;
+        &def.op
+    }
+
     #[inline]
     pub(crate) fn name(&self) -> &'static str {
-        self.op.name()
+        self.op().name()
     }
 
     pub(crate) fn schema(&self) -> &'static Schema {
-        self.op.schema()
+        self.op().schema()
     }
 
     pub(crate) fn site(&self) -> Site {
-        Site {
-            file: self.library.site.file,
-            line: self.def.line,
-        }
+        self.library.site_of(self.def)
     }
 
     pub(crate) fn tags(&self) -> &'static [OpTag] {
@@ -256,15 +257,12 @@ fn build(libraries: &[&'static LibraryRegistration], kernels: &[Kernel]) -> Buil
         for def in lib.ops {
             match index.entry(def.op.name()) {
                 Entry::Occupied(existing) => {
+                    tables.no_entry();
                     if let Some(first) = ops.get(*existing.get()) {
-                        tables.no_entry();
                         errors.push(Error::DuplicateOp {
                             op: def.op.name().to_string(),
                             first: first.site(),
-                            second: Site {
-                                file: lib.site.file,
-                                line: def.line,
-                            },
+                            second: lib.site_of(def),
                         });
                     }
                 }

@@ -1,7 +1,7 @@
 //! The registry's table of ops: filled once, to a length known up front, then leaked as a
 //! `&'static` slice so that handles are plain references.
 //!
-//! A library of thousands of ops makes a table of megabytes (208 bytes an op), every page
+//! A library of thousands of ops makes a table of megabytes (200 bytes an op), every page
 //! of it fresh. Taking those pages 4 KiB at a time was a third of building the registry at
 //! 10,000 ops, so a large table is a huge-page mapping instead.
 
