@@ -13,6 +13,8 @@ use crate::{
     DType, Device, Error, Generator, Layout, MemoryFormat, Result, Scalar, Stream, Tensor,
 };
 
+pub mod extra_params;
+
 /// Markers for the schema-side shape of a Rust type. Only rustc sees them.
 pub mod ty {
     use std::marker::PhantomData;

@@ -1,12 +1,8 @@
 //! The names the macros generate and refer to. The library macro and the impl macro both call
 //! these, so each convention lives in one place.
 
-use proc_macro2::{Ident, Span};
-use quote::{format_ident, ToTokens};
-
-/// Arg-check traits exist for at least this many parameter positions, so an extra kernel
-/// parameter gets a message of its own instead of a missing-trait error.
-pub const ARG_TRAIT_MIN: usize = 16;
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote, ToTokens};
 
 /// Rust's keywords (strict and reserved, every edition): an op named after one gets a raw
 /// marker module, `r#where`.
@@ -48,10 +44,10 @@ pub fn arg_trait(index: usize, span: Span) -> Ident {
     Ident::new(&format!("Arg{index}"), span)
 }
 
-/// The one trait every parameter position past the schema's arguments is checked against
-/// (re-exported under each position's `Arg{index}` name).
-pub fn extra_arg_trait(span: Span) -> Ident {
-    Ident::new("ExtraArg", span)
+/// Where the `Arg{index}` traits of positions past an op's schema come from: a module that
+/// each marker module glob-imports, under its own `Arg{index}` traits.
+pub fn extra_param_traits() -> TokenStream {
+    quote!(::opbox::__private::extra_params)
 }
 
 pub fn returns_trait(span: Span) -> Ident {

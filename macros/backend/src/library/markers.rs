@@ -28,25 +28,8 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
     );
     let schema_note = format!("schema: {printed}");
 
-    // Every position past the schema's takes one trait, under each position's name: the
-    // message is the same for all of them, and one trait is a fraction of the tokens.
-    let extra = naming::extra_arg_trait(span);
-    let extra_trait = (arity < naming::ARG_TRAIT_MIN).then(|| {
-        let message = format!(
-            "`{full}` has only {arity} argument{}: remove this parameter",
-            if arity == 1 { "" } else { "s" }
-        );
-        let attr = on_unimplemented(&message, "not in the schema", &[&schema_note]);
-        quote! {
-            #attr
-            pub trait #extra<S> {}
-        }
-    });
-    let arg_traits = (0..arity.max(naming::ARG_TRAIT_MIN)).map(|index| {
+    let arg_traits = op.schema.arguments.iter().enumerate().map(|(index, arg)| {
         let trait_ident = naming::arg_trait(index, span);
-        let Some(arg) = op.schema.arguments.get(index) else {
-            return quote!(pub use self::#extra as #trait_ident;);
-        };
         let in_place = arg.is_mutable();
         let fits = forms(arg.ty, Position::Param { in_place });
         let shown_ty = arg.ty.display_with_alias(arg.alias.as_ref()).to_string();
@@ -145,6 +128,7 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
         "does not match the schema's return",
         &[&schema_note],
     );
+    let extra_params = naming::extra_param_traits();
     let op_module = naming::op_module(marker_name, span);
     let boxed = naming::boxed_const(span);
     let table = naming::op_table(span);
@@ -168,7 +152,9 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
             pub trait #arity_trait<const N: usize> {}
             impl #arity_trait<#arity> for #marker {}
 
-            #extra_trait
+            // The positions past the schema's: their traits give way to the ones above.
+            #[doc(hidden)]
+            pub use #extra_params::*;
             #(#arg_traits)*
 
             #returns_attr
