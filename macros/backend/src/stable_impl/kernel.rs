@@ -116,10 +116,12 @@ pub(super) fn items(
     let scratches: Vec<Ident> = (0..arity)
         .map(|i| format_ident!("__opbox_s{}", i))
         .collect();
-    let gets = params.iter().zip(&scratches).enumerate().map(
-        |(i, ((span, _), scratch))| quote_spanned!(*span=> __opbox_args.lend(#i, &mut #scratch)?),
-    );
-    let typed = typed_entry(fn_ident, &params, &ret_ty, ret_span);
+    // Every trait call names its type: rustc then selects one impl instead of inferring it.
+    let gets = params.iter().zip(&scratches).enumerate().map(|(i, ((span, ty), scratch))| {
+        quote_spanned!(*span=> __opbox_args.lend::<#ty>(#i, &mut #scratch)?)
+    });
+    let write = quote_spanned!(ret_span=> <#ret_ty as ::opbox::__private::KernelReturn>::write);
+    let (typed, erased) = typed_entry(fn_ident, &params, &ret_ty, ret_span);
     let line = quote_spanned!(sig.ident.span()=> ::core::line!());
     let registration = format_ident!("__opbox_kernel_{}_{}", fn_ident, key);
     let tokens = quote! {
@@ -142,7 +144,7 @@ pub(super) fn items(
                 __opbox_outs: &mut ::opbox::__private::KernelOutputs<'_>,
             ) -> ::opbox::__private::Result<()> {
                 #(#[allow(clippy::let_unit_value)] let mut #scratches = ::core::default::Default::default();)*
-                ::opbox::__private::KernelReturn::write(#fn_ident(#(#gets),*), __opbox_outs)
+                #write(#fn_ident(#(#gets),*), __opbox_outs)
             }
 
             unsafe extern "C" fn __opbox_boxed(
@@ -169,7 +171,7 @@ pub(super) fn items(
                 op: __opbox_op::#boxed,
                 key: ::opbox::__private::DispatchKey::#key,
                 kernel: __opbox_boxed,
-                typed: ::core::option::Option::Some(__OPBOX_TYPED),
+                typed: ::core::option::Option::Some(#erased),
                 line: #line,
             }
         };
@@ -177,8 +179,9 @@ pub(super) fn items(
     (tokens, registration)
 }
 
-/// The kernel's typed entry: `__opbox_typed` takes the parameters as one tuple and returns the
-/// value without its `Result`, and `__OPBOX_TYPED` erases it behind the key of those types.
+/// The kernel's typed entry: the fn `__opbox_typed`, which takes the parameters as one tuple and
+/// returns the value without its `Result`, and the expression that erases it behind the key of
+/// those types (in the registration itself: a const of its own cost rustc a body to check).
 /// Each key is named through `RustParam` (and the return through `KernelReturn`) at the span the
 /// signature check uses, so a type that is no parameter gets the check's one error, not another.
 fn typed_entry(
@@ -186,27 +189,33 @@ fn typed_entry(
     params: &[(Span, Type)],
     ret_ty: &TokenStream,
     ret_span: Span,
-) -> TokenStream {
+) -> (TokenStream, TokenStream) {
     let binds: Vec<Ident> = (0..params.len())
         .map(|i| format_ident!("__opbox_a{}", i))
         .collect();
-    let tys = params.iter().map(|(_, ty)| ty);
+    let tys: Vec<&Type> = params.iter().map(|(_, ty)| ty).collect();
     let keys = params.iter().map(|(span, ty)| {
         quote_spanned! {*span=> <#ty as ::opbox::__private::RustParam>::Key }
     });
     let value = quote_spanned! {ret_span=>
         <#ret_ty as ::opbox::__private::KernelReturn>::Value
     };
-    quote! {
+    let into_value = quote_spanned! {ret_span=>
+        <#ret_ty as ::opbox::__private::KernelReturn>::into_value
+    };
+    let entry = quote! {
         fn __opbox_typed((#(#binds,)*): (#(#tys,)*)) -> ::opbox::__private::Result<#value> {
-            ::opbox::__private::KernelReturn::into_value(#fn_ident(#(#binds),*))
+            #into_value(#fn_ident(#(#binds),*))
         }
-
-        // SAFETY: the key is the TypedKey key of `__opbox_typed`'s parameter tuple, element by
-        // element (RustParam::Key is TypedKey::Key), and the fn's lifetimes are all its own
-        // (the parameter types were written with every lifetime elided).
-        const __OPBOX_TYPED: ::opbox::__private::TypedKernel = unsafe {
-            ::opbox::__private::TypedKernel::new::<(#(#keys,)*), _, #value>(__opbox_typed)
-        };
-    }
+    };
+    // SAFETY (of the `unsafe` emitted): the key is the TypedKey key of `__opbox_typed`'s
+    // parameter tuple, element by element (RustParam::Key is TypedKey::Key), and the fn's
+    // lifetimes are all its own (the parameter types were written with every lifetime elided).
+    // The tuple is spelled out too, so rustc checks the coercion instead of inferring it.
+    let erased = quote! {
+        unsafe {
+            ::opbox::__private::TypedKernel::new::<(#(#keys,)*), (#(#tys,)*), #value>(__opbox_typed)
+        }
+    };
+    (entry, erased)
 }
