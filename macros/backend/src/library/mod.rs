@@ -113,6 +113,12 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
             let variant = Ident::new(t.variant_name(), op.lit.span());
             quote!(::opbox::__private::OpTag::#variant)
         });
+        let tensor_args = list_or(
+            tensor_args.iter().map(|i| quote!(#i)).collect(),
+            "NO_TENSOR_ARGS",
+        );
+        let fixed_lists = list_or(fixed_lists.collect(), "NO_FIXED_LISTS");
+        let tags = list_or(tags.collect(), "NO_TAGS");
         quote_spanned! {op.lit.span()=>
             ::opbox::__private::OpDef {
                 op: ::opbox::__private::BoxedOp {
@@ -122,9 +128,9 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
                     num_outputs: #num_outputs,
                     parsed: &#cells[#index],
                 },
-                tensor_args: &[#(#tensor_args),*],
-                fixed_lists: &[#(#fixed_lists),*],
-                tags: &[#(#tags),*],
+                tensor_args: #tensor_args,
+                fixed_lists: #fixed_lists,
+                tags: #tags,
                 line: ::core::line!(),
             }
         }
@@ -187,4 +193,15 @@ fn namespace(attr: TokenStream, kind: Kind) -> syn::Result<String> {
         ));
     }
     Ok(ns)
+}
+
+/// A table entry's list: `&[a, b]`, or when empty `OpDef`'s named empty constant. A constant is
+/// no borrow, and each `&[]` was one more for rustc to check in the library's table.
+fn list_or(items: Vec<TokenStream>, empty: &str) -> TokenStream {
+    if items.is_empty() {
+        let empty = Ident::new(empty, Span::call_site());
+        quote!(::opbox::__private::OpDef::#empty)
+    } else {
+        quote!(&[#(#items),*])
+    }
 }

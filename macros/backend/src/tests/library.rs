@@ -203,7 +203,7 @@ fn keyword_ops_get_raw_or_underscored_modules_and_tags_are_registered() {
             "pub mod self_ {",
             "pub const BOXED: &'static ::opbox::__private::BoxedOp = &super::__OPBOX_OPS[0usize].op;",
             "tags: &[::opbox::__private::OpTag::Pt2Compliant, ::opbox::__private::OpTag::Core],",
-            "tags: &[],",
+            "tags: ::opbox::__private::OpDef::NO_TAGS,",
         ],
     );
 }
