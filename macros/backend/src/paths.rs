@@ -2,7 +2,7 @@
 //! facade's re-exports for the macros, which stay put while the public paths (and the runtime
 //! modules behind them) move.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote_spanned, ToTokens};
 use syn::{Ident, Path, PathArguments};
 
@@ -58,11 +58,23 @@ pub(crate) fn join(library: &Path, name: Ident) -> Path {
 /// The path with every token moved to `span`, so rustc reports a failed check at the kernel's
 /// parameter rather than at the attribute.
 pub(crate) fn respan(path: &Path, span: Span) -> TokenStream {
-    path.to_token_stream()
+    respan_tokens(path.to_token_stream(), span)
+}
+
+/// `tokens` with every token at `span`, inside groups too.
+pub(crate) fn respan_tokens(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
         .into_iter()
-        .map(|mut token| {
-            token.set_span(span);
-            token
+        .map(|token| match token {
+            TokenTree::Group(group) => {
+                let mut inner = Group::new(group.delimiter(), respan_tokens(group.stream(), span));
+                inner.set_span(span);
+                TokenTree::Group(inner)
+            }
+            mut other => {
+                other.set_span(span);
+                other
+            }
         })
         .collect()
 }
