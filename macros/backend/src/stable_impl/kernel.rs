@@ -107,9 +107,12 @@ pub(super) fn items(
     let returns_trait = join(library, naming::returns_trait(ret_span));
     let returns_trait = respan(&returns_trait, ret_span);
     let returns_marker = respan(marker, ret_span);
+    // The kernel's return as its `KernelReturn`, at the return's span: the check, the shim's
+    // write and the typed entry all name it so.
+    let returns = quote_spanned!(ret_span=> <#ret_ty as ::opbox::__private::KernelReturn>);
     let returns_check = quote_spanned! {ret_span=>
         fn returns<M: #returns_trait<S>, S>() {}
-        returns::<#returns_marker, <#ret_ty as ::opbox::__private::KernelReturn>::Schema>();
+        returns::<#returns_marker, #returns::Schema>();
     };
     // One scratch per argument, declared before the call so that what a kernel borrows from it
     // (a `&[&str]`'s names) lives for the call; `()` for every type that borrows the stack only.
@@ -128,8 +131,7 @@ pub(super) fn items(
             let ty = respan_tokens(ty.to_token_stream(), *span);
             quote_spanned!(*span=> __opbox_args.lend::<#ty>(#i, &mut #scratch)?)
         });
-    let write = quote_spanned!(ret_span=> <#ret_ty as ::opbox::__private::KernelReturn>::write);
-    let (typed, erased) = typed_entry(fn_ident, &params, &ret_ty, ret_span);
+    let (typed, erased) = typed_entry(fn_ident, &params, &returns);
     let line = quote_spanned!(sig.ident.span()=> ::core::line!());
     let registration = format_ident!("__opbox_kernel_{}_{}", fn_ident, key);
     let tokens = quote! {
@@ -152,7 +154,7 @@ pub(super) fn items(
                 __opbox_outs: &mut ::opbox::__private::KernelOutputs<'_>,
             ) -> ::opbox::__private::Result<()> {
                 #(#[allow(clippy::let_unit_value)] let mut #scratches = ::core::default::Default::default();)*
-                #write(#fn_ident(#(#gets),*), __opbox_outs)
+                #returns::write(#fn_ident(#(#gets),*), __opbox_outs)
             }
 
             unsafe extern "C" fn __opbox_boxed(
@@ -195,8 +197,7 @@ pub(super) fn items(
 fn typed_entry(
     fn_ident: &Ident,
     params: &[(Span, Type)],
-    ret_ty: &TokenStream,
-    ret_span: Span,
+    returns: &TokenStream,
 ) -> (TokenStream, TokenStream) {
     let binds: Vec<Ident> = (0..params.len())
         .map(|i| format_ident!("__opbox_a{}", i))
@@ -205,15 +206,10 @@ fn typed_entry(
     let keys = params.iter().map(|(span, ty)| {
         quote_spanned! {*span=> <#ty as ::opbox::__private::RustParam>::Key }
     });
-    let value = quote_spanned! {ret_span=>
-        <#ret_ty as ::opbox::__private::KernelReturn>::Value
-    };
-    let into_value = quote_spanned! {ret_span=>
-        <#ret_ty as ::opbox::__private::KernelReturn>::into_value
-    };
+    let value = quote!(#returns::Value);
     let entry = quote! {
         fn __opbox_typed((#(#binds,)*): (#(#tys,)*)) -> ::opbox::__private::Result<#value> {
-            #into_value(#fn_ident(#(#binds),*))
+            #returns::into_value(#fn_ident(#(#binds),*))
         }
     };
     // SAFETY (of the `unsafe` emitted): the key is the TypedKey key of `__opbox_typed`'s
