@@ -449,9 +449,9 @@ mod tests {
     use crate::dispatch::boxed_op::SchemaCell;
     use crate::dispatch::kernel::{boxed_call, KernelArgs, KernelOutputs};
     use crate::dispatch::registration::{
-        KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec,
+        KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec,
     };
-    use crate::dispatch::registry::collect;
+    use crate::dispatch::registry::{collect, lone_kernel};
     use crate::error::Site;
     use crate::value::StableValue;
     use crate::Tensor;
@@ -504,19 +504,18 @@ mod tests {
             site,
             ops,
         }));
-        let kernels = Box::leak(Box::new([KernelRegistration {
-            op: Pick::BOXED,
-            key: DispatchKey::CPU,
-            line: site.line,
-            kernel: pick,
-            typed: None,
-        }]));
-        let group = Box::leak(Box::new(KernelGroup {
-            file: site.file,
-            origin: "pick",
-            kernels,
-        }));
-        let registry = Box::leak(Box::new(collect(&[lib], &[(group, &kernels[0])])));
+        let kernel = lone_kernel(
+            site.file,
+            "pick",
+            KernelRegistration {
+                op: Pick::BOXED,
+                key: DispatchKey::CPU,
+                line: site.line,
+                kernel: pick,
+                typed: None,
+            },
+        );
+        let registry = Box::leak(Box::new(collect(&[lib], &[kernel])));
         OpHandle {
             entry: registry.get("t::pick").expect("t::pick is registered"),
         }

@@ -373,6 +373,23 @@ impl Tables {
     }
 }
 
+/// `kernel` in a leaked group of its own, as a hand-written kernel registers: for tests that
+/// build a registry from made-up registrations.
+#[cfg(test)]
+pub(crate) fn lone_kernel(
+    file: &'static str,
+    origin: &'static str,
+    kernel: KernelRegistration,
+) -> Kernel {
+    let kernels: &'static [KernelRegistration; 1] = Box::leak(Box::new([kernel]));
+    let group = Box::leak(Box::new(KernelGroup {
+        file,
+        origin,
+        kernels,
+    }));
+    (group, &kernels[0])
+}
+
 /// Returns the collection's errors, if any.
 pub(crate) fn check() -> Result<&'static Registry> {
     let registry = registry();
@@ -450,19 +467,14 @@ mod tests {
         line: u32,
         origin: &'static str,
     ) -> Kernel {
-        let kernels = Box::leak(Box::new([KernelRegistration {
+        let kernel = KernelRegistration {
             op,
             key,
             line,
             kernel: noop,
             typed: None,
-        }]));
-        let group = Box::leak(Box::new(KernelGroup {
-            file: "src/lib.rs",
-            origin,
-            kernels,
-        }));
-        (group, &kernels[0])
+        };
+        lone_kernel("src/lib.rs", origin, kernel)
     }
 
     #[test]
