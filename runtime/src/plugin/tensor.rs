@@ -7,11 +7,13 @@
 //! one tensor reference, counted by the header's `refcount`. A header from another image becomes
 //! a tensor over the same memory (DLPack's import path) whose release calls that image's vtable.
 
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::abi::plugin_v1::{TensorHeader, TensorVTable, TENSOR_FLAG_READ_ONLY};
 use crate::tensor::dlpack::export::dl_tensor;
 use crate::tensor::dlpack::import::wrap_dltensor;
+use crate::tensor::storage::Deleter;
 use crate::{Error, Result, Tensor};
 
 /// This image's vtable: a header whose vtable is this one was made here.
@@ -182,10 +184,19 @@ unsafe extern "C" fn release(h: *mut TensorHeader) {
     }));
 }
 
-/// The header's pointer, carried into the release closure that storage may run on any thread.
-struct SendHeader(*mut TensorHeader);
-// SAFETY: the ABI lets a header's release run on any thread.
-unsafe impl Send for SendHeader {}
+/// A [`Deleter::Call`] of a header's own release.
+///
+/// # Safety
+/// `h` is a live header (of any image) whose one owned reference this gives up.
+unsafe fn release_header(h: *mut c_void) {
+    let h = h.cast::<TensorHeader>();
+    // SAFETY: live per the contract; its vtable lives as long as its maker, never unloaded.
+    unsafe {
+        if let Some(vtable) = (*h).vtable.as_ref() {
+            (vtable.release)(h);
+        }
+    }
+}
 
 /// Wraps another image's owned reference; `release` runs once, when the last view goes (or now,
 /// on error).
@@ -200,21 +211,16 @@ unsafe fn wrap_foreign(h: *mut TensorHeader) -> Result<Tensor> {
             "plugin ABI: a tensor header has no vtable".to_string(),
         ));
     }
-    // SAFETY: a live header's vtable lives as long as its maker, which is never unloaded.
-    let release = unsafe { (*vtable).release };
-    let owner = SendHeader(h);
-    let drop_ref: Box<dyn FnOnce() + Send> = Box::new(move || {
-        let owner = owner;
-        // SAFETY: the reference handed over in `wrap_foreign`, released exactly once.
-        unsafe { release(owner.0) }
-    });
+    // SAFETY: the reference handed over, given up once by the storage (or below, on error);
+    // the ABI lets a header's release run on any thread.
+    let drop_ref = unsafe { Deleter::call(release_header, h.cast()) };
     // SAFETY: the maker keeps the memory valid until its release runs (the ABI's promise).
     // The header is the storage's origin: `owned` gives it back when the tensor goes home.
     let origin = h.expose_provenance();
     match unsafe { wrap_dltensor(&dl, flags & TENSOR_FLAG_READ_ONLY != 0, drop_ref, origin) } {
         Ok(t) => Ok(t),
         Err((e, drop_ref)) => {
-            drop_ref();
+            drop_ref.run();
             Err(e)
         }
     }
@@ -281,14 +287,9 @@ pub(crate) unsafe fn borrow(h: *mut TensorHeader) -> Result<Tensor> {
 /// # Safety
 /// As [`take`].
 pub(crate) unsafe fn discard(h: *mut TensorHeader) {
-    if h.is_null() {
-        return;
-    }
-    // SAFETY: live, per the contract; the vtable is its maker's.
-    unsafe {
-        if let Some(vtable) = (*h).vtable.as_ref() {
-            (vtable.release)(h);
-        }
+    if !h.is_null() {
+        // SAFETY: live, per the contract, and its reference is handed over.
+        unsafe { release_header(h.cast()) }
     }
 }
 

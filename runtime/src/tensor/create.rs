@@ -1,7 +1,5 @@
 //! Constructors.
 
-use std::sync::Arc;
-
 use super::layout::Layout;
 use super::storage::Storage;
 use super::{DType, Device, Element, Tensor};
@@ -17,7 +15,7 @@ impl Tensor {
         }
         let layout = Layout::contiguous(shape, dtype)?;
         let storage = Storage::zeroed(layout.numel * dtype.size(), device)?;
-        Ok(Tensor::from_impl(Arc::new(storage), layout, dtype))
+        Ok(Tensor::from_impl(storage, layout, dtype))
     }
 
     /// A new contiguous tensor of `shape` filled with zeros (`false` for bool).
@@ -69,7 +67,7 @@ impl Tensor {
             )));
         }
         let storage = Storage::cpu_from_bytes(bytemuck::cast_slice::<T, u8>(data))?;
-        Ok(Tensor::from_impl(Arc::new(storage), layout, T::DTYPE))
+        Ok(Tensor::from_impl(storage, layout, T::DTYPE))
     }
 
     /// A new contiguous tensor with this tensor's shape, dtype and device; elements unspecified.

@@ -12,7 +12,6 @@
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 use super::layout::{checked_nbytes, checked_numel, Layout, Shape, Strides};
 use super::storage::{Deleter, Storage};
@@ -123,7 +122,7 @@ pub(crate) unsafe fn wrap(
         ));
         return Err((e, deleter));
     }
-    let memory: Box<dyn super::storage::Memory> = match device {
+    let storage = match device {
         Device::Cpu => {
             // The storage's base: `below` bytes under the pointer (negative strides reach
             // there). `wrapping_sub` keeps the pointer's provenance; the caller promised those
@@ -132,7 +131,8 @@ pub(crate) unsafe fn wrap(
             let base = NonNull::new(base).unwrap_or(NonNull::<u64>::dangling().cast());
             // SAFETY: the caller guarantees the buffer covers every element of the layout, which
             // is `base .. base + nbytes`, and stays valid until the deleter runs.
-            Box::new(unsafe { HostMemory::foreign(base, read_only, deleter) })
+            let memory = unsafe { HostMemory::foreign(base, read_only, deleter) };
+            Storage::foreign(memory, ext.nbytes, origin)
         }
         #[cfg(feature = "cuda")]
         Device::Cuda(ordinal) => {
@@ -141,7 +141,7 @@ pub(crate) unsafe fn wrap(
             match unsafe {
                 crate::backend::cuda::memory::CudaMemory::foreign(base, ordinal, read_only, deleter)
             } {
-                Ok(m) => Box::new(m),
+                Ok(m) => Storage::foreign(m, ext.nbytes, origin),
                 Err(failed) => return Err(failed),
             }
         }
@@ -161,8 +161,7 @@ pub(crate) unsafe fn wrap(
             return Err((e, deleter));
         }
     };
-    let storage = Storage::foreign(memory, ext.nbytes, origin);
-    Ok(Tensor::from_impl(Arc::new(storage), ext.layout, dtype))
+    Ok(Tensor::from_impl(storage, ext.layout, dtype))
 }
 
 impl Tensor {
@@ -199,13 +198,13 @@ impl Tensor {
                 dtype,
                 device,
                 false,
-                Box::new(deleter),
+                Deleter::boxed(deleter),
                 0,
             )
         } {
             Ok(t) => Ok(t),
             Err((e, deleter)) => {
-                deleter();
+                deleter.run();
                 Err(e)
             }
         }

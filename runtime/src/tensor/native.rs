@@ -11,8 +11,6 @@
 //! (recursively through nested types and arrays) are copied into zeroed bytes. An opaque type
 //! exposes no fields, so its bytes are copied whole: an opaque type must have no padding.
 
-use std::sync::Arc;
-
 use opbox_codegen::native::{FieldType, NativeScalar, NativeSchema};
 
 use super::layout::Layout;
@@ -74,7 +72,7 @@ impl Tensor {
         }
         let storage = Storage::cpu_from_bytes(&bytes)?;
         Ok(Tensor::from_impl_native(
-            Arc::new(storage),
+            storage,
             layout,
             DType::U8,
             Some(schema),

@@ -16,6 +16,8 @@
 //! framework owns, is one more `Memory` implementation.
 
 use std::any::Any;
+use std::ffi::c_void;
+use std::sync::Arc;
 
 use super::Device;
 use crate::backend::cpu::memory::{HostMemory, HostRead, HostWrite};
@@ -23,9 +25,42 @@ use crate::{Error, Result};
 
 pub use crate::backend::cpu::memory::CPU_ALIGN;
 
-/// What frees foreign memory: run exactly once, on whichever thread drops the last tensor that
-/// views it.
-pub(crate) type Deleter = Box<dyn FnOnce() + Send>;
+/// What frees foreign memory: run exactly once ([`Deleter::run`]), on whichever thread drops
+/// the last tensor that views it.
+pub(crate) enum Deleter {
+    /// A Rust closure (`from_blob`'s).
+    Boxed(Box<dyn FnOnce() + Send>),
+    /// A function of one pointer (a DLPack tensor's deleter, a plugin header's release): held
+    /// as it is, so wrapping such memory allocates nothing for its deleter.
+    Call {
+        run: unsafe fn(*mut c_void),
+        arg: *mut c_void,
+    },
+}
+
+// SAFETY: a closure is Send by its bound; `Call`'s constructor promises that `run(arg)` may run
+// on any thread.
+unsafe impl Send for Deleter {}
+
+impl Deleter {
+    pub(crate) fn boxed(f: impl FnOnce() + Send + 'static) -> Deleter {
+        Deleter::Boxed(Box::new(f))
+    }
+
+    /// # Safety
+    /// `run(arg)` may be called once, on any thread, at any time until then.
+    pub(crate) unsafe fn call(run: unsafe fn(*mut c_void), arg: *mut c_void) -> Deleter {
+        Deleter::Call { run, arg }
+    }
+
+    pub(crate) fn run(self) {
+        match self {
+            Deleter::Boxed(f) => f(),
+            // SAFETY: the constructor's promise; `self` is consumed, so this is the one call.
+            Deleter::Call { run, arg } => unsafe { run(arg) },
+        }
+    }
+}
 
 /// One device's memory behind a [`Storage`]. Defaults refuse, naming the device, so each
 /// implementation writes only what its memory can do.
@@ -105,9 +140,10 @@ impl Memory for MetaMemory {
     }
 }
 
-/// A tensor's bytes, on one device.
-pub(crate) struct Storage {
-    memory: Box<dyn Memory>,
+/// A tensor's bytes, on one device. Shared as `Arc<Storage>`, which is
+/// `Arc<Storage<dyn Memory>>`: the memory sits inline, after the fields every access reads, so a
+/// new tensor's storage is one allocation, not an `Arc` and a `Box`.
+pub(crate) struct Storage<M: ?Sized + Memory = dyn Memory> {
     /// `memory`'s device address of byte 0, read once at creation: a launch packs it with no
     /// call through `memory` (one cache line fewer to miss on the launch path).
     device_base: Option<u64>,
@@ -117,6 +153,17 @@ pub(crate) struct Storage {
     /// one owned reference this storage's deleter releases; 0 otherwise. It lets the plugin ABI
     /// hand a tensor back to the image that made it as that image's own header.
     origin: usize,
+    memory: M,
+}
+
+/// `memory` as a shared storage of `nbytes` bytes, from plugin-ABI header `origin` (or 0).
+fn shared<M: Memory>(memory: M, nbytes: usize, origin: usize) -> Arc<Storage> {
+    Arc::new(Storage {
+        device_base: memory.device_base(),
+        nbytes,
+        origin,
+        memory,
+    })
 }
 
 pub(crate) fn too_big(nbytes: usize) -> Error {
@@ -127,17 +174,19 @@ pub(crate) fn too_big(nbytes: usize) -> Error {
 
 impl Storage {
     /// A zero-filled buffer of `nbytes` bytes on `device` (no bytes at all on meta).
-    pub(crate) fn zeroed(nbytes: usize, device: Device) -> Result<Storage> {
+    pub(crate) fn zeroed(nbytes: usize, device: Device) -> Result<Arc<Storage>> {
         if nbytes > isize::MAX as usize {
             return Err(too_big(nbytes));
         }
-        let memory: Box<dyn Memory> = match device {
-            Device::Cpu => Box::new(HostMemory::zeroed(nbytes)?),
-            Device::Meta => Box::new(MetaMemory),
+        Ok(match device {
+            Device::Cpu => shared(HostMemory::zeroed(nbytes)?, nbytes, 0),
+            Device::Meta => shared(MetaMemory, nbytes, 0),
             #[cfg(feature = "cuda")]
-            Device::Cuda(ordinal) => Box::new(crate::backend::cuda::memory::CudaMemory::zeroed(
-                nbytes, ordinal,
-            )?),
+            Device::Cuda(ordinal) => shared(
+                crate::backend::cuda::memory::CudaMemory::zeroed(nbytes, ordinal)?,
+                nbytes,
+                0,
+            ),
             #[cfg(not(feature = "cuda"))]
             Device::Cuda(_) => {
                 return Err(Error::Unsupported(format!(
@@ -145,37 +194,19 @@ impl Storage {
                      \"cuda\" feature"
                 )))
             }
-        };
-        let device_base = memory.device_base();
-        Ok(Storage {
-            memory,
-            device_base,
-            nbytes,
-            origin: 0,
         })
     }
 
     /// A cpu buffer holding a copy of `bytes`.
-    pub(crate) fn cpu_from_bytes(bytes: &[u8]) -> Result<Storage> {
-        let storage = Storage::zeroed(bytes.len(), Device::Cpu)?;
-        storage
-            .write("from_slice")?
-            .bytes_mut()
-            .copy_from_slice(bytes);
-        Ok(storage)
+    pub(crate) fn cpu_from_bytes(bytes: &[u8]) -> Result<Arc<Storage>> {
+        Ok(shared(HostMemory::copied(bytes)?, bytes.len(), 0))
     }
 
     /// Wraps memory another library owns, `nbytes` long; its deleter runs when this storage is
     /// dropped (the memory's constructor took it). `origin` is the plugin-ABI header the memory
     /// came from, or 0 (see [`origin`](Self::origin)).
-    pub(crate) fn foreign(memory: Box<dyn Memory>, nbytes: usize, origin: usize) -> Storage {
-        let device_base = memory.device_base();
-        Storage {
-            memory,
-            device_base,
-            nbytes,
-            origin,
-        }
+    pub(crate) fn foreign<M: Memory>(memory: M, nbytes: usize, origin: usize) -> Arc<Storage> {
+        shared(memory, nbytes, origin)
     }
 
     /// The address of the plugin-ABI tensor header whose owned reference keeps this memory
@@ -207,7 +238,7 @@ impl Storage {
     }
 
     pub(crate) fn memory(&self) -> &dyn Memory {
-        &*self.memory
+        &self.memory
     }
 
     /// Shared access to the bytes on the host. `op` names the caller in errors.
@@ -242,7 +273,7 @@ impl Storage {
     pub(crate) fn lock_order(&self) -> usize {
         match self.memory.host() {
             Some(host) => host.lock().order(),
-            None => &*self.memory as *const dyn Memory as *const u8 as usize,
+            None => &self.memory as *const dyn Memory as *const u8 as usize,
         }
     }
 

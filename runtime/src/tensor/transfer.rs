@@ -1,8 +1,6 @@
 //! Moving tensors between devices ([`Tensor::to`]) and handing CUDA memory to launch code
 //! ([`Tensor::cuda_ptr`], [`Tensor::with_cuda_slice`]). The bytes move through the storage seam.
 
-use std::sync::Arc;
-
 use super::storage::Storage;
 use super::{Device, Tensor};
 use crate::{Error, Result};
@@ -45,13 +43,7 @@ impl Tensor {
         let storage = Storage::cpu_from_bytes(&bytes)?;
         let mut layout = self.layout().clone();
         layout.offset -= lo;
-        Tensor::from_impl_native(
-            Arc::new(storage),
-            layout,
-            self.dtype(),
-            self.native_schema(),
-        )
-        .contiguous()
+        Tensor::from_impl_native(storage, layout, self.dtype(), self.native_schema()).contiguous()
     }
 
     /// `copy_from` where either side is on a CUDA device (same shape and dtype, checked).
@@ -112,7 +104,11 @@ impl Tensor {
     #[cfg(feature = "cuda")]
     pub fn with_cuda_slice<R>(
         &self,
-        f: impl FnOnce(&mut cudarc::driver::CudaSlice<u8>, usize, &Arc<cudarc::driver::CudaStream>) -> R,
+        f: impl FnOnce(
+            &mut cudarc::driver::CudaSlice<u8>,
+            usize,
+            &std::sync::Arc<cudarc::driver::CudaStream>,
+        ) -> R,
     ) -> Result<R> {
         let at = self.offset() * self.dtype().size();
         crate::backend::cuda::memory::CudaMemory::of(self.storage().memory(), "with_cuda_slice")?

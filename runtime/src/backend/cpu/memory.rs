@@ -63,6 +63,30 @@ unsafe impl Send for HostMemory {}
 // SAFETY: as for Send: `&HostMemory` gives the bytes only under the lock.
 unsafe impl Sync for HostMemory {}
 
+/// `nbytes` rounded up to whole chunks from the global allocator, zeroed or not, and how many
+/// chunks that is (none: a dangling, aligned pointer). Unzeroed chunks are the caller's to fill.
+fn alloc_chunks(nbytes: usize, zeroed: bool) -> Result<(NonNull<u8>, usize)> {
+    let n = nbytes.div_ceil(CPU_ALIGN);
+    if n == 0 {
+        return Ok((NonNull::<Chunk>::dangling().cast::<u8>(), 0));
+    }
+    let layout = std::alloc::Layout::array::<Chunk>(n).map_err(|_| too_big(nbytes))?;
+    // SAFETY: `layout` has a nonzero size (n > 0 chunks of 64 bytes).
+    let p = unsafe {
+        if zeroed {
+            std::alloc::alloc_zeroed(layout)
+        } else {
+            std::alloc::alloc(layout)
+        }
+    };
+    let base = NonNull::new(p).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "could not allocate {nbytes} bytes on cpu: out of memory"
+        ))
+    })?;
+    Ok((base, n))
+}
+
 impl HostMemory {
     pub(crate) fn zeroed(nbytes: usize) -> Result<HostMemory> {
         #[cfg(all(target_os = "linux", not(miri)))]
@@ -70,32 +94,40 @@ impl HostMemory {
             .then(|| huge_pages::map(nbytes))
             .flatten()
         {
-            return Ok(HostMemory {
-                lock: StorageLock::new(),
-                base,
-                owner: Owner::Mapped(len),
-                read_only: false,
-            });
+            return Ok(HostMemory::owned(base, Owner::Mapped(len)));
         }
-        let n = nbytes.div_ceil(CPU_ALIGN);
-        let base = if n == 0 {
-            NonNull::<Chunk>::dangling().cast::<u8>()
-        } else {
-            let layout = std::alloc::Layout::array::<Chunk>(n).map_err(|_| too_big(nbytes))?;
-            // SAFETY: `layout` has a nonzero size (n > 0 chunks of 64 bytes).
-            let p = unsafe { std::alloc::alloc_zeroed(layout) };
-            NonNull::new(p).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "could not allocate {nbytes} bytes on cpu: out of memory"
-                ))
-            })?
-        };
-        Ok(HostMemory {
+        let (base, n) = alloc_chunks(nbytes, true)?;
+        Ok(HostMemory::owned(base, Owner::Chunks(n)))
+    }
+
+    /// A buffer holding a copy of `bytes`, not zeroed first: only the padding after them is.
+    pub(crate) fn copied(bytes: &[u8]) -> Result<HostMemory> {
+        let nbytes = bytes.len();
+        #[cfg(all(target_os = "linux", not(miri)))]
+        if nbytes >= MAP_FROM {
+            // A fresh mapping is zeroed by the kernel for free.
+            let memory = HostMemory::zeroed(nbytes)?;
+            // SAFETY: the buffer holds at least `nbytes` bytes, and no one else has it yet.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), memory.base(), nbytes) };
+            return Ok(memory);
+        }
+        let (base, n) = alloc_chunks(nbytes, false)?;
+        // SAFETY: `base` holds `n * CPU_ALIGN >= nbytes` bytes of a fresh allocation: the copy
+        // fills the first `nbytes`, the write the rest, so every byte is initialized.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.as_ptr(), nbytes);
+            std::ptr::write_bytes(base.as_ptr().add(nbytes), 0, n * CPU_ALIGN - nbytes);
+        }
+        Ok(HostMemory::owned(base, Owner::Chunks(n)))
+    }
+
+    fn owned(base: NonNull<u8>, owner: Owner) -> HostMemory {
+        HostMemory {
             lock: StorageLock::new(),
             base,
-            owner: Owner::Chunks(n),
+            owner,
             read_only: false,
-        })
+        }
     }
 
     /// Memory another library owns, `base` onwards; `deleter` runs once when this is dropped.
@@ -180,7 +212,7 @@ impl Drop for HostMemory {
             Owner::Foreign(deleter) => {
                 let deleter = deleter.get_mut().unwrap_or_else(|p| p.into_inner()).take();
                 if let Some(deleter) = deleter {
-                    deleter();
+                    deleter.run();
                 }
             }
         }

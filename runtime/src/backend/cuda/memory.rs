@@ -181,7 +181,7 @@ impl Drop for CudaMemory {
         if let Backing::Foreign(deleter) = &mut self.backing {
             let deleter = deleter.get_mut().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(deleter) = deleter {
-                deleter();
+                deleter.run();
             }
         }
     }

@@ -51,6 +51,24 @@ impl Managed<DLManagedTensor> {
     }
 }
 
+/// A [`Deleter::Call`] of a versioned tensor's deleter.
+///
+/// # Safety
+/// As [`Managed::release`], for `m` a `DLManagedTensorVersioned`.
+unsafe fn release_versioned(m: *mut c_void) {
+    // SAFETY: forwarded.
+    unsafe { Managed(m.cast::<DLManagedTensorVersioned>()).release() }
+}
+
+/// A [`Deleter::Call`] of a legacy tensor's deleter.
+///
+/// # Safety
+/// As [`Managed::release`], for `m` a `DLManagedTensor`.
+unsafe fn release_legacy(m: *mut c_void) {
+    // SAFETY: forwarded.
+    unsafe { Managed(m.cast::<DLManagedTensor>()).release() }
+}
+
 fn refused(what: String) -> Error {
     Error::InvalidArgument(format!("from_dlpack: {what}"))
 }
@@ -156,7 +174,7 @@ fn finish(
     let tensor = match made {
         Ok(t) => t,
         Err((e, release)) => {
-            release();
+            release.run();
             return Err(e);
         }
     };
@@ -228,8 +246,9 @@ impl Tensor {
         }
         // SAFETY: a live major-1 tensor: every field is as `ffi.rs` declares.
         let (flags, dl) = unsafe { ((*managed).flags, (*managed).dl_tensor) };
-        // SAFETY: called once, by the storage or by `finish` on error.
-        let release: Deleter = Box::new(move || unsafe { m.release() });
+        // SAFETY: `release_versioned` calls the live tensor's deleter, which DLPack lets run on
+        // any thread; the storage or `finish` (on error) runs it once.
+        let release = unsafe { Deleter::call(release_versioned, m.0.cast()) };
         let read_only = flag(flags, DLPACK_FLAG_BITMASK_READ_ONLY);
         // SAFETY: `dl` describes live memory per the contract.
         finish(unsafe { wrap_dltensor(&dl, read_only, release, 0) }, opts)
@@ -248,8 +267,8 @@ impl Tensor {
         let m = Managed(managed);
         // SAFETY: live per the contract.
         let dl = unsafe { (*managed).dl_tensor };
-        // SAFETY: called once, by the storage or by `finish` on error.
-        let release: Deleter = Box::new(move || unsafe { m.release() });
+        // SAFETY: as in `from_dlpack`, for a legacy tensor.
+        let release = unsafe { Deleter::call(release_legacy, m.0.cast()) };
         // SAFETY: `dl` describes live memory per the contract.
         finish(
             unsafe { wrap_dltensor(&dl, false, release, 0) },
