@@ -44,7 +44,14 @@ pub struct CacheKey(pub [u8; 32]);
 impl CacheKey {
     /// 64 lowercase hex digits: the cache file's name.
     pub fn hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        // A first launch names its cache entry with this: a table, not 32 `format!` calls.
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(64);
+        for b in self.0 {
+            out.push(char::from(DIGITS[usize::from(b >> 4)]));
+            out.push(char::from(DIGITS[usize::from(b & 15)]));
+        }
+        out
     }
 }
 

@@ -194,3 +194,14 @@ fn the_alias_is_never_a_full_key() {
     });
     assert_ne!(full, alias_of(&decl, &options, &[]));
 }
+
+#[test]
+fn a_key_is_named_by_its_bytes_in_lowercase_hex_high_nibble_first() {
+    let mut bytes = [0u8; 32];
+    bytes[..4].copy_from_slice(&[0x00, 0x0f, 0xa5, 0xf0]);
+    bytes[31] = 0xff;
+    let hex = CacheKey(bytes).hex();
+    assert_eq!(&hex[..8], "000fa5f0");
+    assert_eq!(&hex[8..62], "0".repeat(54));
+    assert_eq!(&hex[62..], "ff");
+}
