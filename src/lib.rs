@@ -89,7 +89,7 @@ pub mod dispatch {
         boxed_call, boxed_entry, boxed_entry_fn, registered_ops, take_last_error, BoxedKernelFn,
         BoxedOp, FixedList, FromStack, IntoStack, KernelArgs, KernelBody, KernelBodyFn,
         KernelGroup, KernelOutputs, KernelRegistration, LibraryKind, LibraryRegistration, OpDef,
-        OpSpec, SchemaCell, TypedKernel, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+        OpExtras, OpSpec, SchemaCell, TypedKernel, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
     };
     /// Panic payloads leaked because dropping them panicked too (the process lives on).
     pub use opbox_runtime::panic::leaked_panic_payloads;
@@ -317,7 +317,7 @@ pub mod __private {
     pub use inventory;
     pub use opbox_runtime::dispatch::{
         boxed_entry_fn, BoxedOp, FixedList, KernelArgs, KernelGroup, KernelOutputs,
-        KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec, SchemaCell,
+        KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpExtras, OpSpec, SchemaCell,
         TypedKernel,
     };
     pub use opbox_runtime::schema;

@@ -18,6 +18,17 @@ fn abi(m: &mut Library) {
     m.def("panics(Tensor x) -> Tensor");
     m.def("panics_any(int n) -> int");
     m.def("kwonly(int a, int c=4, *, int b) -> int");
+    // Tensors at 3 and 66: the second is past the 64 arguments an op's tensor mask covers.
+    m.def(
+        "wide(int a0, int a1, int a2, Tensor a3, int a4, int a5, int a6, int a7, int a8, \
+         int a9, int a10, int a11, int a12, int a13, int a14, int a15, int a16, int a17, \
+         int a18, int a19, int a20, int a21, int a22, int a23, int a24, int a25, int a26, \
+         int a27, int a28, int a29, int a30, int a31, int a32, int a33, int a34, int a35, \
+         int a36, int a37, int a38, int a39, int a40, int a41, int a42, int a43, int a44, \
+         int a45, int a46, int a47, int a48, int a49, int a50, int a51, int a52, int a53, \
+         int a54, int a55, int a56, int a57, int a58, int a59, int a60, int a61, int a62, \
+         int a63, int a64, int a65, Tensor a66, int a67, int a68, int a69) -> ()",
+    );
 }
 
 #[stable_impl(abi, CPU)]
@@ -553,6 +564,26 @@ fn mixed_devices() {
         "abi::first got tensors on different devices: argument #0 (xs[0]) is on cpu, argument #0 (xs[1]) is on meta; move them to one device first"
     );
     assert_eq!(cpu.ref_count(), 1);
+}
+
+#[test]
+fn a_tensor_argument_past_the_64th_is_dispatched_on_too() {
+    let mut values: Vec<StableValue> = (0..70).map(StableValue::int).collect();
+    values[3] = StableValue::tensor(t(&[1.0]));
+    values[66] = StableValue::tensor(meta());
+    let err = fail(&op("abi::wide"), stack(values));
+    assert_eq!(
+        err,
+        Error::MixedDevices {
+            op: "abi::wide".into(),
+            first_index: 3,
+            first_name: "a3".into(),
+            first_device: Device::Cpu,
+            index: 66,
+            name: "a66".into(),
+            device: Device::Meta,
+        }
+    );
 }
 
 #[test]

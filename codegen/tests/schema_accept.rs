@@ -303,3 +303,23 @@ fn custom_classes_are_kept_by_name() {
     // A class is no tensor: dispatch does not read it.
     assert!(f.tensor_arguments().is_empty());
 }
+
+#[test]
+fn tensor_arguments_fill_a_64_bit_mask_and_the_rest_are_listed() {
+    let args: Vec<String> = (0..70)
+        .map(|i| match i {
+            0 | 63 => format!("Tensor a{i}"),
+            5 => format!("Tensor[] a{i}"),
+            64 | 69 => format!("Tensor? a{i}"),
+            _ => format!("int a{i}"),
+        })
+        .collect();
+    let f = ok(&format!("f({}) -> ()", args.join(", ")));
+    let (mask, beyond) = f.tensor_argument_mask();
+    assert_eq!(mask, 1 | 1 << 5 | 1 << 63);
+    assert_eq!(beyond, vec![64, 69]);
+    assert_eq!(
+        ok("f(Tensor x, int n) -> Tensor").tensor_argument_mask(),
+        (1, vec![])
+    );
+}

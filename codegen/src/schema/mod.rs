@@ -22,6 +22,6 @@ pub use enums::{
 pub use error::SchemaError;
 pub use model::{
     Alias, Argument, BaseType, DefaultValue, OperatorName, Return, Schema, Type, TypeShape,
-    MAX_TYPE_DEPTH,
+    MAX_TYPE_DEPTH, TENSOR_MASK_BITS,
 };
 pub use parse::{parse, parse_operator_name};

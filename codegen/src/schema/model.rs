@@ -386,6 +386,10 @@ pub struct Schema {
     pub returns: Cow<'static, [Return]>,
 }
 
+/// How many arguments an op's tensor-argument mask covers (see
+/// [`Schema::tensor_argument_mask`]).
+pub const TENSOR_MASK_BITS: usize = 64;
+
 impl Schema {
     /// The indices of the arguments whose type mentions Tensor: the only ones dispatch reads to
     /// pick a key. The macros compute them into each op's registration.
@@ -396,6 +400,21 @@ impl Schema {
             .filter(|(_, a)| a.ty.mentions_tensor())
             .map(|(i, _)| i)
             .collect()
+    }
+
+    /// [`tensor_arguments`](Self::tensor_arguments) as an op's static data stores them: bit `i`
+    /// of the mask for each such argument `i` below [`TENSOR_MASK_BITS`], and the indices from
+    /// there on, which only an op of more arguments than that can have.
+    pub fn tensor_argument_mask(&self) -> (u64, Vec<usize>) {
+        let mut mask = 0u64;
+        let mut beyond = Vec::new();
+        for i in self.tensor_arguments() {
+            match u32::try_from(i).ok().and_then(|bit| 1u64.checked_shl(bit)) {
+                Some(bit) if i < TENSOR_MASK_BITS => mask |= bit,
+                _ => beyond.push(i),
+            }
+        }
+        (mask, beyond)
     }
 
     /// The fixed-size list arguments (`T[N]` and `T[N]?`) as (index, N): the ones the boxed

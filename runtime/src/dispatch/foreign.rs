@@ -23,7 +23,6 @@ use opbox_codegen::schema::{Argument, Return, Schema};
 use parking_lot::RwLock;
 
 use super::boxed_op::{operator_name, BoxedOp};
-use super::fixed_list;
 use super::key::DispatchKey;
 use super::registration::{LibraryKind, LibraryRegistration, OpDef};
 use super::registry::{check, ForeignSlots, KernelSlot, OpEntry};
@@ -476,13 +475,7 @@ fn entry(
         site,
         ops: &[],
     }));
-    let def: &'static OpDef = Box::leak(Box::new(OpDef {
-        op,
-        tensor_args: schema.tensor_arguments().leak(),
-        fixed_lists: fixed_list::fixed_lists(schema),
-        tags: &[],
-        line: site.line,
-    }));
+    let def: &'static OpDef = Box::leak(Box::new(OpDef::at_run_time(op, schema, site.line)));
     let slot = KernelSlot {
         kernel: foreign_only,
         typed: None,

@@ -28,7 +28,7 @@ pub use key::DispatchKey;
 pub use library::Library;
 pub use op::{init, op, OpHandle};
 pub use registration::{
-    KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec,
+    KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpExtras, OpSpec,
 };
 pub use registry::registered_ops;
 pub use typed::TypedKernel;

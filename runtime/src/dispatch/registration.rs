@@ -1,6 +1,7 @@
 //! What the macros submit to `inventory`: static data only, collected once at first use.
 
 use opbox_codegen::op_tag::OpTag;
+use opbox_codegen::schema::Schema;
 
 use super::boxed_op::BoxedOp;
 use super::fixed_list::FixedList;
@@ -29,30 +30,70 @@ pub enum LibraryKind {
 
 /// One op defined by a library or fragment, and the line of its `m.def`. The macro computes
 /// everything here, so registering an op costs no allocation, formatting or parsing.
+///
+/// A library's table of these is written by the loader before `main` in a position-independent
+/// executable (each pointer in it is relocated, each page of it copied), so the entry holds
+/// only what nearly every op has: what few ops have sits behind `extras`, None for the rest.
 #[derive(Debug)]
 pub struct OpDef {
     /// The op: its qualified name, schema text and counts. Held here, not behind a pointer, so
     /// registering an op reads its name with one cache miss, not two.
     pub op: BoxedOp,
-    /// `Schema::tensor_arguments`: the only arguments dispatch looks at.
-    pub tensor_args: &'static [usize],
-    /// `Schema::fixed_list_arguments`: the lists the boxed boundary checks.
-    pub fixed_lists: &'static [FixedList],
-    /// The tags `m.def_with_tags` gave the op (empty for a plain `m.def`).
-    pub tags: &'static [OpTag],
+    /// `Schema::tensor_argument_mask`: bit `i` for each argument `i` (below 64) that dispatch
+    /// looks at; those past it are in `extras`.
+    pub tensor_args: u64,
+    /// The fixed-size lists, tags and tensor arguments past the mask, for the ops that have any.
+    pub extras: Option<&'static OpExtras>,
     /// The line of the `m.def`, in its library's file: one file name a library, not one an op.
     pub line: u32,
 }
 
+/// What an [`OpDef`] holds for the few ops that need it.
+#[derive(Debug)]
+pub struct OpExtras {
+    /// `Schema::fixed_list_arguments`: the lists the boxed boundary checks.
+    pub fixed_lists: &'static [FixedList],
+    /// The tags `m.def_with_tags` gave the op.
+    pub tags: &'static [OpTag],
+    /// The tensor arguments from index 64 on (see `tensor_args`).
+    pub more_tensor_args: &'static [usize],
+}
+
 impl OpDef {
-    /// No tensor arguments. The library macro names these constants for empty lists: a
-    /// constant is no borrow, and rustc borrow-checks a library's table a third faster without
-    /// a `&[]` in each entry.
-    pub const NO_TENSOR_ARGS: &'static [usize] = &[];
-    /// No fixed-size lists.
-    pub const NO_FIXED_LISTS: &'static [FixedList] = &[];
-    /// No tags.
-    pub const NO_TAGS: &'static [OpTag] = &[];
+    /// The fixed-size list arguments.
+    pub fn fixed_lists(&self) -> &'static [FixedList] {
+        self.extras.map_or(&[], |e| e.fixed_lists)
+    }
+
+    /// The tags `m.def_with_tags` gave the op (empty for a plain `m.def`).
+    pub fn tags(&self) -> &'static [OpTag] {
+        self.extras.map_or(&[], |e| e.tags)
+    }
+
+    /// The tensor arguments past the mask.
+    pub fn more_tensor_args(&self) -> &'static [usize] {
+        self.extras.map_or(&[], |e| e.more_tensor_args)
+    }
+
+    /// The definition of `op` (its text parsed into `schema`) made at run time, as the macro
+    /// would have written it: a plugin's op, or a test's.
+    pub(crate) fn at_run_time(op: BoxedOp, schema: &Schema, line: u32) -> OpDef {
+        let (tensor_args, more) = schema.tensor_argument_mask();
+        let fixed_lists = super::fixed_list::fixed_lists(schema);
+        let extras = (!fixed_lists.is_empty() || !more.is_empty()).then(|| {
+            &*Box::leak(Box::new(OpExtras {
+                fixed_lists,
+                tags: &[],
+                more_tensor_args: more.leak(),
+            }))
+        });
+        OpDef {
+            op,
+            tensor_args,
+            extras,
+            line,
+        }
+    }
 }
 
 /// What `#[stable_library]` and `#[stable_fragment]` submit: one namespace's block of ops.

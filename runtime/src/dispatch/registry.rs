@@ -52,8 +52,9 @@ pub(crate) struct OpEntry {
     /// The schema's argument and return counts, beside the kernels so a call reads no schema.
     pub(crate) num_args: u32,
     pub(crate) num_outputs: u32,
-    /// Indices of the arguments whose type mentions Tensor: the only ones dispatch looks at.
-    pub(crate) tensor_args: &'static [usize],
+    /// The arguments whose type mentions Tensor, the only ones dispatch looks at: bit `i` for
+    /// argument `i` (the rest, of an op of more than 64 arguments, are in `def`).
+    pub(crate) tensor_args: u64,
     /// The fixed-size list arguments (`int[2]`), checked at the boxed boundary; empty for
     /// nearly every op, so the call path tests one length.
     pub(crate) fixed_lists: &'static [FixedList],
@@ -75,7 +76,7 @@ impl OpEntry {
             num_args: def.op.num_args,
             num_outputs: def.op.num_outputs,
             tensor_args: def.tensor_args,
-            fixed_lists: def.fixed_lists,
+            fixed_lists: def.fixed_lists(),
         }
     }
 
@@ -110,7 +111,7 @@ impl OpEntry {
     }
 
     pub(crate) fn tags(&self) -> &'static [OpTag] {
-        self.def.tags
+        self.def.tags()
     }
 
     pub(crate) fn python_module(&self) -> Option<&'static str> {
@@ -438,15 +439,12 @@ mod tests {
     /// An op as the library macro would register it.
     pub(crate) fn op_def(ns: &str, schema: &str, site: Site) -> OpDef {
         let schema = opbox_codegen::schema::parse(schema).expect("test schema parses");
-        let tensor_args = schema.tensor_arguments().leak();
-        let fixed_lists = crate::dispatch::fixed_list::fixed_lists(&schema);
-        OpDef {
-            op: BoxedOp::at_run_time(schema.qualified_name(ns).leak(), schema),
-            tensor_args,
-            fixed_lists,
-            tags: &[],
-            line: site.line,
-        }
+        let name = schema.qualified_name(ns).leak();
+        OpDef::at_run_time(
+            BoxedOp::at_run_time(name, schema.clone()),
+            &schema,
+            site.line,
+        )
     }
 
     /// A kernel's op as a hand-written registration names it: a `BoxedOp` of its own, outside
@@ -524,6 +522,14 @@ mod tests {
             "not in any table given"
         );
         assert_eq!(tables.find(named("ns::b")), None, "a BoxedOp made by hand");
+    }
+
+    #[test]
+    fn an_op_definition_stays_64_bytes() {
+        // Each byte of a library's table is copied by the loader before main in a
+        // position-independent executable (see OpDef); the README gives this size.
+        let size = std::mem::size_of::<OpDef>();
+        assert!(size <= 64, "an OpDef is {size} bytes, more than 64");
     }
 
     #[test]

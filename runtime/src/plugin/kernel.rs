@@ -343,9 +343,8 @@ mod tests {
                 num_outputs: 1,
                 parsed: &CELL,
             },
-            tensor_args: &[],
-            fixed_lists: &[],
-            tags: &[],
+            tensor_args: 0,
+            extras: None,
             line: 1,
         };
         static LIBRARY: LibraryRegistration = LibraryRegistration {

@@ -103,22 +103,31 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
         let name_len = op.schema.qualified_name(ns).len() as u32;
         let num_args = op.schema.arguments.len() as u32;
         let num_outputs = op.schema.returns.len() as u32;
-        let tensor_args = op.schema.tensor_arguments();
-        let fixed_lists = op
+        let (tensor_args, more_tensor_args) = op.schema.tensor_argument_mask();
+        let fixed_lists: Vec<TokenStream> = op
             .schema
             .fixed_list_arguments()
             .into_iter()
-            .map(|(index, len)| quote!(::opbox::__private::FixedList::new(#index, #len)));
-        let tags = op.tags.iter().map(|t| {
-            let variant = Ident::new(t.variant_name(), op.lit.span());
-            quote!(::opbox::__private::OpTag::#variant)
-        });
-        let tensor_args = list_or(
-            tensor_args.iter().map(|i| quote!(#i)).collect(),
-            "NO_TENSOR_ARGS",
-        );
-        let fixed_lists = list_or(fixed_lists.collect(), "NO_FIXED_LISTS");
-        let tags = list_or(tags.collect(), "NO_TAGS");
+            .map(|(index, len)| quote!(::opbox::__private::FixedList::new(#index, #len)))
+            .collect();
+        let tags: Vec<TokenStream> = op
+            .tags
+            .iter()
+            .map(|t| {
+                let variant = Ident::new(t.variant_name(), op.lit.span());
+                quote!(::opbox::__private::OpTag::#variant)
+            })
+            .collect();
+        // Most ops have none of these: their entry then holds no pointer for them.
+        let extras = if fixed_lists.is_empty() && tags.is_empty() && more_tensor_args.is_empty() {
+            quote!(::core::option::Option::None)
+        } else {
+            quote!(::core::option::Option::Some(&::opbox::__private::OpExtras {
+                fixed_lists: &[#(#fixed_lists),*],
+                tags: &[#(#tags),*],
+                more_tensor_args: &[#(#more_tensor_args),*],
+            }))
+        };
         quote_spanned! {op.lit.span()=>
             ::opbox::__private::OpDef {
                 op: ::opbox::__private::BoxedOp {
@@ -129,8 +138,7 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
                     parsed: &#cells[#index],
                 },
                 tensor_args: #tensor_args,
-                fixed_lists: #fixed_lists,
-                tags: #tags,
+                extras: #extras,
                 line: ::core::line!(),
             }
         }
@@ -193,15 +201,4 @@ fn namespace(attr: TokenStream, kind: Kind) -> syn::Result<String> {
         ));
     }
     Ok(ns)
-}
-
-/// A table entry's list: `&[a, b]`, or when empty `OpDef`'s named empty constant. A constant is
-/// no borrow, and each `&[]` was one more for rustc to check in the library's table.
-fn list_or(items: Vec<TokenStream>, empty: &str) -> TokenStream {
-    if items.is_empty() {
-        let empty = Ident::new(empty, Span::call_site());
-        quote!(::opbox::__private::OpDef::#empty)
-    } else {
-        quote!(&[#(#items),*])
-    }
 }

@@ -56,8 +56,10 @@ fn a_library_emits_one_module_per_op_with_its_marker_and_checks() {
             "pub const BOXED: &'static ::opbox::__private::BoxedOp = &super::__OPBOX_OPS[0usize].op;",
             "const BOXED: &'static ::opbox::__private::BoxedOp = BOXED;",
             "ops: &mylib::__OPBOX_OPS",
-            "tensor_args: &[0usize, 1usize],",
-            "tensor_args: &[0usize],",
+            // Bit i for tensor argument i: x and y, then x; neither op has extras.
+            "tensor_args: 3u64,",
+            "tensor_args: 1u64,",
+            "extras: ::core::option::Option::None,",
         ],
     );
     // `Tensor(a!)` may only be borrowed: no by-value marker for add.Scalar's argument 0.
@@ -203,7 +205,7 @@ fn keyword_ops_get_raw_or_underscored_modules_and_tags_are_registered() {
             "pub mod self_ {",
             "pub const BOXED: &'static ::opbox::__private::BoxedOp = &super::__OPBOX_OPS[0usize].op;",
             "tags: &[::opbox::__private::OpTag::Pt2Compliant, ::opbox::__private::OpTag::Core],",
-            "tags: ::opbox::__private::OpDef::NO_TAGS,",
+            "extras: ::core::option::Option::None,",
         ],
     );
 }
