@@ -409,9 +409,10 @@ impl Schema {
         let mut mask = 0u64;
         let mut beyond = Vec::new();
         for i in self.tensor_arguments() {
-            match u32::try_from(i).ok().and_then(|bit| 1u64.checked_shl(bit)) {
-                Some(bit) if i < TENSOR_MASK_BITS => mask |= bit,
-                _ => beyond.push(i),
+            if i < TENSOR_MASK_BITS {
+                mask |= 1 << i;
+            } else {
+                beyond.push(i);
             }
         }
         (mask, beyond)

@@ -466,7 +466,6 @@ fn entry(
     foreign: &'static ForeignSlots,
     image: &'static &'static str,
 ) -> OpEntry {
-    let schema = op.schema();
     let namespace = op.name().split_once("::").map_or("", |(ns, _)| ns);
     let library: &'static LibraryRegistration = Box::leak(Box::new(LibraryRegistration {
         namespace,
@@ -475,7 +474,7 @@ fn entry(
         site,
         ops: &[],
     }));
-    let def: &'static OpDef = Box::leak(Box::new(OpDef::at_run_time(op, schema, site.line)));
+    let def: &'static OpDef = Box::leak(Box::new(OpDef::at_run_time(op, site.line)));
     let slot = KernelSlot {
         kernel: foreign_only,
         typed: None,

@@ -1,7 +1,6 @@
 //! What the macros submit to `inventory`: static data only, collected once at first use.
 
 use opbox_codegen::op_tag::OpTag;
-use opbox_codegen::schema::Schema;
 
 use super::boxed_op::BoxedOp;
 use super::fixed_list::FixedList;
@@ -75,9 +74,10 @@ impl OpDef {
         self.extras.map_or(&[], |e| e.more_tensor_args)
     }
 
-    /// The definition of `op` (its text parsed into `schema`) made at run time, as the macro
-    /// would have written it: a plugin's op, or a test's.
-    pub(crate) fn at_run_time(op: BoxedOp, schema: &Schema, line: u32) -> OpDef {
+    /// The definition of `op` made at run time, as the macro would have written it: a plugin's
+    /// op, or a test's.
+    pub(crate) fn at_run_time(op: BoxedOp, line: u32) -> OpDef {
+        let schema = op.schema();
         let (tensor_args, more) = schema.tensor_argument_mask();
         let fixed_lists = super::fixed_list::fixed_lists(schema);
         let extras = (!fixed_lists.is_empty() || !more.is_empty()).then(|| {

@@ -440,11 +440,7 @@ mod tests {
     pub(crate) fn op_def(ns: &str, schema: &str, site: Site) -> OpDef {
         let schema = opbox_codegen::schema::parse(schema).expect("test schema parses");
         let name = schema.qualified_name(ns).leak();
-        OpDef::at_run_time(
-            BoxedOp::at_run_time(name, schema.clone()),
-            &schema,
-            site.line,
-        )
+        OpDef::at_run_time(BoxedOp::at_run_time(name, schema), site.line)
     }
 
     /// A kernel's op as a hand-written registration names it: a `BoxedOp` of its own, outside

@@ -132,7 +132,7 @@ pub(crate) unsafe fn wrap(
             // SAFETY: the caller guarantees the buffer covers every element of the layout, which
             // is `base .. base + nbytes`, and stays valid until the deleter runs.
             let memory = unsafe { HostMemory::foreign(base, read_only, deleter) };
-            Storage::foreign(memory, ext.nbytes, origin)
+            Storage::new(memory, ext.nbytes, origin)
         }
         #[cfg(feature = "cuda")]
         Device::Cuda(ordinal) => {
@@ -141,7 +141,7 @@ pub(crate) unsafe fn wrap(
             match unsafe {
                 crate::backend::cuda::memory::CudaMemory::foreign(base, ordinal, read_only, deleter)
             } {
-                Ok(m) => Storage::foreign(m, ext.nbytes, origin),
+                Ok(m) => Storage::new(m, ext.nbytes, origin),
                 Err(failed) => return Err(failed),
             }
         }

@@ -156,16 +156,6 @@ pub(crate) struct Storage<M: ?Sized + Memory = dyn Memory> {
     memory: M,
 }
 
-/// `memory` as a shared storage of `nbytes` bytes, from plugin-ABI header `origin` (or 0).
-fn shared<M: Memory>(memory: M, nbytes: usize, origin: usize) -> Arc<Storage> {
-    Arc::new(Storage {
-        device_base: memory.device_base(),
-        nbytes,
-        origin,
-        memory,
-    })
-}
-
 pub(crate) fn too_big(nbytes: usize) -> Error {
     Error::Shape(format!(
         "cannot allocate {nbytes} bytes: more than isize::MAX"
@@ -179,10 +169,10 @@ impl Storage {
             return Err(too_big(nbytes));
         }
         Ok(match device {
-            Device::Cpu => shared(HostMemory::zeroed(nbytes)?, nbytes, 0),
-            Device::Meta => shared(MetaMemory, nbytes, 0),
+            Device::Cpu => Storage::new(HostMemory::zeroed(nbytes)?, nbytes, 0),
+            Device::Meta => Storage::new(MetaMemory, nbytes, 0),
             #[cfg(feature = "cuda")]
-            Device::Cuda(ordinal) => shared(
+            Device::Cuda(ordinal) => Storage::new(
                 crate::backend::cuda::memory::CudaMemory::zeroed(nbytes, ordinal)?,
                 nbytes,
                 0,
@@ -199,14 +189,19 @@ impl Storage {
 
     /// A cpu buffer holding a copy of `bytes`.
     pub(crate) fn cpu_from_bytes(bytes: &[u8]) -> Result<Arc<Storage>> {
-        Ok(shared(HostMemory::copied(bytes)?, bytes.len(), 0))
+        Ok(Storage::new(HostMemory::copied(bytes)?, bytes.len(), 0))
     }
 
-    /// Wraps memory another library owns, `nbytes` long; its deleter runs when this storage is
-    /// dropped (the memory's constructor took it). `origin` is the plugin-ABI header the memory
-    /// came from, or 0 (see [`origin`](Self::origin)).
-    pub(crate) fn foreign<M: Memory>(memory: M, nbytes: usize, origin: usize) -> Arc<Storage> {
-        shared(memory, nbytes, origin)
+    /// `memory` as a shared storage of `nbytes` bytes. For memory another library owns, its
+    /// deleter runs when this storage is dropped (the memory's constructor took it), and
+    /// `origin` is the plugin-ABI header it came from, or 0 (see [`origin`](Self::origin)).
+    pub(crate) fn new<M: Memory>(memory: M, nbytes: usize, origin: usize) -> Arc<Storage> {
+        Arc::new(Storage {
+            device_base: memory.device_base(),
+            nbytes,
+            origin,
+            memory,
+        })
     }
 
     /// The address of the plugin-ABI tensor header whose owned reference keeps this memory

@@ -89,12 +89,8 @@ fn alloc_chunks(nbytes: usize, zeroed: bool) -> Result<(NonNull<u8>, usize)> {
 
 impl HostMemory {
     pub(crate) fn zeroed(nbytes: usize) -> Result<HostMemory> {
-        #[cfg(all(target_os = "linux", not(miri)))]
-        if let Some((base, len)) = (nbytes >= MAP_FROM)
-            .then(|| huge_pages::map(nbytes))
-            .flatten()
-        {
-            return Ok(HostMemory::owned(base, Owner::Mapped(len)));
+        if let Some(memory) = HostMemory::mapped(nbytes) {
+            return Ok(memory);
         }
         let (base, n) = alloc_chunks(nbytes, true)?;
         Ok(HostMemory::owned(base, Owner::Chunks(n)))
@@ -103,11 +99,8 @@ impl HostMemory {
     /// A buffer holding a copy of `bytes`, not zeroed first: only the padding after them is.
     pub(crate) fn copied(bytes: &[u8]) -> Result<HostMemory> {
         let nbytes = bytes.len();
-        #[cfg(all(target_os = "linux", not(miri)))]
-        if nbytes >= MAP_FROM {
-            // A fresh mapping is zeroed by the kernel for free.
-            let memory = HostMemory::zeroed(nbytes)?;
-            // SAFETY: the buffer holds at least `nbytes` bytes, and no one else has it yet.
+        if let Some(memory) = HostMemory::mapped(nbytes) {
+            // SAFETY: the mapping holds at least `nbytes` bytes, and no one else has it yet.
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), memory.base(), nbytes) };
             return Ok(memory);
         }
@@ -119,6 +112,19 @@ impl HostMemory {
             std::ptr::write_bytes(base.as_ptr().add(nbytes), 0, n * CPU_ALIGN - nbytes);
         }
         Ok(HostMemory::owned(base, Owner::Chunks(n)))
+    }
+
+    /// A fresh anonymous mapping (zeroed by the kernel) for a buffer of [`MAP_FROM`] bytes or
+    /// more, or None: smaller, or the system gave none.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    fn mapped(nbytes: usize) -> Option<HostMemory> {
+        let (base, len) = (nbytes >= MAP_FROM).then(|| huge_pages::map(nbytes))??;
+        Some(HostMemory::owned(base, Owner::Mapped(len)))
+    }
+
+    #[cfg(not(all(target_os = "linux", not(miri))))]
+    fn mapped(_nbytes: usize) -> Option<HostMemory> {
+        None
     }
 
     fn owned(base: NonNull<u8>, owner: Owner) -> HostMemory {
@@ -264,5 +270,40 @@ pub(crate) struct HostWrite<'a> {
 impl HostWrite<'_> {
     pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
         self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy holds exactly the bytes, and every byte of its allocation past them is zero.
+    fn check_copied(len: usize) {
+        let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8 + 1).collect();
+        let memory = HostMemory::copied(&bytes).expect("the copy");
+        let whole = len.div_ceil(CPU_ALIGN) * CPU_ALIGN;
+        // SAFETY: a chunked buffer holds whole chunks and a mapping at least as many bytes; the
+        // test is its only user.
+        let held = unsafe { std::slice::from_raw_parts(memory.base(), whole) };
+        assert_eq!(&held[..len], &bytes[..], "{len} bytes");
+        assert!(held[len..].iter().all(|&b| b == 0), "{len} bytes: padding");
+    }
+
+    #[test]
+    fn a_copy_holds_the_bytes_and_zeroed_padding() {
+        for len in [0, 1, 63, 64, 65, 1000] {
+            check_copied(len);
+        }
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", not(miri)))]
+    fn a_large_copy_is_mapped_and_holds_the_bytes() {
+        check_copied(MAP_FROM + 100);
+        let memory = HostMemory::copied(&vec![7u8; MAP_FROM]).expect("the copy");
+        assert!(
+            matches!(memory.owner, Owner::Mapped(_)) || huge_pages::map(MAP_FROM).is_none(),
+            "a buffer of MAP_FROM bytes is mapped where the system maps one"
+        );
     }
 }
