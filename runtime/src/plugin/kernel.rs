@@ -97,35 +97,21 @@ fn arg_type_error(op: &'static OpEntry, index: usize, value: &StableValue) -> Er
 
 impl ForeignKernel for PluginKernel {
     fn call(&self, op: &'static OpEntry, stack: &mut Stack) -> Result<()> {
-        let plan = &self.plan;
-        let inputs = stack.as_slice();
-        if inputs.len() != op.num_args() {
-            return Err(stack_size_error(op, inputs.len()));
+        debug_assert_eq!(
+            stack.len(),
+            op.num_args(),
+            "the dispatcher matched the stack"
+        );
+        if self.plan.plain {
+            return self.call_plain(op, stack);
         }
         // A C kernel cannot check tags as the in-process shims do: the host checks them here,
         // with the same message.
-        for (index, (value, expect)) in inputs.iter().zip(plan.args.iter()).enumerate() {
-            if !expect.admits(value.raw_tag()) {
-                return Err(arg_type_error(op, index, value));
-            }
-        }
-        if plan.plain {
-            return self.call_plain(op, stack);
+        if let Some(index) = self.plan.first_refused(stack.as_slice(), |v| v.raw_tag()) {
+            return Err(arg_type_error(op, index, &stack.as_slice()[index]));
         }
         foreign::with_outputs(op, stack, |stack| self.call_lent(op, stack))
     }
-}
-
-#[cold]
-#[inline(never)]
-fn stack_size_error(op: &'static OpEntry, len: usize) -> Error {
-    failed(
-        op.name(),
-        format!(
-            "{len} values on the stack, not its {} arguments",
-            op.num_args()
-        ),
-    )
 }
 
 impl PluginKernel {
@@ -141,11 +127,14 @@ impl PluginKernel {
     #[inline]
     fn call_plain(&self, op: &'static OpEntry, stack: &mut Stack) -> Result<()> {
         let (num_args, num_outputs) = (op.num_args(), op.num_outputs());
+        if let Some(index) = self.plan.first_refused(stack.as_slice(), |v| v.raw_tag()) {
+            return Err(arg_type_error(op, index, &stack.as_slice()[index]));
+        }
         let used = num_args + num_outputs + 1;
         let base = stack.spare_nones(num_outputs + 1).cast::<Value>();
         clear_error();
-        // SAFETY: the stack's `num_args` values are plain (their tags checked by the caller)
-        // and the `num_outputs + 1` spare slots after them None, so each is a valid `Value` with
+        // SAFETY: the stack's `num_args` values are plain (their tags checked just above) and
+        // the `num_outputs + 1` spare slots after them None, so each is a valid `Value` with
         // the same fields (the layouts are asserted equal); they are valid and unaliased for the
         // call, as the kernel ABI asks. The plugin is never unloaded.
         let status =
@@ -153,15 +142,10 @@ impl PluginKernel {
         // SAFETY: as above; `stack` is not touched until `values` is done with.
         let values = unsafe { std::slice::from_raw_parts_mut(base, used) };
         let (inputs, written) = values.split_at_mut(num_args);
-        let inputs_plain = inputs.iter().all(|v| convert::is_plain_number(v.tag));
-        let outputs_fit = written
-            .iter()
-            .zip(self.plan.returns.iter())
-            .all(|(v, expect)| expect.admits(v.tag));
         if status == STATUS_OK
             && written[num_outputs] == Value::default()
-            && outputs_fit
-            && inputs_plain
+            && self.plan.returns_admit(written)
+            && inputs.iter().all(|v| convert::is_plain_number(v.tag))
         {
             // SAFETY: the inputs are plain, so they own nothing; the outputs are the spare
             // slots from `num_args` on, which hold plain values (checked just above).

@@ -5,6 +5,7 @@
 
 use opbox_codegen::schema::{BaseType, Schema, Type, TypeShape};
 
+use crate::abi::plugin_v1::Value;
 use crate::value::Tag;
 
 /// The tag a value of one schema type carries (`None` too when the type is optional).
@@ -78,6 +79,24 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    /// The index of the first of `values` (one an argument) whose tag its argument refuses.
+    #[inline]
+    pub(crate) fn first_refused<V>(&self, values: &[V], tag: impl Fn(&V) -> u32) -> Option<usize> {
+        values
+            .iter()
+            .zip(self.args.iter())
+            .position(|(v, expect)| !expect.admits(tag(v)))
+    }
+
+    /// Whether each of the first `returns.len()` values of `written` is of its return's type.
+    #[inline]
+    pub(crate) fn returns_admit(&self, written: &[Value]) -> bool {
+        written
+            .iter()
+            .zip(self.returns.iter())
+            .all(|(v, expect)| expect.admits(v.tag))
+    }
+
     pub(crate) fn of(schema: &Schema) -> Plan {
         let args: Box<[Expect]> = schema.arguments.iter().map(|a| Expect::of(a.ty)).collect();
         let returns: Box<[Expect]> = schema.returns.iter().map(|r| Expect::of(r.ty)).collect();

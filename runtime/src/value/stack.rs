@@ -149,17 +149,16 @@ impl<'a> Stack<'a> {
         // SAFETY: every slot written is below `len + count`, within the capacity just ensured,
         // and past the initialised values, so writing it overwrites nothing owned.
         unsafe {
-            let none = |i: usize| base.add(len + i).write(StableValue::none());
-            // The usual one output and its guard as two stores; a loop of unknown length
-            // becomes a call to `memset`.
+            let top = base.add(len);
+            // The usual one output and its guard as one store. A loop of unknown length becomes
+            // a call to `memset`, and so do the short arms when the loop shares their function.
             match count {
                 0 => {}
-                1 => none(0),
-                2 => {
-                    none(0);
-                    none(1);
-                }
-                _ => (0..count).for_each(none),
+                1 => top.write(StableValue::none()),
+                2 => top
+                    .cast::<[StableValue; 2]>()
+                    .write([StableValue::none(), StableValue::none()]),
+                _ => write_nones(top, count),
             }
         }
         base
@@ -250,5 +249,17 @@ impl IntoIterator for Stack<'_> {
     >;
     fn into_iter(self) -> Self::IntoIter {
         self.values.into_iter().map(StableValue::into_owned)
+    }
+}
+
+/// Writes `count` Nones from `top` (spare slots past a stack's values).
+///
+/// # Safety
+/// `top..top + count` lies within one allocation's capacity and holds nothing owned.
+#[inline(never)]
+unsafe fn write_nones(top: *mut StableValue, count: usize) {
+    for i in 0..count {
+        // SAFETY: per the contract.
+        unsafe { top.add(i).write(StableValue::none()) };
     }
 }
