@@ -44,16 +44,19 @@ macro_rules! define_native_scalar {
             }
 
             /// Size in bytes, the same on both sides; every primitive is aligned to its size.
+            #[inline]
             pub const fn size(self) -> usize {
                 match self { $(NativeScalar::$v => $s,)* }
             }
 
+            #[inline]
             pub const fn align(self) -> usize {
                 self.size()
             }
 
             /// DLPack's `(type code, bits)`: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4,
             /// kDLBool 6.
+            #[inline]
             pub const fn dlpack(self) -> (u8, u8) {
                 match self { $(NativeScalar::$v => $dl,)* }
             }
@@ -94,17 +97,20 @@ macro_rules! define_elem_type {
             pub const ALL: [ElemType; [$(stringify!($v)),*].len()] = [$(ElemType::$v),*];
 
             /// The same type as a row of the whole table.
+            #[inline]
             pub const fn primitive(self) -> NativeScalar {
                 match self { $(ElemType::$v => NativeScalar::$v,)* }
             }
 
             /// The stable code of this type as a tensor dtype: PyTorch's `c10::ScalarType`
             /// value, so it can be handed to PyTorch's stable ABI unchanged. Never changes.
+            #[inline]
             pub const fn abi_code(self) -> u32 {
                 match self { $(ElemType::$v => $abi,)* }
             }
 
             /// The type with this ABI code.
+            #[inline]
             pub const fn from_abi_code(code: u32) -> Option<ElemType> {
                 match code {
                     $($abi => Some(ElemType::$v),)*
@@ -113,11 +119,13 @@ macro_rules! define_elem_type {
             }
 
             /// `true` for the floating-point types.
+            #[inline]
             pub const fn is_floating_point(self) -> bool {
                 match self { $(ElemType::$v => is_float!($kinds),)* }
             }
 
             /// `true` for the complex types.
+            #[inline]
             pub const fn is_complex(self) -> bool {
                 match self { $(ElemType::$v => is_complex!($kinds),)* }
             }
@@ -139,6 +147,7 @@ macro_rules! define_scalar_type {
             pub const ALL: [ScalarType; [$(stringify!($v)),*].len()] = [$(ScalarType::$v),*];
 
             /// The same type as a row of the whole table.
+            #[inline]
             pub const fn primitive(self) -> NativeScalar {
                 match self { $(ScalarType::$v => NativeScalar::$v,)* }
             }
@@ -160,15 +169,18 @@ impl ElemType {
     }
 
     /// Size in bytes, the same on both sides.
+    #[inline]
     pub const fn size(self) -> usize {
         self.primitive().size()
     }
 
+    #[inline]
     pub const fn align(self) -> usize {
         self.primitive().align()
     }
 
     /// DLPack's `(type code, bits)`, one lane.
+    #[inline]
     pub const fn dlpack(self) -> (u8, u8) {
         self.primitive().dlpack()
     }
@@ -194,6 +206,7 @@ impl ScalarType {
         self.primitive().c_name()
     }
 
+    #[inline]
     pub const fn size(self) -> usize {
         self.primitive().size()
     }

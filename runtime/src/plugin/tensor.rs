@@ -11,6 +11,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::abi::plugin_v1::{TensorHeader, TensorVTable, TENSOR_FLAG_READ_ONLY};
+use crate::tensor::dlpack::codes::{from_dl_device, to_dl_dtype};
 use crate::tensor::dlpack::export::dl_tensor;
 use crate::tensor::dlpack::import::wrap_dltensor;
 use crate::tensor::storage::Deleter;
@@ -103,14 +104,11 @@ fn handed_back(t: &Tensor) -> Option<*mut TensorHeader> {
 /// Whether `header` describes exactly the elements `t` views.
 fn same_view(header: &TensorHeader, t: &Tensor) -> bool {
     let dl = &header.dl;
-    let Ok(mine) = dl_tensor(t, std::ptr::null_mut(), std::ptr::null_mut(), "plugin ABI") else {
-        return false;
-    };
-    let first = |p: *mut std::ffi::c_void, offset: u64| (p as usize).wrapping_add(offset as usize);
-    if mine.ndim != dl.ndim
-        || mine.dtype != dl.dtype
-        || mine.device != dl.device
-        || first(mine.data, mine.byte_offset) != first(dl.data, dl.byte_offset)
+    let first = (dl.data as usize).wrapping_add(dl.byte_offset as usize);
+    if usize::try_from(dl.ndim) != Ok(t.dim())
+        || dl.dtype != to_dl_dtype(t.dtype())
+        || from_dl_device(dl.device).ok() != Some(t.device())
+        || first != t.data_ptr() as usize
         || (header.flags & TENSOR_FLAG_READ_ONLY != 0) != t.is_read_only()
     {
         return false;
@@ -155,15 +153,31 @@ unsafe extern "C" fn retain(h: *mut TensorHeader) -> *mut TensorHeader {
     let c = unsafe { count(h) };
     if c.load(Ordering::Acquire) == 0 {
         // A borrowed header: the reference becomes a new owned one.
-        // SAFETY: `manager_ctx` is the lent tensor's handle, alive for the call that lent it.
-        let t = unsafe { Tensor::borrow_raw(&(*h).manager_ctx) }.clone();
-        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| owned(t)))
-            .ok()
-            .and_then(|r| r.ok())
-            .unwrap_or(std::ptr::null_mut());
+        // SAFETY: the ABI calls a header's vtable with that header, live.
+        return unsafe { own_copy(&*h) };
     }
     c.fetch_add(1, Ordering::Relaxed);
     h
+}
+
+/// An owned header of the tensor a borrowed header of this image's lends: a copy of it (it
+/// already describes the tensor, and its shape and strides point into the tensor, which the
+/// copy keeps), counted 1. Null when out of memory.
+///
+/// # Safety
+/// `h` is one of this image's borrowed headers, live.
+unsafe fn own_copy(h: &TensorHeader) -> *mut TensorHeader {
+    // SAFETY: `manager_ctx` is the lent tensor's handle, alive for the call that lent it.
+    let tensor = unsafe { Tensor::borrow_raw(&h.manager_ctx) }.clone();
+    let header = TensorHeader {
+        vtable: h.vtable,
+        manager_ctx: h.manager_ctx,
+        refcount: 1,
+        flags: h.flags,
+        dl: h.dl,
+    };
+    // Box::new aborts rather than unwinds when out of memory, so no panic reaches the C edge.
+    Box::into_raw(Box::new(Owned { header, tensor })).cast::<TensorHeader>()
 }
 
 unsafe extern "C" fn release(h: *mut TensorHeader) {

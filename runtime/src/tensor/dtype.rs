@@ -33,12 +33,14 @@ macro_rules! define_dtype {
             pub const ALL: [DType; ElemType::ALL.len()] = [$(DType::$v),*];
 
             /// The kernel element type a tensor of this dtype holds.
+            #[inline]
             pub const fn elem(self) -> ElemType {
                 match self { $(DType::$v => ElemType::$v,)* }
             }
 
             /// The dtype of tensors a slice of `t` (`In<[t]>`, ...) takes: the inverse of
             /// [`DType::elem`].
+            #[inline]
             pub const fn from_elem(t: ElemType) -> DType {
                 match t { $(ElemType::$v => DType::$v,)* }
             }
@@ -50,6 +52,7 @@ opbox_codegen::for_each_elem_type!(define_dtype);
 
 impl DType {
     /// The size of one element in bytes.
+    #[inline]
     pub const fn size(self) -> usize {
         self.elem().size()
     }
@@ -61,11 +64,13 @@ impl DType {
     }
 
     /// The stable code of this dtype (see the table on [`DType`]).
+    #[inline]
     pub const fn code(self) -> u32 {
         self.elem().abi_code()
     }
 
     /// The dtype with this stable code, or `None` for a code that names no dtype.
+    #[inline]
     pub const fn from_code(code: u32) -> Option<DType> {
         match ElemType::from_abi_code(code) {
             Some(t) => Some(DType::from_elem(t)),
@@ -74,6 +79,7 @@ impl DType {
     }
 
     /// `true` for f32, f64, f16 and bf16.
+    #[inline]
     pub const fn is_floating_point(self) -> bool {
         self.elem().is_floating_point()
     }
