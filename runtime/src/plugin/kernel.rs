@@ -102,13 +102,13 @@ impl ForeignKernel for PluginKernel {
             op.num_args(),
             "the dispatcher matched the stack"
         );
-        if self.plan.plain {
-            return self.call_plain(op, stack);
-        }
         // A C kernel cannot check tags as the in-process shims do: the host checks them here,
         // with the same message.
-        if let Some(index) = self.plan.first_refused(stack.as_slice(), |v| v.raw_tag()) {
+        if let Some(index) = self.plan.first_refused(stack.as_slice()) {
             return Err(arg_type_error(op, index, &stack.as_slice()[index]));
+        }
+        if self.plan.plain {
+            return self.call_plain(op, stack);
         }
         foreign::with_outputs(op, stack, |stack| self.call_lent(op, stack))
     }
@@ -127,13 +127,10 @@ impl PluginKernel {
     #[inline]
     fn call_plain(&self, op: &'static OpEntry, stack: &mut Stack) -> Result<()> {
         let (num_args, num_outputs) = (op.num_args(), op.num_outputs());
-        if let Some(index) = self.plan.first_refused(stack.as_slice(), |v| v.raw_tag()) {
-            return Err(arg_type_error(op, index, &stack.as_slice()[index]));
-        }
         let used = num_args + num_outputs + 1;
         let base = stack.spare_nones(num_outputs + 1).cast::<Value>();
         clear_error();
-        // SAFETY: the stack's `num_args` values are plain (their tags checked just above) and
+        // SAFETY: the stack's `num_args` values are plain (their tags checked by the caller) and
         // the `num_outputs + 1` spare slots after them None, so each is a valid `Value` with
         // the same fields (the layouts are asserted equal); they are valid and unaliased for the
         // call, as the kernel ABI asks. The plugin is never unloaded.

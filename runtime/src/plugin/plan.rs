@@ -6,7 +6,7 @@
 use opbox_codegen::schema::{BaseType, Schema, Type, TypeShape};
 
 use crate::abi::plugin_v1::Value;
-use crate::value::Tag;
+use crate::value::{StableValue, Tag};
 
 /// The tag a value of one schema type carries (`None` too when the type is optional).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,11 +81,11 @@ pub(crate) struct Plan {
 impl Plan {
     /// The index of the first of `values` (one an argument) whose tag its argument refuses.
     #[inline]
-    pub(crate) fn first_refused<V>(&self, values: &[V], tag: impl Fn(&V) -> u32) -> Option<usize> {
+    pub(crate) fn first_refused(&self, values: &[StableValue]) -> Option<usize> {
         values
             .iter()
             .zip(self.args.iter())
-            .position(|(v, expect)| !expect.admits(tag(v)))
+            .position(|(v, expect)| !expect.admits(v.raw_tag()))
     }
 
     /// Whether each of the first `returns.len()` values of `written` is of its return's type.
@@ -112,7 +112,6 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::StableValue;
 
     #[test]
     fn plain_ops_and_the_others() {

@@ -72,10 +72,15 @@ pub(crate) fn owned(t: Tensor) -> Result<*mut TensorHeader> {
         return Ok(h);
     }
     let header = header_of(&t, 1)?;
-    let raw = Box::into_raw(Box::new(Owned { header, tensor: t }));
-    // The handle's address is unchanged by the move into the box (it is the TensorImpl's), so
-    // `manager_ctx` and the shape pointers are still right.
-    Ok(raw.cast::<TensorHeader>())
+    Ok(boxed(header, t))
+}
+
+/// `header` and the reference to `tensor` it describes, as one owned header. The handle's
+/// address is unchanged by the move into the box (it is the TensorImpl's), so `manager_ctx`
+/// and the shape pointers stay right.
+fn boxed(header: TensorHeader, tensor: Tensor) -> *mut TensorHeader {
+    // Box::new aborts rather than unwinds when out of memory, so no panic reaches a C edge.
+    Box::into_raw(Box::new(Owned { header, tensor })).cast::<TensorHeader>()
 }
 
 /// `t`'s origin header (the one its memory was wrapped from), retained, when `t` views exactly
@@ -162,7 +167,7 @@ unsafe extern "C" fn retain(h: *mut TensorHeader) -> *mut TensorHeader {
 
 /// An owned header of the tensor a borrowed header of this image's lends: a copy of it (it
 /// already describes the tensor, and its shape and strides point into the tensor, which the
-/// copy keeps), counted 1. Null when out of memory.
+/// copy keeps), counted 1.
 ///
 /// # Safety
 /// `h` is one of this image's borrowed headers, live.
@@ -176,8 +181,7 @@ unsafe fn own_copy(h: &TensorHeader) -> *mut TensorHeader {
         flags: h.flags,
         dl: h.dl,
     };
-    // Box::new aborts rather than unwinds when out of memory, so no panic reaches the C edge.
-    Box::into_raw(Box::new(Owned { header, tensor })).cast::<TensorHeader>()
+    boxed(header, tensor)
 }
 
 unsafe extern "C" fn release(h: *mut TensorHeader) {
