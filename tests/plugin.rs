@@ -271,6 +271,61 @@ fn a_rust_plugin_built_with_the_macros_reads_host_tensors_and_calls_host_ops() {
 }
 
 #[test]
+fn a_plugin_that_keeps_an_input_past_its_call_keeps_the_host_tensor_alive() {
+    let _serial = serial();
+    plugin::load(rust_plugin("plugin_fixture")).unwrap();
+    let (host_before, plugin_before) = (
+        live_tensors_on_this_thread(),
+        int_call("rplug::live", ()).unwrap(),
+    );
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+
+    // An input nobody keeps is let go when the call ends.
+    let _: Tensor = opbox::op("rplug::scale").unwrap().call((&x, 1.0)).unwrap();
+    assert_eq!(x.ref_count(), 1, "the plugin let go of its reference");
+
+    // Kept in a static: the plugin holds a reference to the host tensor.
+    assert_eq!(int_call("rplug::stash", (&x,)).unwrap(), 0);
+    assert_eq!(
+        x.ref_count(),
+        2,
+        "the stash holds a reference to the host tensor"
+    );
+    let data = x.data_ptr();
+    drop(x);
+    let back: Tensor = opbox::op("rplug::unstash").unwrap().call(()).unwrap();
+    assert_eq!(back.data_ptr(), data, "the same memory, kept alive");
+    assert_eq!(back.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(
+        back.ref_count(),
+        1,
+        "it came home as the host's own tensor, and the plugin let go of it"
+    );
+
+    // A view returned: the plugin's view outlives the call, and keeps the memory.
+    let half: Tensor = opbox::op("rplug::first_half")
+        .unwrap()
+        .call((&back,))
+        .unwrap();
+    assert_eq!(
+        back.ref_count(),
+        2,
+        "the plugin's view holds the host tensor"
+    );
+    assert_eq!(half.to_vec::<f32>().unwrap(), [1.0, 2.0]);
+    drop(back);
+    assert_eq!(half.to_vec::<f32>().unwrap(), [1.0, 2.0], "still alive");
+    drop(half);
+
+    assert_eq!(live_tensors_on_this_thread(), host_before, "host tensors");
+    assert_eq!(
+        int_call("rplug::live", ()).unwrap(),
+        plugin_before,
+        "plugin handles"
+    );
+}
+
+#[test]
 fn nothing_leaks_on_either_side() {
     let _serial = serial();
     plugin::load(rust_plugin("plugin_fixture")).unwrap();

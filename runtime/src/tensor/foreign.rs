@@ -43,12 +43,14 @@ pub(crate) struct Extent {
     pub(crate) below: usize,
 }
 
-pub(crate) fn extent(shape: &[usize], strides: Option<&[isize]>, dtype: DType) -> Result<Extent> {
-    let numel = checked_numel(shape)?;
-    checked_nbytes(shape, numel, dtype)?;
+/// The shape and strides are taken by value and moved into the layout: a plugin call imports a
+/// header per tensor, and copying them again cost it more than the checks.
+pub(crate) fn extent(shape: Shape, strides: Option<Strides>, dtype: DType) -> Result<Extent> {
+    let numel = checked_numel(&shape)?;
+    checked_nbytes(&shape, numel, dtype)?;
     let strides: Strides = match strides {
-        None => Layout::contiguous(shape, dtype)?.strides,
-        Some(s) if s.len() == shape.len() => Strides::from_slice(s),
+        None => Layout::contiguous(&shape, dtype)?.strides,
+        Some(s) if s.len() == shape.len() => s,
         Some(s) => {
             return Err(Error::Shape(format!(
                 "from_blob: shape {shape:?} has {} dimensions but strides {s:?} has {}",
@@ -58,7 +60,7 @@ pub(crate) fn extent(shape: &[usize], strides: Option<&[isize]>, dtype: DType) -
         }
     };
     if numel == 0 {
-        let layout = Layout::from_parts(Shape::from_slice(shape), strides, 0, 0);
+        let layout = Layout::from_parts(shape, strides, 0, 0);
         return Ok(Extent {
             layout,
             nbytes: 0,
@@ -71,7 +73,7 @@ pub(crate) fn extent(shape: &[usize], strides: Option<&[isize]>, dtype: DType) -
              further than isize::MAX bytes"
         ))
     };
-    let (lo, hi) = reach(shape, &strides).ok_or_else(too_far)?;
+    let (lo, hi) = reach(&shape, &strides).ok_or_else(too_far)?;
     let size = dtype.size();
     let elems = hi.checked_sub(lo).ok_or_else(too_far)?.unsigned_abs();
     let nbytes = elems
@@ -79,7 +81,7 @@ pub(crate) fn extent(shape: &[usize], strides: Option<&[isize]>, dtype: DType) -
         .filter(|&n| n <= isize::MAX as usize)
         .ok_or_else(too_far)?;
     let offset = lo.unsigned_abs();
-    let layout = Layout::from_parts(Shape::from_slice(shape), strides, offset, numel);
+    let layout = Layout::from_parts(shape, strides, offset, numel);
     Ok(Extent {
         layout,
         nbytes,
@@ -97,8 +99,8 @@ pub(crate) fn extent(shape: &[usize], strides: Option<&[isize]>, dtype: DType) -
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn wrap(
     ptr: *mut c_void,
-    shape: &[usize],
-    strides: Option<&[isize]>,
+    shape: Shape,
+    strides: Option<Strides>,
     dtype: DType,
     device: Device,
     read_only: bool,
@@ -111,7 +113,8 @@ pub(crate) unsafe fn wrap(
     };
     if ptr.is_null() && ext.nbytes > 0 {
         let e = Error::InvalidArgument(format!(
-            "from_blob: the pointer is null, but a {dtype} tensor of shape {shape:?} has elements"
+            "from_blob: the pointer is null, but a {dtype} tensor of shape {:?} has elements",
+            ext.layout.shape
         ));
         return Err((e, deleter));
     }
@@ -193,8 +196,8 @@ impl Tensor {
         match unsafe {
             wrap(
                 ptr,
-                shape,
-                strides,
+                Shape::from_slice(shape),
+                strides.map(Strides::from_slice),
                 dtype,
                 device,
                 false,

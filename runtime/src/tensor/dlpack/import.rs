@@ -3,8 +3,6 @@
 use std::ffi::c_void;
 use std::ptr::addr_of;
 
-use smallvec::SmallVec;
-
 use super::codes::{from_dl_device, from_dl_dtype};
 use super::ffi::{
     DLManagedTensor, DLManagedTensorVersioned, DLTensor, DLPACK_FLAG_BITMASK_READ_ONLY,
@@ -12,6 +10,7 @@ use super::ffi::{
 };
 use super::{flag, FromDlpack};
 use crate::tensor::foreign::wrap;
+use crate::tensor::layout::{Shape, Strides};
 use crate::tensor::storage::Deleter;
 use crate::{Error, Result, Tensor};
 
@@ -93,14 +92,7 @@ pub(crate) unsafe fn wrap_dltensor(
             // SAFETY: DLPack's promise (this function's contract) is from_blob's.
             unsafe {
                 wrap(
-                    data,
-                    &shape,
-                    strides.as_deref(),
-                    dtype,
-                    device,
-                    read_only,
-                    release,
-                    origin,
+                    data, shape, strides, dtype, device, read_only, release, origin,
                 )
             }
         }
@@ -108,13 +100,13 @@ pub(crate) unsafe fn wrap_dltensor(
     }
 }
 
-/// Up to 8 dimensions inline: reading a header allocates nothing (a plugin call reads one per
-/// tensor it takes).
+/// Read into the layout's own types, which the tensor keeps: reading a header of up to 4
+/// dimensions allocates nothing (a plugin call reads one per tensor it takes).
 type Dims = (
     crate::DType,
     crate::Device,
-    SmallVec<[usize; 8]>,
-    Option<SmallVec<[isize; 8]>>,
+    Shape,
+    Option<Strides>,
     *mut c_void,
 );
 
@@ -139,7 +131,7 @@ unsafe fn dims(dl: &DLTensor) -> Result<Dims> {
     };
     // Plain loops, not a collect into Result: that adapter cost a plugin call about 400
     // instructions for a 1-D header.
-    let mut shape: SmallVec<[usize; 8]> = SmallVec::with_capacity(ndim);
+    let mut shape = Shape::with_capacity(ndim);
     for &d in read(dl.shape, "shape")? {
         match usize::try_from(d) {
             Ok(d) => shape.push(d),
@@ -150,7 +142,7 @@ unsafe fn dims(dl: &DLTensor) -> Result<Dims> {
     let strides = if dl.strides.is_null() {
         None
     } else {
-        let mut strides: SmallVec<[isize; 8]> = SmallVec::with_capacity(ndim);
+        let mut strides = Strides::with_capacity(ndim);
         for &s in read(dl.strides, "strides")? {
             match isize::try_from(s) {
                 Ok(s) => strides.push(s),
