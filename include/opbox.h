@@ -43,7 +43,8 @@ extern "C" {
 
 #define OPBOX_ABI_V1_0 OPBOX_VERSION_PACK(1, 0, 0)
 #define OPBOX_ABI_V1_1 OPBOX_VERSION_PACK(1, 1, 0)
-#define OPBOX_ABI_VERSION OPBOX_ABI_V1_1
+#define OPBOX_ABI_V1_2 OPBOX_VERSION_PACK(1, 2, 0)
+#define OPBOX_ABI_VERSION OPBOX_ABI_V1_2
 
 #ifndef OPBOX_TARGET_VERSION
 #define OPBOX_TARGET_VERSION OPBOX_ABI_VERSION
@@ -203,6 +204,11 @@ typedef struct OpboxHostV1 {
     int32_t (*op_schema)(const char* name, size_t name_len, OpboxString** out);
 #if OPBOX_TARGET_VERSION >= OPBOX_ABI_V1_1
     void (*warn)(const char* data, size_t len); /* 1.1 */
+#endif
+#if OPBOX_TARGET_VERSION >= OPBOX_ABI_V1_2
+    /* 1.2: the CUstream the host made current for CUDA device `device` on this thread, or
+     * NULL (the legacy default stream); queue the plugin's CUDA work there. */
+    int32_t (*current_stream)(int32_t device, void** out);
 #endif
 } OpboxHostV1;
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use opbox::plugin::abi::{ABI_V1_0, ABI_VERSION};
+use opbox::plugin::abi::{ABI_V1_0, ABI_V1_1, ABI_VERSION};
 use opbox::plugin::{self, LoadOptions};
 use opbox::prelude::*;
 use opbox::tensor::live_tensors_on_this_thread;
@@ -158,7 +158,7 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
         ]
     );
     assert_eq!(info.abi_version, ABI_VERSION);
-    assert_eq!(info.abi_version_string(), "1.1.0");
+    assert_eq!(info.abi_version_string(), "1.2.0");
     assert_eq!(info.opbox_version, 0, "not built with opbox's crates");
 
     let add_one = opbox::op("cplug::add_one").expect("resolves like an in-process op");
@@ -370,7 +370,7 @@ fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a
             "-DOPBOX_TARGET_VERSION=OPBOX_ABI_V1_0",
         ],
     );
-    let info = plugin::load(&v10).expect("a 1.0 plugin loads on a 1.1 host");
+    let info = plugin::load(&v10).expect("a 1.0 plugin loads on a newer host");
     assert_eq!(info.abi_version, ABI_V1_0);
     let x = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
     let y: Tensor = opbox::op("cplug_v10::add_one")
@@ -388,7 +388,7 @@ fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a
     plugin::load_with(&fallback, &old_host).expect("loads on a 1.0 host");
     assert_eq!(int_call("cplug_old::has_warn", ()).unwrap(), 0);
 
-    // On this (1.1) host the same plugin uses the function.
+    // On this (1.2) host the same plugin uses the function.
     plugin::load(c_plugin("plugin.c", "cplug", &[])).unwrap();
     let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
@@ -417,6 +417,25 @@ fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a
         )
     );
     host_unchanged("needs");
+
+    // One that requires 1.2, shown a 1.1 host: refused, naming the 1.2 function.
+    let needs_1_2 = c_plugin(
+        "bad_plugin.c",
+        "needs_1_2",
+        &["-DNEEDS_1_2", "-DNS=\"needs12\""],
+    );
+    let host_1_1 = LoadOptions {
+        host_version: ABI_V1_1,
+    };
+    assert_eq!(
+        error_of(&needs_1_2, &host_1_1),
+        format!(
+            "plugin '{}': it needs host ABI 1.2.0 (for current_stream), but this host offers \
+             1.1.0",
+            needs_1_2.display()
+        )
+    );
+    host_unchanged("needs12");
 }
 
 #[test]
@@ -440,12 +459,12 @@ fn bad_plugins_are_refused_with_messages_that_say_why_and_the_host_stays_usable(
             "major",
             &["-DBAD_MAJOR"],
             "it was built for plugin ABI 2.0.0, but this host speaks major version 1 (it offers \
-             1.1.0); rebuild the plugin against this opbox",
+             1.2.0); rebuild the plugin against this opbox",
         ),
         (
             "size",
             &["-DBAD_SIZE"],
-            "its descriptor is 24 bytes, smaller than the 48 bytes its version 1.1.0 has",
+            "its descriptor is 24 bytes, smaller than the 48 bytes its version 1.2.0 has",
         ),
         (
             "refuses",
@@ -609,7 +628,29 @@ fn a_plugins_cuda_kernel_runs_on_host_cuda_tensors_when_there_is_a_gpu() {
         y.to(Device::Cpu).unwrap().to_vec::<f32>().unwrap(),
         [3.0, 6.0, 9.0]
     );
-    drop((x, y));
+
+    // The plugin's runtime is a copy with thread-locals of its own: its CUDA work goes to the
+    // stream the host made current (ABI 1.2), not to the legacy default stream, which does not
+    // wait for the host's non-blocking pool streams.
+    let plugin_stream = || int_call("rplug::stream", (0i64,)).unwrap();
+    assert_eq!(
+        plugin_stream(),
+        0,
+        "nothing scoped: the legacy default stream"
+    );
+    let pool = opbox::cuda::stream_from_pool(0).unwrap();
+    let raw = pool.cu_stream().unwrap() as i64;
+    assert_ne!(raw, 0);
+    let inside = opbox::cuda::with_stream(&pool, plugin_stream);
+    assert_eq!(inside, raw, "the plugin queues on the host's scoped stream");
+    let z: Tensor = opbox::cuda::with_stream(&pool, || scale.call((&x, 2.0)))
+        .expect("the plugin's CUDA kernel runs on the host's stream");
+    opbox::cuda::synchronize_stream(&pool).unwrap();
+    assert_eq!(
+        z.to(Device::Cpu).unwrap().to_vec::<f32>().unwrap(),
+        [2.0, 4.0, 6.0]
+    );
+    drop((x, y, z));
     assert_eq!(live_tensors_on_this_thread(), before);
-    println!("CUDA: rplug::scale ran from the host on cuda:0");
+    println!("CUDA: rplug::scale ran from the host on cuda:0, on the host's stream when scoped");
 }

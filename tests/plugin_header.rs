@@ -61,6 +61,10 @@ fn expected() -> Vec<String> {
         ("OpboxHostV1.op_schema", offset_of!(HostV1, op_schema)),
         ("OpboxHostV1.warn", offset_of!(HostV1, warn)),
         (
+            "OpboxHostV1.current_stream",
+            offset_of!(HostV1, current_stream),
+        ),
+        (
             "OpboxPluginV1.min_host_version",
             offset_of!(PluginV1, min_host_version),
         ),
@@ -84,6 +88,7 @@ fn expected() -> Vec<String> {
     let mut constants: Vec<(String, u64)> = vec![
         ("OPBOX_ABI_V1_0".into(), ABI_V1_0),
         ("OPBOX_ABI_V1_1".into(), ABI_V1_1),
+        ("OPBOX_ABI_V1_2".into(), ABI_V1_2),
         ("OPBOX_ABI_VERSION".into(), ABI_VERSION),
         ("OPBOX_OK".into(), STATUS_OK as u64),
         ("OPBOX_ERROR".into(), STATUS_ERROR as u64),

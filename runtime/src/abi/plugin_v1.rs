@@ -73,8 +73,10 @@ pub fn version_string(v: u64) -> String {
 pub const ABI_V1_0: u64 = pack_version(1, 0, 0);
 /// Adds [`HostV1::warn`].
 pub const ABI_V1_1: u64 = pack_version(1, 1, 0);
+/// Adds [`HostV1::current_stream`].
+pub const ABI_V1_2: u64 = pack_version(1, 2, 0);
 /// What this host offers and what plugins built from this crate are built against.
-pub const ABI_VERSION: u64 = ABI_V1_1;
+pub const ABI_VERSION: u64 = ABI_V1_2;
 
 /// Success.
 pub const STATUS_OK: i32 = crate::dispatch::STATUS_OK;
@@ -295,12 +297,20 @@ pub struct HostV1 {
         unsafe extern "C" fn(name: *const c_char, name_len: usize, out: *mut *mut AbiString) -> i32,
     /// 1.1: a warning through the host's warning channel.
     pub warn: unsafe extern "C" fn(data: *const c_char, len: usize),
+    /// 1.2: the CUDA stream (a `CUstream`) that the host's code has made current for CUDA
+    /// device `device` on this thread (opbox's `with_stream`), written to `out`; null when none
+    /// is, which means the legacy default stream. A plugin queues its copies and launches there,
+    /// so they are ordered with the host's work on that stream. The stream stays valid for the
+    /// call that asked.
+    pub current_stream: unsafe extern "C" fn(device: i32, out: *mut *mut c_void) -> i32,
 }
 
-/// The size of the host table of version `version` (1.0 ends before `warn`).
+/// The size of the host table of version `version`: each minor version appends functions.
 pub const fn host_size_for(version: u64) -> usize {
-    if version >= ABI_V1_1 {
+    if version >= ABI_V1_2 {
         size_of::<HostV1>()
+    } else if version >= ABI_V1_1 {
+        offset_of!(HostV1, current_stream)
     } else {
         offset_of!(HostV1, warn)
     }
@@ -308,7 +318,8 @@ pub const fn host_size_for(version: u64) -> usize {
 
 /// The host functions added after 1.0, with the version that added each, for messages that
 /// name what a plugin needs.
-pub const HOST_FUNCTIONS_SINCE_1_0: &[(&str, u64)] = &[("warn", ABI_V1_1)];
+pub const HOST_FUNCTIONS_SINCE_1_0: &[(&str, u64)] =
+    &[("warn", ABI_V1_1), ("current_stream", ABI_V1_2)];
 
 /// What a plugin is (`OpboxPluginV1`), returned by its entry.
 #[repr(C)]
@@ -366,7 +377,7 @@ const _: () = {
     assert!(size_of::<LibraryDesc>() == 48);
     assert!(size_of::<OpDesc>() == 32);
     assert!(size_of::<ImplDesc>() == 96);
-    assert!(size_of::<HostV1>() == 96);
+    assert!(size_of::<HostV1>() == 104);
     assert!(offset_of!(HostV1, warn) == 88);
     assert!(size_of::<PluginV1>() == 48);
     // Shapes and strides are handed out in place: usize and isize are int64_t's size.
@@ -386,5 +397,6 @@ mod tests {
         assert_eq!(version_string(opbox_version()), env!("CARGO_PKG_VERSION"));
         assert_eq!(host_size_for(ABI_V1_0), 88);
         assert_eq!(host_size_for(ABI_V1_1), 96);
+        assert_eq!(host_size_for(ABI_V1_2), 104);
     }
 }

@@ -381,6 +381,22 @@ pub(crate) fn host_empty(shape: &[usize], dtype: DType, device: Device) -> Optio
     })())
 }
 
+/// In a loaded plugin on a host of ABI 1.2 or later, the CUDA stream (`CUstream`) the host has
+/// made current for `device` on this thread; None in a host, on an older host, and when the host
+/// has none scoped (its legacy default stream, which is this image's default too).
+#[cfg(feature = "cuda")]
+pub(crate) fn host_current_stream(device: usize) -> Option<*mut c_void> {
+    let host = host()?;
+    if !host_has(std::mem::offset_of!(HostV1, current_stream) + std::mem::size_of::<usize>()) {
+        return None;
+    }
+    let device = i32::try_from(device).ok()?;
+    let mut out: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a 1.2 table (its size covers `current_stream`), with room for one pointer.
+    let status = unsafe { (host.current_stream)(device, &mut out) };
+    (status == STATUS_OK && !out.is_null()).then_some(out)
+}
+
 /// Sends a warning through the host's channel (ABI 1.1), or returns it when the host is older
 /// (the caller's fallback, as PyTorch's `TORCH_DYNAMIC_VERSION_CALL` has one).
 pub fn host_warn(message: &str) -> std::result::Result<(), &str> {
@@ -418,6 +434,24 @@ mod tests {
 
     static DESC: Descriptor = Descriptor::new("test\0");
     static NEEDS_1_1: Descriptor = Descriptor::new("test\0").requiring(ABI_V1_1);
+
+    #[test]
+    fn the_host_names_no_stream_when_none_is_scoped_and_refuses_a_negative_device() {
+        let host = table(ABI_VERSION);
+        // A sentinel, so the test sees the host write null.
+        let mut out = std::ptr::NonNull::<u8>::dangling()
+            .as_ptr()
+            .cast::<c_void>();
+        // SAFETY: a 1.2 table's function, with room for one pointer.
+        assert_eq!(unsafe { (host.current_stream)(0, &mut out) }, STATUS_OK);
+        assert!(out.is_null(), "none scoped: the legacy default stream");
+        // SAFETY: as above.
+        assert_eq!(unsafe { (host.current_stream)(-1, &mut out) }, STATUS_ERROR);
+        assert_eq!(
+            take_error_text().as_deref(),
+            Some("invalid argument: current_stream: device -1 is negative")
+        );
+    }
 
     #[test]
     fn a_plugin_refuses_a_host_table_it_cannot_trust() {

@@ -15,7 +15,7 @@ use super::schemas::SchemaCache;
 use super::tensor;
 use crate::abi::plugin_v1::{
     host_size_for, opbox_version, AbiString, HostV1, ImplDesc, LibraryDesc, OpDesc, Registrar,
-    StrRef, TensorHeader, Value, ABI_V1_0, ABI_VERSION, LIBRARY_DEF, LIBRARY_FRAGMENT,
+    StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_VERSION, LIBRARY_DEF, LIBRARY_FRAGMENT,
     STATUS_ERROR, STATUS_OK, STATUS_PANIC,
 };
 use crate::dispatch::foreign::{ForeignImpl, ForeignLibrary, ForeignOp};
@@ -50,11 +50,19 @@ pub(crate) fn take_error_text() -> Option<String> {
     ERROR.with(|e| e.borrow_mut().take())
 }
 
-/// The table this host offers: all of it.
-pub(crate) static HOST: HostV1 = table(ABI_VERSION);
-/// The same functions as a 1.0 host offers them (`size` ends before `warn`), for plugins that
-/// must be shown an older host (`LoadOptions::host_version`).
-pub(crate) static HOST_V1_0: HostV1 = table(ABI_V1_0);
+/// The tables this host can offer, oldest first: the same functions, with `size` and `version`
+/// as a host of each minor version has them. A plugin is given the newest unless it must be
+/// shown an older host (`LoadOptions::host_version`).
+static TABLES: [HostV1; 3] = [table(ABI_V1_0), table(ABI_V1_1), table(ABI_VERSION)];
+
+/// The table of the newest version this host offers that is no newer than `version`.
+pub(crate) fn table_for(version: u64) -> &'static HostV1 {
+    TABLES
+        .iter()
+        .rev()
+        .find(|t| t.version <= version)
+        .unwrap_or(&TABLES[0])
+}
 
 pub(crate) const fn table(version: u64) -> HostV1 {
     HostV1 {
@@ -70,6 +78,7 @@ pub(crate) const fn table(version: u64) -> HostV1 {
         call_op,
         op_schema,
         warn,
+        current_stream,
     }
 }
 
@@ -550,6 +559,36 @@ unsafe extern "C" fn warn(data: *const c_char, len: usize) {
             module: "opbox::plugin",
         });
     });
+}
+
+unsafe extern "C" fn current_stream(device: i32, out: *mut *mut c_void) -> i32 {
+    edge(|| {
+        if out.is_null() {
+            return Err(Error::InvalidArgument(
+                "current_stream: a null out pointer".to_string(),
+            ));
+        }
+        let ordinal = usize::try_from(device).map_err(|_| {
+            Error::InvalidArgument(format!("current_stream: device {device} is negative"))
+        })?;
+        let stream = scoped_stream(ordinal);
+        // SAFETY: checked non-null; the ABI gives room for one pointer there.
+        unsafe { out.write(stream) };
+        Ok(())
+    })
+}
+
+/// The stream this thread's `with_stream` made current on `cuda:ordinal`, or null (the legacy
+/// default stream, which is also what the plugin's own runtime uses when nothing is scoped).
+/// Only a scoped stream is looked up, so asking creates no CUDA context.
+fn scoped_stream(ordinal: usize) -> *mut c_void {
+    #[cfg(feature = "cuda")]
+    if let Some(s) = crate::backend::cuda::current::scoped(ordinal) {
+        // The scope that made it current holds it for the plugin call that asked.
+        return s.cu_stream().cast();
+    }
+    let _ = ordinal;
+    std::ptr::null_mut()
 }
 
 /// The context pointer of a plugin's kernel, which its maker promises any thread may pass.

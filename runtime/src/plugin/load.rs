@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 
 use super::guest::descriptor_name;
-use super::host::{clear_error, take_error_text, Registration, HOST, HOST_V1_0};
+use super::host::{clear_error, table_for, take_error_text, Registration};
 use super::kernel::PluginKernels;
 use super::{LoadOptions, PluginInfo};
 use crate::abi::plugin_v1::{
-    unpack_version, version_string, EntryV1, HostV1, PluginV1, ABI_V1_1, ABI_VERSION, ENTRY_V1,
+    unpack_version, version_string, EntryV1, HostV1, PluginV1, ABI_VERSION, ENTRY_V1,
     HOST_FUNCTIONS_SINCE_1_0, PLUGIN_SIZE_V1_0, STATUS_OK,
 };
 use crate::dispatch::foreign::{self, ForeignBatch};
@@ -59,11 +59,7 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
     // thread-local destructors and statics behind that dlclose would pull from under them.
     std::mem::forget(library);
 
-    let host: &'static HostV1 = if options.host_version < ABI_V1_1 {
-        &HOST_V1_0
-    } else {
-        &HOST
-    };
+    let host: &'static HostV1 = table_for(options.host_version);
     clear_error();
     // SAFETY: the plugin's entry, called once with a table that lives for the process.
     let desc = unsafe { entry(host) };

@@ -32,11 +32,17 @@ use crate::{Error, Result};
 thread_local! {
     /// The scoped streams, innermost last: (device ordinal, stream).
     static SCOPED: RefCell<Vec<(u32, Arc<CudaStream>)>> = const { RefCell::new(Vec::new()) };
+    /// In a loaded plugin, the host's streams it has been handed, wrapped:
+    /// (device ordinal, `CUstream` address, wrapper).
+    static BORROWED: RefCell<Vec<(usize, usize, Arc<CudaStream>)>> = const { RefCell::new(Vec::new()) };
     /// The device a [`DeviceGuard`] made current, if any.
     static DEVICE: Cell<Option<u32>> = const { Cell::new(None) };
 }
 
-/// The innermost scoped stream of `cuda:ordinal` on this thread, if any.
+/// The innermost scoped stream of `cuda:ordinal` on this thread, if any. In a loaded plugin, a
+/// scope of its own comes first, then the stream its host made current (plugin ABI 1.2): the
+/// plugin's runtime is a copy with thread-locals of its own, and without asking, its work would
+/// go to the legacy default stream, which does not wait for the host's non-blocking streams.
 pub(crate) fn scoped(ordinal: usize) -> Option<Arc<CudaStream>> {
     SCOPED
         .try_with(|s| {
@@ -45,6 +51,39 @@ pub(crate) fn scoped(ordinal: usize) -> Option<Arc<CudaStream>> {
                 .rev()
                 .find(|(o, _)| *o as usize == ordinal)
                 .map(|(_, st)| st.clone())
+        })
+        .ok()
+        .flatten()
+        .or_else(|| host_scoped(ordinal))
+}
+
+/// The host's current stream on `cuda:ordinal`, when this image is a loaded plugin and the host
+/// has one scoped, as a borrowed cudarc stream. The wrappers are kept per thread (a few), so a
+/// plugin's copies do not allocate one each.
+fn host_scoped(ordinal: usize) -> Option<Arc<CudaStream>> {
+    /// Enough for a pool's streams on a device or two; the oldest goes first past it.
+    const KEPT: usize = 16;
+    let raw = crate::plugin::guest::host_current_stream(ordinal)?;
+    BORROWED
+        .try_with(|kept| {
+            let mut kept = kept.borrow_mut();
+            if let Some((_, _, s)) = kept
+                .iter()
+                .find(|(o, r, _)| *o == ordinal && *r == raw as usize)
+            {
+                return Some(s.clone());
+            }
+            let context = &device(ordinal).ok()?.context;
+            // SAFETY: the host's stream of this device, whose context is the same primary
+            // context; it is live while the host's scope lasts, which covers the plugin call
+            // that asked. A kept wrapper is used again only when the host names the same
+            // handle again, so the stream is live then too; dropping one destroys nothing.
+            let s = unsafe { context.wrap_borrowed_stream(raw.cast()) };
+            if kept.len() == KEPT {
+                kept.remove(0);
+            }
+            kept.push((ordinal, raw as usize, s.clone()));
+            Some(s)
         })
         .ok()
         .flatten()
