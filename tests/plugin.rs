@@ -154,7 +154,8 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
             "cplug::add_one",
             "cplug::fails",
             "cplug::has_warn",
-            "cplug::calls_host"
+            "cplug::calls_host",
+            "cplug::stream_of"
         ]
     );
     assert_eq!(info.abi_version, ABI_VERSION);
@@ -186,6 +187,15 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
     assert_eq!(int_call("cplug::fails", (-4i64,)).unwrap(), 4);
     // An old call of a host op that has since grown a trailing default.
     assert_eq!(int_call("cplug::calls_host", (5i64,)).unwrap(), 105);
+    // A C plugin asks the host for its current CUDA stream (ABI 1.2); nothing is scoped here,
+    // so the host names the legacy default stream without touching CUDA.
+    assert_eq!(int_call("cplug::stream_of", (0i64,)).unwrap(), 0);
+    assert_eq!(
+        int_call("cplug::stream_of", (-1i64,))
+            .unwrap_err()
+            .to_string(),
+        "cplug::stream_of: invalid argument: current_stream: device -1 is negative"
+    );
     let e = int_call("cplug::fails", (3i64,)).unwrap_err();
     assert!(
         matches!(&e, Error::Kernel { op, .. } if op == "cplug::fails"),
@@ -387,6 +397,11 @@ fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a
     let fallback = c_plugin("plugin.c", "cplug_old_host", &["-DCPLUG_NS=\"cplug_old\""]);
     plugin::load_with(&fallback, &old_host).expect("loads on a 1.0 host");
     assert_eq!(int_call("cplug_old::has_warn", ()).unwrap(), 0);
+    assert_eq!(
+        int_call("cplug_old::stream_of", (0i64,)).unwrap(),
+        -1,
+        "no current_stream on a 1.0 host"
+    );
 
     // On this (1.2) host the same plugin uses the function.
     plugin::load(c_plugin("plugin.c", "cplug", &[])).unwrap();
