@@ -30,6 +30,10 @@ mod cpu {
     }
 }
 
+/// Still running when the next work is queued: shows which stream a plugin's copies wait on.
+#[extern_kernel(source = "kernels/slow_fill.cu")]
+fn slow_fill(out: Out<[f32]>, value: f32, n: i64, spin: i64);
+
 /// The tests share one process-wide registry and count live handles: one at a time.
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -611,6 +615,23 @@ fn the_readme_plugin_is_the_example_and_loads() {
 }
 
 #[test]
+fn the_slow_fill_kernel_compiles_with_nvrtc() {
+    match opbox::cuda::nvrtc::version() {
+        Ok(_) => {
+            opbox::cuda::compile_for_arch(&slow_fill::DECL, &[], "sm_90").expect("compiles");
+        }
+        Err(e) => {
+            assert_ne!(
+                std::env::var("OPBOX_REQUIRE_NVRTC").as_deref(),
+                Ok("1"),
+                "OPBOX_REQUIRE_NVRTC=1 but NVRTC is not usable: {e}"
+            );
+            eprintln!("skipped: NVRTC not usable ({e})");
+        }
+    }
+}
+
+#[test]
 fn a_plugins_cuda_kernel_runs_on_host_cuda_tensors_when_there_is_a_gpu() {
     let _serial = serial();
     plugin::load(rust_plugin("plugin_fixture")).unwrap();
@@ -658,12 +679,20 @@ fn a_plugins_cuda_kernel_runs_on_host_cuda_tensors_when_there_is_a_gpu() {
     assert_ne!(raw, 0);
     let inside = opbox::cuda::with_stream(&pool, plugin_stream);
     assert_eq!(inside, raw, "the plugin queues on the host's scoped stream");
-    let z: Tensor = opbox::cuda::with_stream(&pool, || scale.call((&x, 2.0)))
-        .expect("the plugin's CUDA kernel runs on the host's stream");
+    // A host kernel on the pool stream is still writing `x` (it spins first) when the plugin's
+    // op reads it: the read waits on that stream, so it sees the kernel's values. On the legacy
+    // stream it would not wait, and would read the old ones.
+    let spin = 200_000_000i64; // about 0.1 s of clock cycles
+    let z: Tensor = opbox::cuda::with_stream(&pool, || {
+        slow_fill::launch(LaunchConfig::for_elems(3), &x, 5.0, 3, spin)?;
+        scale.call((&x, 2.0))
+    })
+    .expect("the plugin's CUDA kernel runs on the host's stream");
     opbox::cuda::synchronize_stream(&pool).unwrap();
     assert_eq!(
         z.to(Device::Cpu).unwrap().to_vec::<f32>().unwrap(),
-        [2.0, 4.0, 6.0]
+        [10.0, 10.0, 10.0],
+        "the plugin read x after the host's kernel on the scoped stream wrote it"
     );
     drop((x, y, z));
     assert_eq!(live_tensors_on_this_thread(), before);
