@@ -12,8 +12,8 @@ use super::convert;
 use super::tensor;
 use crate::abi::plugin_v1::{
     host_size_for, unpack_version, version_string, HostV1, ImplDesc, LibraryDesc, OpDesc, PluginV1,
-    Registrar, StrRef, TensorHeader, Value, ABI_V1_0, ABI_VERSION, LIBRARY_DEF, LIBRARY_FRAGMENT,
-    STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+    Registrar, StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_VERSION, LIBRARY_DEF,
+    LIBRARY_FRAGMENT, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
 };
 use crate::dispatch::foreign::{self, ForeignKernel};
 use crate::dispatch::registry::OpEntry;
@@ -387,7 +387,7 @@ pub(crate) fn host_empty(shape: &[usize], dtype: DType, device: Device) -> Optio
 #[cfg(feature = "cuda")]
 pub(crate) fn host_current_stream(device: usize) -> Option<*mut c_void> {
     let host = host()?;
-    if !host_has(std::mem::offset_of!(HostV1, current_stream) + std::mem::size_of::<usize>()) {
+    if !host_has(host_size_for(crate::abi::plugin_v1::ABI_V1_2)) {
         return None;
     }
     let device = i32::try_from(device).ok()?;
@@ -401,7 +401,7 @@ pub(crate) fn host_current_stream(device: usize) -> Option<*mut c_void> {
 /// (the caller's fallback, as PyTorch's `TORCH_DYNAMIC_VERSION_CALL` has one).
 pub fn host_warn(message: &str) -> std::result::Result<(), &str> {
     match host() {
-        Some(h) if host_has(std::mem::offset_of!(HostV1, warn) + 8) => {
+        Some(h) if host_has(host_size_for(ABI_V1_1)) => {
             // SAFETY: a 1.1 table (its size covers `warn`), with `len` bytes at `data`.
             unsafe { (h.warn)(message.as_ptr().cast(), message.len()) };
             Ok(())
@@ -429,7 +429,6 @@ pub(crate) unsafe fn descriptor_name(name: *const c_char) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::plugin_v1::ABI_V1_1;
     use crate::plugin::host::{table, take_error_text};
 
     static DESC: Descriptor = Descriptor::new("test\0");

@@ -13,7 +13,7 @@
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
-use super::layout::{checked_nbytes, checked_numel, Layout, Shape, Strides};
+use super::layout::{checked_nbytes, checked_numel, contiguous_strides, Layout, Shape, Strides};
 use super::storage::{Deleter, Storage};
 use super::{DType, Device, Tensor};
 use crate::backend::cpu::memory::HostMemory;
@@ -49,7 +49,8 @@ pub(crate) fn extent(shape: Shape, strides: Option<Strides>, dtype: DType) -> Re
     let numel = checked_numel(&shape)?;
     checked_nbytes(&shape, numel, dtype)?;
     let strides: Strides = match strides {
-        None => Layout::contiguous(&shape, dtype)?.strides,
+        // Its byte size was checked just above.
+        None => contiguous_strides(&shape),
         Some(s) if s.len() == shape.len() => s,
         Some(s) => {
             return Err(Error::Shape(format!(

@@ -51,7 +51,7 @@ pub(crate) fn checked_nbytes(shape: &[usize], numel: usize, dtype: DType) -> Res
 
 /// Row-major strides of `shape`. The caller has checked that its byte size fits in `isize`, so
 /// no product overflows.
-fn contiguous_strides(shape: &[usize]) -> Strides {
+pub(crate) fn contiguous_strides(shape: &[usize]) -> Strides {
     let mut strides: Strides = SmallVec::from_elem(0, shape.len());
     let mut acc: usize = 1;
     for (s, &d) in strides.iter_mut().zip(shape).rev() {
