@@ -16,7 +16,9 @@ mod ops;
 
 use std::process::ExitCode;
 
-use harness::{expect_err, s, with_gpu, with_nvrtc, Outcome, Test, TestResult};
+use harness::{
+    compile_sm90_without_globals, expect_err, s, with_gpu, with_nvrtc, Outcome, Test, TestResult,
+};
 use opbox::prelude::*;
 
 fn cpu_reference() -> TestResult {
@@ -127,8 +129,7 @@ fn nvrtc_compiles() -> TestResult {
         ];
         let hand = hand.into_iter().map(|d| (d, vec![]));
         for (decl, consts) in check::kernels().into_iter().chain(hand) {
-            opbox::cuda::compile_for_arch(decl, &consts, "sm_90")
-                .map_err(|e| format!("{}: {e}", decl.rust_name))?;
+            compile_sm90_without_globals(decl, &consts)?;
         }
         Ok(Outcome::Pass)
     })

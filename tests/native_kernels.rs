@@ -15,7 +15,8 @@ use std::process::ExitCode;
 use std::sync::LazyLock;
 
 use harness::{
-    compile_sm90, ensure, expect_err, s, with_gpu, with_nvrtc, Outcome, Test, TestResult,
+    compile_sm90, compile_sm90_without_globals, ensure, expect_err, s, with_gpu, with_nvrtc,
+    Outcome, Test, TestResult,
 };
 use opbox::prelude::*;
 use opbox::BuildOptions;
@@ -518,13 +519,15 @@ fn launch_checks() -> TestResult {
 
 fn nvrtc_checks() -> TestResult {
     with_nvrtc(|| {
-        compile_sm90(&[
+        for decl in [
             &see_color::DECL,
             &make_pixels::DECL,
             &bump_padded::DECL,
             &copy_handles::DECL,
             &index_pixels::DECL,
-        ])?;
+        ] {
+            compile_sm90_without_globals(decl, &[])?;
+        }
         expect_err(
             opbox::cuda::compile_for_arch(&index_pixels_bad::DECL, &[], "sm_90"),
             "a Pixel holding a Color with swapped fields compiled",

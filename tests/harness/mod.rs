@@ -151,6 +151,27 @@ pub fn compile_sm90(decls: &[&opbox::cuda::codegen::KernelDecl]) -> Result<(), S
     Ok(())
 }
 
+/// `decl` specialized by `values` compiles for sm_90 under NVRTC into a module with no device
+/// globals, for a kernel that declares none itself: opbox's checks and helpers must add none,
+/// since loading a module with globals costs its first launch a device allocation and a copy.
+pub fn compile_sm90_without_globals(
+    decl: &opbox::cuda::codegen::KernelDecl,
+    values: &[opbox::cuda::codegen::ConstValue],
+) -> Result<(), String> {
+    let artifact = opbox::cuda::compile_for_arch(decl, values, "sm_90")
+        .map_err(|e| format!("{}: {e}", decl.rust_name))?;
+    // A cubin names its sections in its string table: `.nv.global` (zeroed) and
+    // `.nv.global.init` (initialized) hold device globals, and no symbol contains a dot.
+    let section = b".nv.global";
+    let has_globals = artifact.image.windows(section.len()).any(|w| w == section);
+    ensure(!has_globals, || {
+        format!(
+            "{}: the module has device globals, but the kernel declares none",
+            decl.rust_name
+        )
+    })
+}
+
 /// Runs this test binary again with `flag` (a child that may poison its CUDA context, say) and
 /// passes when the child exits 0, printing its one-line verdict.
 pub fn run_child(flag: &str) -> TestResult {

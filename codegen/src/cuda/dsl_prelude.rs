@@ -24,14 +24,14 @@ pub const DSL_PRELUDE: &str = r#"// opbox #[kernel] DSL helpers: Rust semantics 
 namespace opbox_dsl {
 struct f16 { unsigned short bits; };
 struct bf16 { unsigned short bits; };
-template <class A, class B> struct same { static constexpr bool value = false; };
-template <class A> struct same<A, A> { static constexpr bool value = true; };
+template <class A, class B> struct same { enum : bool { value = false }; };
+template <class A> struct same<A, A> { enum : bool { value = true }; };
 __device__ inline bool sign_bit(float a) { return (__float_as_uint(a) >> 31) != 0u; }
 __device__ inline bool sign_bit(double a) { return __double_as_longlong(a) < 0; }
-template <class T> struct info { static constexpr bool is_int = false; static constexpr bool is_half = false; };
+template <class T> struct info { enum : bool { is_int = false, is_half = false }; };
 #define OPBOX_DSL_INT(T, U, S, B, MN, MX) template <> struct info<T> { \
-  static constexpr bool is_int = true; static constexpr bool is_half = false; static constexpr bool is_signed = S; \
-  static constexpr unsigned bits = B; typedef U uns; static constexpr T min = MN; static constexpr T max = MX; };
+  enum : bool { is_int = true, is_half = false, is_signed = S }; \
+  enum : unsigned { bits = B }; typedef U uns; enum : T { min = MN, max = MX }; };
 OPBOX_DSL_INT(signed char, unsigned char, true, 8, -128, 127)
 OPBOX_DSL_INT(unsigned char, unsigned char, false, 8, 0, 255)
 OPBOX_DSL_INT(int, unsigned int, true, 32, (-2147483647 - 1), 2147483647)
@@ -39,8 +39,8 @@ OPBOX_DSL_INT(unsigned int, unsigned int, false, 32, 0u, 4294967295u)
 OPBOX_DSL_INT(long long, unsigned long long, true, 64, (-9223372036854775807LL - 1), 9223372036854775807LL)
 OPBOX_DSL_INT(unsigned long long, unsigned long long, false, 64, 0ull, 18446744073709551615ull)
 #undef OPBOX_DSL_INT
-template <> struct info<f16> { static constexpr bool is_int = false; static constexpr bool is_half = true; };
-template <> struct info<bf16> { static constexpr bool is_int = false; static constexpr bool is_half = true; };
+template <> struct info<f16> { enum : bool { is_int = false, is_half = true }; };
+template <> struct info<bf16> { enum : bool { is_int = false, is_half = true }; };
 
 __device__ inline float to_f32(f16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits)); return f; }
 __device__ inline float to_f32(bf16 h) { return __int_as_float(((unsigned int)h.bits) << 16); }

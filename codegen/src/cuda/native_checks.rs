@@ -67,8 +67,8 @@ impl std::error::Error for NativeCheckError {}
 const HELPER: &str = r#"#ifndef OPBOX_NATIVE_CHECK_HELPER
 #define OPBOX_NATIVE_CHECK_HELPER 1
 namespace opbox_native_detail {
-template <class A, class B> struct is_same { static constexpr bool value = false; };
-template <class A> struct is_same<A, A> { static constexpr bool value = true; };
+template <class A, class B> struct is_same { enum : bool { value = false }; };
+template <class A> struct is_same<A, A> { enum : bool { value = true }; };
 template <bool LongIs64> struct long_as { typedef long type; typedef unsigned long utype; };
 template <> struct long_as<true> { typedef long long type; typedef unsigned long long utype; };
 template <class T> struct norm { typedef T type; };
@@ -76,7 +76,7 @@ template <> struct norm<long> { typedef long_as<sizeof(long) == 8>::type type; }
 template <> struct norm<unsigned long> { typedef long_as<sizeof(long) == 8>::utype type; };
 template <class T, decltype(sizeof(0)) N> struct norm<T[N]> { typedef typename norm<T>::type type[N]; };
 template <class A, class B> struct same_field {
-  static constexpr bool value = is_same<typename norm<A>::type, typename norm<B>::type>::value;
+  enum : bool { value = is_same<typename norm<A>::type, typename norm<B>::type>::value };
 };
 }  // namespace opbox_native_detail
 #endif

@@ -13,8 +13,8 @@ const STDINT: &str = "#include <stdint.h>\n#define OPBOX_HAVE_STDINT 1\n";
 /// declaration; it leaves every other difference, including const on a pointee, for the
 /// comparison to catch.
 const CHECK: &str = r#"namespace opbox_detail {
-template <class A, class B> struct is_same { static constexpr bool value = false; };
-template <class A> struct is_same<A, A> { static constexpr bool value = true; };
+template <class A, class B> struct is_same { enum : bool { value = false }; };
+template <class A> struct is_same<A, A> { enum : bool { value = true }; };
 template <class T> struct abi { typedef T type; };
 template <class T> struct abi<const T> { typedef const typename abi<T>::type type; };
 template <class T> struct abi<volatile T> { typedef volatile typename abi<T>::type type; };

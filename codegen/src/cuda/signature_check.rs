@@ -23,9 +23,9 @@ pub(crate) const CHECK_TEMPLATES: &str = r#"namespace opbox_detail {
 template <int I, class F> struct param { typedef void type; };
 template <int I, class R, class A0, class... A> struct param<I, R (*)(A0, A...)> : param<I - 1, R (*)(A...)> {};
 template <class R, class A0, class... A> struct param<0, R (*)(A0, A...)> { typedef A0 type; };
-template <class F> struct arity { static constexpr int value = -1; };
-template <class R, class... A> struct arity<R (*)(A...)> { static constexpr int value = sizeof...(A); };
-template <class A, class B> struct same_abi { static constexpr bool value = is_same<typename abi<A>::type, typename abi<B>::type>::value; };
+template <class F> struct arity { enum : int { value = -1 }; };
+template <class R, class... A> struct arity<R (*)(A...)> { enum : int { value = sizeof...(A) }; };
+template <class A, class B> struct same_abi { enum : bool { value = is_same<typename abi<A>::type, typename abi<B>::type>::value }; };
 }  // namespace opbox_detail
 "#;
 
@@ -44,7 +44,7 @@ pub(crate) fn push_checks(out: &mut String, index: usize, decl: &KernelDecl, ent
     let _ = writeln!(out, "#line 1 \"{}\"", check_file(decl));
     let _ = writeln!(
         out,
-        "template <int Actual> struct {tag}_count {{ static_assert(Actual == {n}, \"{}\"); static constexpr bool ok = true; }};",
+        "template <int Actual> struct {tag}_count {{ static_assert(Actual == {n}, \"{}\"); enum : bool {{ ok = true }}; }};",
         escape(&count_message(decl, n)),
     );
     let _ = writeln!(
@@ -58,7 +58,7 @@ pub(crate) fn push_checks(out: &mut String, index: usize, decl: &KernelDecl, ent
         );
         let _ = writeln!(
             out,
-            "template <class Actual, bool Counted> struct {tag}_{i} {{ static_assert(!Counted || opbox_detail::same_abi<Actual, {c}>::value, \"{}\"); static constexpr bool ok = true; }};",
+            "template <class Actual, bool Counted> struct {tag}_{i} {{ static_assert(!Counted || opbox_detail::same_abi<Actual, {c}>::value, \"{}\"); enum : bool {{ ok = true }}; }};",
             escape(&message),
         );
         let _ = writeln!(
