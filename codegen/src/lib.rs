@@ -9,6 +9,7 @@ pub mod cpp_ident;
 pub mod cuda;
 pub mod dispatch_key;
 pub mod native;
+pub mod op_name_hash;
 pub mod op_tag;
 pub mod rust_forms;
 pub mod schema;

@@ -8,6 +8,7 @@
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 
+use opbox_codegen::op_name_hash::op_name_hash;
 use opbox_codegen::schema::{OperatorName, Schema};
 
 /// Where an op's parsed schema is kept: a pointer, null until the first parse. A static one is
@@ -67,6 +68,9 @@ pub struct BoxedOp {
     pub text: &'static str,
     /// `text[..name_len]` is `ns::name[.overload]`.
     pub name_len: u32,
+    /// `opbox_codegen::op_name_hash::op_name_hash` of the name, so that registering the op
+    /// reads neither its name nor hashes it.
+    pub name_hash: u32,
     /// The schema's argument count.
     pub num_args: u32,
     /// The schema's return count.
@@ -119,6 +123,7 @@ impl BoxedOp {
         BoxedOp {
             text: name,
             name_len: u32::try_from(name.len()).unwrap_or(u32::MAX),
+            name_hash: op_name_hash(name),
             num_args: u32::try_from(schema.arguments.len()).unwrap_or(u32::MAX),
             num_outputs: u32::try_from(schema.returns.len()).unwrap_or(u32::MAX),
             parsed: Box::leak(Box::new(SchemaCell::holding(schema))),
@@ -158,6 +163,7 @@ mod tests {
     static ADD: BoxedOp = BoxedOp {
         text: "t::add.Tensor(Tensor x, int? dim=None, *, float alpha=1.0) -> Tensor",
         name_len: 13,
+        name_hash: op_name_hash("t::add.Tensor"),
         num_args: 3,
         num_outputs: 1,
         parsed: &CELL,
@@ -183,6 +189,7 @@ mod tests {
         static OP: BoxedOp = BoxedOp {
             text: "t::race(int x) -> int",
             name_len: 7,
+            name_hash: op_name_hash("t::race"),
             num_args: 1,
             num_outputs: 1,
             parsed: &CELL,
@@ -203,6 +210,7 @@ mod tests {
         static BAD: BoxedOp = BoxedOp {
             text: "t::odd",
             name_len: 99,
+            name_hash: op_name_hash("t::odd"),
             num_args: 0,
             num_outputs: 0,
             parsed: &EMPTY,

@@ -483,6 +483,7 @@ mod tests {
     static PICK: BoxedOp = BoxedOp {
         text: "t::pick(Tensor x, str tag, bool fail) -> (Tensor, str)",
         name_len: 7,
+        name_hash: opbox_codegen::op_name_hash::op_name_hash("t::pick"),
         num_args: 3,
         num_outputs: 2,
         parsed: &PICK_SCHEMA,

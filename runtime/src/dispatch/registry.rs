@@ -1,11 +1,12 @@
 //! Collects every registration once, checks it, and freezes it into lock-free lookup tables.
 
 use std::any::TypeId;
-use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use foldhash::fast::FixedState;
+use hashbrown::HashTable;
+use opbox_codegen::op_name_hash::op_name_hash;
 use opbox_codegen::op_tag::OpTag;
 use opbox_codegen::schema::Schema;
 
@@ -152,18 +153,79 @@ fn map_with_capacity<K, V>(capacity: usize) -> Map<K, V> {
     HashMap::with_capacity_and_hasher(capacity, FixedState::default())
 }
 
+/// Each op's index in the registry's table, found by name: the one map. It is keyed by the
+/// name hash the macro stored in each op's definition, so filling it hashes nothing and reads
+/// no name (only a hash that matches leads to comparing names: a duplicate, or a 1 in 2^32
+/// chance). A slot holds the name itself beside the hash and the index, so a lookup compares
+/// names without reading the op's entry.
+struct NameIndex(HashTable<Slot>);
+
+struct Slot {
+    name: &'static [u8],
+    hash: u32,
+    index: u32,
+}
+
+impl NameIndex {
+    fn with_capacity(capacity: usize) -> NameIndex {
+        NameIndex(HashTable::with_capacity(capacity))
+    }
+
+    /// The table's hash: the stored 32 bits spread over 64 by an odd multiplier, since the
+    /// table probes by the low bits and tags each slot with the top seven.
+    fn spread(hash: u32) -> u64 {
+        u64::from(hash).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+
+    /// The index of the op named `name`, whose hash is `hash`.
+    fn find(&self, name: &[u8], hash: u32) -> Option<usize> {
+        self.0
+            .find(NameIndex::spread(hash), |slot| {
+                slot.hash == hash && slot.name == name
+            })
+            .map(|slot| slot.index as usize)
+    }
+
+    /// The index of the op named as `op` is.
+    fn find_op(&self, op: &'static BoxedOp) -> Option<usize> {
+        self.find(name_bytes(op), op.name_hash)
+    }
+
+    /// Adds `index` for `op`, whose name is not in the table yet (a table is smaller than
+    /// 2^32 ops: an op's index fits the slot's).
+    fn insert(&mut self, op: &'static BoxedOp, index: usize) {
+        let slot = Slot {
+            name: name_bytes(op),
+            hash: op.name_hash,
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+        };
+        self.0
+            .insert_unique(NameIndex::spread(slot.hash), slot, |slot| {
+                NameIndex::spread(slot.hash)
+            });
+    }
+}
+
+/// `op`'s name as bytes: cut from its text by length alone, so (unlike a `str` slice, which
+/// checks that the cut falls between characters) registering reads none of the text.
+fn name_bytes(op: &'static BoxedOp) -> &'static [u8] {
+    let text: &'static [u8] = op.text.as_bytes();
+    text.get(..op.name_len as usize).unwrap_or(text)
+}
+
 pub(crate) struct Registry {
     /// Every op, in collection order.
     ops: &'static [OpEntry],
-    /// Each op's index in `ops`, by name: the one map.
-    index: Map<&'static str, usize>,
+    index: NameIndex,
     pub(crate) error: Option<Error>,
 }
 
 impl Registry {
     pub(crate) fn get(&self, name: &str) -> Option<&'static OpEntry> {
         let ops = self.ops;
-        self.index.get(name).and_then(|&i| ops.get(i))
+        self.index
+            .find(name.as_bytes(), op_name_hash(name))
+            .and_then(|i| ops.get(i))
     }
 
     pub(crate) fn ops(&self) -> &'static [OpEntry] {
@@ -217,7 +279,7 @@ pub(crate) fn collect(libraries: &[&'static LibraryRegistration], kernels: &[Ker
 /// A registry under construction.
 struct Built {
     ops: Table<OpEntry>,
-    index: Map<&'static str, usize>,
+    index: NameIndex,
     errors: Vec<Error>,
 }
 
@@ -241,7 +303,7 @@ fn build(libraries: &[&'static LibraryRegistration], kernels: &[Kernel]) -> Buil
     let mut definers: Map<&str, Site> = map_with_capacity(libraries.len());
     let count = libraries.iter().map(|lib| lib.ops.len()).sum();
     let mut ops: Table<OpEntry> = Table::with_capacity(count);
-    let mut index: Map<&'static str, usize> = map_with_capacity(count);
+    let mut index = NameIndex::with_capacity(count);
     let mut tables = Tables::with_capacity(libraries.len(), count);
 
     for lib in libraries {
@@ -256,10 +318,10 @@ fn build(libraries: &[&'static LibraryRegistration], kernels: &[Kernel]) -> Buil
             }
         }
         for def in lib.ops {
-            match index.entry(def.op.name()) {
-                Entry::Occupied(existing) => {
+            match index.find_op(&def.op) {
+                Some(existing) => {
                     tables.no_entry();
-                    if let Some(first) = ops.get(*existing.get()) {
+                    if let Some(first) = ops.get(existing) {
                         errors.push(Error::DuplicateOp {
                             op: def.op.name().to_string(),
                             first: first.site(),
@@ -267,8 +329,8 @@ fn build(libraries: &[&'static LibraryRegistration], kernels: &[Kernel]) -> Buil
                         });
                     }
                 }
-                Entry::Vacant(slot) => {
-                    slot.insert(ops.len());
+                None => {
+                    index.insert(&def.op, ops.len());
                     tables.entry(ops.len());
                     ops.push(OpEntry::new(lib, def, None));
                 }
@@ -279,7 +341,7 @@ fn build(libraries: &[&'static LibraryRegistration], kernels: &[Kernel]) -> Buil
     tables.freeze();
     for &(group, reg) in kernels {
         let found = tables.find(reg.op);
-        let found = found.or_else(|| index.get(reg.op.name()).copied());
+        let found = found.or_else(|| index.find_op(reg.op));
         let Some(entry) = found.and_then(|i| ops.get_mut(i)) else {
             let op = reg.op.name();
             errors.push(Error::ImplWithoutDef {
@@ -326,6 +388,9 @@ struct Tables {
     ranges: Vec<(usize, usize, usize)>,
     /// Each def's entry index, or `u32::MAX` for a def refused as a duplicate.
     entries: Vec<u32>,
+    /// The range the last search ended in: an impl module's kernels are the ops of one
+    /// library, one after another, so most searches end where the last one did.
+    last: std::cell::Cell<usize>,
 }
 
 impl Tables {
@@ -333,6 +398,7 @@ impl Tables {
         Tables {
             ranges: Vec::with_capacity(libraries),
             entries: Vec::with_capacity(defs),
+            last: std::cell::Cell::new(0),
         }
     }
 
@@ -360,10 +426,22 @@ impl Tables {
     /// `BoxedOp` made by hand is found by name instead).
     fn find(&self, op: &'static BoxedOp) -> Option<usize> {
         let address = op as *const BoxedOp as usize;
-        let after = self
-            .ranges
-            .partition_point(|&(start, _, _)| start <= address);
-        let &(start, end, first) = self.ranges.get(after.checked_sub(1)?)?;
+        let within_last = |i: usize| {
+            self.ranges
+                .get(i)
+                .is_some_and(|&(start, end, _)| start <= address && address < end)
+        };
+        let range = if within_last(self.last.get()) {
+            self.last.get()
+        } else {
+            let after = self
+                .ranges
+                .partition_point(|&(start, _, _)| start <= address);
+            let range = after.checked_sub(1)?;
+            self.last.set(range);
+            range
+        };
+        let &(start, end, first) = self.ranges.get(range)?;
         let within = address.checked_sub(start + std::mem::offset_of!(OpDef, op))?;
         let size = std::mem::size_of::<OpDef>();
         if address >= end || within % size != 0 {
@@ -518,6 +596,35 @@ mod tests {
             "not in any table given"
         );
         assert_eq!(tables.find(named("ns::b")), None, "a BoxedOp made by hand");
+    }
+
+    #[test]
+    fn names_whose_stored_hashes_collide_are_told_apart() {
+        // Two names with the same 32-bit hash (found by search): the registry keys its index by
+        // hash, so only the names can tell these ops apart, at registration and at lookup.
+        let (first, second) = ("t::op51680", "t::op111361");
+        assert_eq!(
+            op_name_hash(first),
+            op_name_hash(second),
+            "the hash changed: find two names that collide again"
+        );
+        let libs = [library(
+            "t",
+            LibraryKind::Def,
+            10,
+            &["op51680(int x) -> int", "op111361(Tensor x) -> Tensor"],
+        )];
+        let kernels = [kernel("t::op111361", DispatchKey::CPU, 20, "cpu::b")];
+        let registry = collect(&libs, &kernels);
+        assert!(registry.error.is_none(), "{:?}", registry.error);
+        let a = registry.get(first).expect("the first is registered");
+        let b = registry.get(second).expect("the second is registered");
+        assert_eq!((a.name(), b.name()), (first, second));
+        assert_eq!(
+            (a.num_args(), b.available_keys()),
+            (1, vec!["CPU".to_string()])
+        );
+        assert!(registry.get("t::op51681").is_none());
     }
 
     #[test]

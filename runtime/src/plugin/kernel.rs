@@ -320,6 +320,7 @@ mod tests {
             op: BoxedOp {
                 text: "t::f(int x) -> int",
                 name_len: 4,
+                name_hash: opbox_codegen::op_name_hash::op_name_hash("t::f"),
                 num_args: 1,
                 num_outputs: 1,
                 parsed: &CELL,

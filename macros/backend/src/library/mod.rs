@@ -100,7 +100,9 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
     };
     let op_defs = ops.iter().enumerate().map(|(index, op)| {
         let text = &op.text;
-        let name_len = op.schema.qualified_name(ns).len() as u32;
+        let name = op.schema.qualified_name(ns);
+        let name_len = name.len() as u32;
+        let name_hash = opbox_codegen::op_name_hash::op_name_hash(&name);
         let num_args = op.schema.arguments.len() as u32;
         let num_outputs = op.schema.returns.len() as u32;
         let (tensor_args, more_tensor_args) = op.schema.tensor_argument_mask();
@@ -133,6 +135,7 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
                 op: ::opbox::__private::BoxedOp {
                     text: #text,
                     name_len: #name_len,
+                    name_hash: #name_hash,
                     num_args: #num_args,
                     num_outputs: #num_outputs,
                     parsed: &#cells[#index],

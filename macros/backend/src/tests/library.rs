@@ -62,6 +62,11 @@ fn a_library_emits_one_module_per_op_with_its_marker_and_checks() {
             "extras: ::core::option::Option::None,",
         ],
     );
+    // Each name's hash, computed here so that registration reads no name.
+    for name in ["mylib::axpby", "mylib::add.Scalar"] {
+        let hash = opbox_codegen::op_name_hash::op_name_hash(name);
+        assert_has(&out, &format!("name_hash: {hash}u32,"));
+    }
     // `Tensor(a!)` may only be borrowed: no by-value marker for add.Scalar's argument 0.
     let add = &out[out.find("pub mod add_Scalar").unwrap_or(0)..];
     assert!(
