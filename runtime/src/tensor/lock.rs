@@ -27,6 +27,7 @@
 //! it is on the dispatch path (a call never touches the bytes of its tensors).
 
 use std::cell::RefCell;
+use std::fmt::Display;
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -114,7 +115,7 @@ impl StorageLock {
 
     /// Shared access, waiting for another thread's writer to finish. `op` and `what` (the memory,
     /// "the tensor's elements", say) name the caller in the error a same-thread writer gives.
-    pub(crate) fn read(&self, op: &str, what: &str) -> Result<ReadGuard<'_>> {
+    pub(crate) fn read(&self, op: &str, what: &dyn Display) -> Result<ReadGuard<'_>> {
         let addr = self.addr();
         let guard = match held_here(addr) {
             Some(Mode::Write) => return Err(self_deadlock(op, what, "read", "being written")),
@@ -130,7 +131,7 @@ impl StorageLock {
     }
 
     /// Exclusive access, waiting for other threads' readers and writers to finish.
-    pub(crate) fn write(&self, op: &str, what: &str) -> Result<WriteGuard<'_>> {
+    pub(crate) fn write(&self, op: &str, what: &dyn Display) -> Result<WriteGuard<'_>> {
         let addr = self.addr();
         match held_here(addr) {
             Some(Mode::Write) => return Err(self_deadlock(op, what, "write", "being written")),
@@ -154,7 +155,7 @@ impl StorageLock {
 
 #[cold]
 #[inline(never)]
-fn self_deadlock(op: &str, what: &str, want: &str, state: &str) -> Error {
+fn self_deadlock(op: &str, what: &dyn Display, want: &str, state: &str) -> Error {
     Error::StorageBusy(format!(
         "{op} needs to {want} {what}, but they are {state} by this same thread: a with_slice, \
          with_slice_mut or with_cuda_slice closure on this tensor, a view of it, or a tensor \

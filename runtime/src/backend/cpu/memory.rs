@@ -164,7 +164,7 @@ impl HostMemory {
     /// Shared access to the first `nbytes` bytes (which the storage checked are ours), waiting
     /// for another thread's writer. `op` names the caller in errors.
     pub(crate) fn read(&self, op: &str, nbytes: usize) -> Result<HostRead<'_>> {
-        let guard = self.lock.read(op, "the tensor's elements")?;
+        let guard = self.lock.read(op, &"the tensor's elements")?;
         // SAFETY: `base` is valid for reads of `nbytes` bytes (the storage's length, checked
         // against the allocation or promised by `foreign`'s caller) while `self` lives, and the
         // read lock, held as long as the slice, keeps writers out.
@@ -185,7 +185,7 @@ impl HostMemory {
                  Tensor::from_dlpack with copy) instead"
             )));
         }
-        let guard = self.lock.write(op, "the tensor's elements")?;
+        let guard = self.lock.write(op, &"the tensor's elements")?;
         // SAFETY: as in `read`, and the write lock, held as long as the slice, makes this the
         // only access to the bytes; `read_only` memory never gets here.
         let bytes = unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr(), nbytes) };

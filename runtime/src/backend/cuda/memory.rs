@@ -123,8 +123,10 @@ impl CudaMemory {
             .ok_or_else(|| memory.not_device_memory(op))
     }
 
-    fn what(&self) -> String {
-        format!("the tensor's cuda:{} memory", self.ordinal)
+    /// The memory, as a lock's error names it: formatted only for that error, since every copy
+    /// passes it.
+    fn what(&self) -> MemoryOn {
+        MemoryOn(self.ordinal)
     }
 
     fn check_writable(&self, op: &str) -> Result<()> {
@@ -150,6 +152,15 @@ impl CudaMemory {
         self.device.context.bind_to_thread().map_err(err)?;
         call(stream.cu_stream()).map_err(err)?;
         stream.synchronize().map_err(err)
+    }
+}
+
+/// "the tensor's cuda:N memory".
+struct MemoryOn(u32);
+
+impl std::fmt::Display for MemoryOn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the tensor's cuda:{} memory", self.0)
     }
 }
 
