@@ -100,7 +100,8 @@ impl Tensor {
     /// Calls `f` with the storage's whole allocation, the byte offset of this tensor's first
     /// element in it, and the thread's current stream: for launches through cudarc's
     /// `PushKernelArg`. Other threads' access to the storage waits while `f` runs; this thread's is
-    /// [`Error::StorageBusy`].
+    /// [`Error::StorageBusy`]. opbox's contexts turn cudarc's event tracking off, so the slice
+    /// records no uses: launch on the stream given, or order another stream yourself.
     #[cfg(feature = "cuda")]
     pub fn with_cuda_slice<R>(
         &self,
