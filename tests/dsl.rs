@@ -15,7 +15,8 @@ mod example;
 use std::process::ExitCode;
 
 use harness::{
-    compile_sm90_without_globals, ensure, s, with_gpu, with_nvrtc, Outcome, Test, TestResult,
+    compile_sm90_with, compile_sm90_without_globals, ensure, s, with_gpu, with_nvrtc, Outcome,
+    Test, TestResult,
 };
 use opbox::cuda::codegen::{ConstValue, KernelDecl};
 use opbox::native::{bf16, f16};
@@ -1329,7 +1330,7 @@ fn nvrtc_all() -> TestResult {
             // atomicExch and atomicCAS (`__nv_atomic_triv_cp_helper<T>::__val`, one byte);
             // every other module must have no globals.
             if std::ptr::eq(decl, &atomics::DECL) {
-                opbox::cuda::compile_for_arch(decl, &consts, "sm_90").map_err(s)?;
+                compile_sm90_with(decl, &consts)?;
             } else {
                 compile_sm90_without_globals(decl, &consts)?;
             }

@@ -145,10 +145,20 @@ pub fn with_gpu(f: impl FnOnce() -> TestResult) -> TestResult {
 /// kernel.
 pub fn compile_sm90(decls: &[&opbox::cuda::codegen::KernelDecl]) -> Result<(), String> {
     for decl in decls {
-        opbox::cuda::compile_for_arch(decl, &[], "sm_90")
-            .map_err(|e| format!("{}: {e}", decl.rust_name))?;
+        compile_sm90_with(decl, &[])?;
     }
     Ok(())
+}
+
+/// `decl` specialized by `values`, compiled for sm_90 under NVRTC: the module's image, or an
+/// error that names the kernel.
+pub fn compile_sm90_with(
+    decl: &opbox::cuda::codegen::KernelDecl,
+    values: &[opbox::cuda::codegen::ConstValue],
+) -> Result<Vec<u8>, String> {
+    opbox::cuda::compile_for_arch(decl, values, "sm_90")
+        .map(|artifact| artifact.image)
+        .map_err(|e| format!("{}: {e}", decl.rust_name))
 }
 
 /// `decl` specialized by `values` compiles for sm_90 under NVRTC into a module with no device
@@ -158,12 +168,11 @@ pub fn compile_sm90_without_globals(
     decl: &opbox::cuda::codegen::KernelDecl,
     values: &[opbox::cuda::codegen::ConstValue],
 ) -> Result<(), String> {
-    let artifact = opbox::cuda::compile_for_arch(decl, values, "sm_90")
-        .map_err(|e| format!("{}: {e}", decl.rust_name))?;
+    let image = compile_sm90_with(decl, values)?;
     // A cubin names its sections in its string table: `.nv.global` (zeroed) and
     // `.nv.global.init` (initialized) hold device globals, and no symbol contains a dot.
     let section = b".nv.global";
-    let has_globals = artifact.image.windows(section.len()).any(|w| w == section);
+    let has_globals = image.windows(section.len()).any(|w| w == section);
     ensure(!has_globals, || {
         format!(
             "{}: the module has device globals, but the kernel declares none",

@@ -87,6 +87,14 @@ impl BoxedOp {
         text.get(..self.name_len as usize).unwrap_or(text)
     }
 
+    /// [`BoxedOp::name`] as bytes, cut by length alone: a `str` cut checks that it falls
+    /// between characters, which reads the text, and registration must read none of it.
+    #[inline]
+    pub(crate) fn name_bytes(&self) -> &'static [u8] {
+        let text: &'static [u8] = self.text.as_bytes();
+        text.get(..self.name_len as usize).unwrap_or(text)
+    }
+
     /// The schema as text, qualified: `text` itself for a macro's op, printed for one made at
     /// run time.
     pub fn schema_text(&self) -> std::borrow::Cow<'static, str> {
@@ -172,6 +180,7 @@ mod tests {
     #[test]
     fn the_name_is_the_front_of_the_text() {
         assert_eq!(ADD.name(), "t::add.Tensor");
+        assert_eq!(ADD.name_bytes(), ADD.name().as_bytes());
     }
 
     #[test]
@@ -216,6 +225,7 @@ mod tests {
             parsed: &EMPTY,
         };
         assert_eq!(BAD.name(), "t::odd");
+        assert_eq!(BAD.name_bytes(), b"t::odd");
         let schema = BAD.schema();
         assert_eq!(schema.name.to_string(), "t::odd");
         assert!(schema.arguments.is_empty() && schema.returns.is_empty());

@@ -188,14 +188,14 @@ impl NameIndex {
 
     /// The index of the op named as `op` is.
     fn find_op(&self, op: &'static BoxedOp) -> Option<usize> {
-        self.find(name_bytes(op), op.name_hash)
+        self.find(op.name_bytes(), op.name_hash)
     }
 
     /// Adds `index` for `op`, whose name is not in the table yet (a table is smaller than
     /// 2^32 ops: an op's index fits the slot's).
     fn insert(&mut self, op: &'static BoxedOp, index: usize) {
         let slot = Slot {
-            name: name_bytes(op),
+            name: op.name_bytes(),
             hash: op.name_hash,
             index: u32::try_from(index).unwrap_or(u32::MAX),
         };
@@ -204,13 +204,6 @@ impl NameIndex {
                 NameIndex::spread(slot.hash)
             });
     }
-}
-
-/// `op`'s name as bytes: cut from its text by length alone, so (unlike a `str` slice, which
-/// checks that the cut falls between characters) registering reads none of the text.
-fn name_bytes(op: &'static BoxedOp) -> &'static [u8] {
-    let text: &'static [u8] = op.text.as_bytes();
-    text.get(..op.name_len as usize).unwrap_or(text)
 }
 
 pub(crate) struct Registry {
