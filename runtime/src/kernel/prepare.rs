@@ -66,10 +66,13 @@ pub(crate) fn elem_name(kind: ParamKind) -> String {
 /// Chunks in a launch's parameter buffer.
 const ARENA_CHUNKS: usize = MAX_PARAM_BYTES / CHUNK;
 
-/// The space a launch's parameters are packed into. The caller owns it (on its stack), so a
-/// [`PreparedLaunch`] borrows its 4 KiB instead of moving them.
+/// The space a launch's parameters are packed into, and where each one starts. The caller owns
+/// it (on its stack), so a [`PreparedLaunch`] borrows its 4 KiB instead of moving them, and
+/// nothing in it is zeroed: `prepare` writes what it packs, and only that is read.
 pub struct ParamBuffer {
     arena: [Chunk; ARENA_CHUNKS],
+    /// The first chunk of each launch parameter, in order (the first `count` are written).
+    starts: [u16; MAX_LAUNCH_ARGS],
 }
 
 impl ParamBuffer {
@@ -78,6 +81,7 @@ impl ParamBuffer {
     pub fn new() -> ParamBuffer {
         ParamBuffer {
             arena: [Chunk([MaybeUninit::uninit(); CHUNK]); ARENA_CHUNKS],
+            starts: [0; MAX_LAUNCH_ARGS],
         }
     }
 }
@@ -96,8 +100,7 @@ pub struct PreparedLaunch<'a> {
     args: &'a [LaunchArg<'a>],
     constexprs: &'a [ConstValue],
     arena: &'a mut ParamBuffer,
-    /// The first chunk of each launch parameter, in order.
-    starts: [u16; MAX_LAUNCH_ARGS],
+    /// Launch parameters packed (the arena's `starts` in use).
     count: u16,
     /// Chunks of the arena in use.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -154,7 +157,7 @@ impl<'a> PreparedLaunch<'a> {
     pub(crate) fn packed(&self) -> (&[Chunk], &[u16]) {
         (
             &self.arena.arena[..self.used as usize],
-            &self.starts[..self.count as usize],
+            &self.arena.starts[..self.count as usize],
         )
     }
 
@@ -163,7 +166,7 @@ impl<'a> PreparedLaunch<'a> {
     pub fn param_addresses(&mut self, out: &mut [*mut std::ffi::c_void; MAX_LAUNCH_ARGS]) -> usize {
         let count = self.count as usize;
         let base = self.arena.arena.as_mut_ptr();
-        for (slot, &start) in out.iter_mut().zip(&self.starts[..count]) {
+        for (slot, &start) in out.iter_mut().zip(&self.arena.starts[..count]) {
             // SAFETY: every start was written by `prepare` and indexes a chunk of the arena.
             *slot = unsafe { base.add(start as usize) }.cast();
         }
@@ -235,9 +238,7 @@ pub fn prepare<'a>(
 ) -> Result<PreparedLaunch<'a>> {
     let decl = handle.decl();
     let kernel = || format!("kernel {}", decl.rust_name);
-    let arena = &mut buffer.arena;
-    // (first chunk) of each pushed parameter.
-    let mut starts = [0u16; MAX_LAUNCH_ARGS];
+    let ParamBuffer { arena, starts } = buffer;
     let mut used = 0usize;
     let mut count = 0usize;
     // (index, name, device) of the first tensor: all others must be on its device.
@@ -356,11 +357,7 @@ pub fn prepare<'a>(
         let region = chunk_bytes(&mut arena[used..used + chunks]);
         match native {
             Some(n) => n.copy_to(region),
-            None => {
-                for (d, b) in region.iter_mut().zip(bytes) {
-                    *d = MaybeUninit::new(*b);
-                }
-            }
+            None => copy_bytes(region, bytes),
         }
         starts[index] = used as u16;
         used += chunks;
@@ -373,7 +370,7 @@ pub fn prepare<'a>(
         check_aliases(decl, args)?;
     }
     if decl.abi == EntryAbi::ParamsAndLens {
-        (used, count) = pack_lens(decl, args, arena, &mut starts, (used, count))?;
+        (used, count) = pack_lens(decl, args, arena, starts, (used, count))?;
     }
 
     let device = match first {
@@ -404,7 +401,6 @@ pub fn prepare<'a>(
         args,
         constexprs,
         arena: buffer,
-        starts,
         count: count as u16,
         used: used as u16,
     })
@@ -484,15 +480,19 @@ fn pack_lens(
                 decl.rust_name
             )));
         }
-        let region = chunk_bytes(&mut arena[used..used + 1]);
-        for (d, b) in region.iter_mut().zip(len.to_ne_bytes()) {
-            *d = MaybeUninit::new(b);
-        }
+        copy_bytes(chunk_bytes(&mut arena[used..used + 1]), &len.to_ne_bytes());
         starts[count] = used as u16;
         used += 1;
         count += 1;
     }
     Ok((used, count))
+}
+
+/// Writes `bytes` at the start of `region` (which the caller sized to hold them) in one copy.
+fn copy_bytes(region: &mut [MaybeUninit<u8>], bytes: &[u8]) {
+    let n = bytes.len().min(region.len());
+    // SAFETY: `n` bytes are readable at `bytes` and writable at `region`, two distinct borrows.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), region.as_mut_ptr().cast::<u8>(), n) };
 }
 
 /// The bytes of a run of chunks.
