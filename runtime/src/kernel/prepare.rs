@@ -211,6 +211,12 @@ fn vector_aligned(kernel: &str, param: &str, method: &str, x: &Tensor) -> Result
     if past == 0 {
         return Ok(());
     }
+    Err(misaligned(kernel, param, method, x, past))
+}
+
+#[cold]
+#[inline(never)]
+fn misaligned(kernel: &str, param: &str, method: &str, x: &Tensor, past: u64) -> Error {
     // A native tensor's elements are its rows of bytes: a view of whole 16-byte values is
     // aligned when its storage is, so only a view that starts mid-value can be off.
     let unit = match x.native_schema() {
@@ -221,14 +227,18 @@ fn vector_aligned(kernel: &str, param: &str, method: &str, x: &Tensor) -> Result
             x.dtype()
         ),
     };
-    Err(Error::InvalidArgument(format!(
+    Error::InvalidArgument(format!(
         "parameter {param} of {kernel} starts {past} bytes past a 16-byte boundary (element offset {} in its storage); {method} needs 16-byte alignment: pass a view whose {unit}, or a copy (`let y = x.empty_like()?; y.copy_from(&x)?;`)",
         x.offset(),
-    )))
+    ))
 }
 
 /// Checks `args` against `handle`'s declaration and packs them for a launch with `cfg`,
 /// specialized by `constexprs` (one value per `#[constexpr]` param, in declaration order).
+///
+/// Every error is built by a cold function of its own: the checks a launch passes stay a short
+/// run of code, which matters because a launch runs right after the driver's previous one has
+/// pushed this code out of the first-level caches.
 pub fn prepare<'a>(
     handle: &'static KernelHandle,
     cfg: &'a LaunchConfig,
@@ -237,12 +247,11 @@ pub fn prepare<'a>(
     buffer: &'a mut ParamBuffer,
 ) -> Result<PreparedLaunch<'a>> {
     let decl = handle.decl();
-    let kernel = || format!("kernel {}", decl.rust_name);
     let ParamBuffer { arena, starts } = buffer;
     let mut used = 0usize;
     let mut count = 0usize;
-    // (index, name, device) of the first tensor: all others must be on its device.
-    let mut first: Option<(usize, &str, Device)> = None;
+    // (declaration index, device) of the first tensor: all others must be on its device.
+    let mut first: Option<(usize, Device)> = None;
     // Whether a tensor is written: only then can two arguments alias harmfully.
     let mut writes = false;
     // Messages count every declared parameter (constexprs too), as the stack path does.
@@ -256,58 +265,26 @@ pub fn prepare<'a>(
             return Err(arg_count(decl, args.len()));
         };
         if index >= MAX_LAUNCH_ARGS {
-            return Err(Error::InvalidArgument(format!(
-                "{} has more than {MAX_LAUNCH_ARGS} launch parameters",
-                kernel()
-            )));
+            return Err(too_many_params(decl));
         }
-        let bad = |expected: String, got: String| Error::ArgType {
-            op: kernel(),
-            index: decl_index,
-            name: param.name.to_string(),
-            expected,
-            got,
-        };
-        let bytes: &[u8];
-        let scalar_bytes: [u8; 8];
-        let mut native = None;
-        match (param.kind, *arg) {
-            (kind, LaunchArg::Tensor(x)) if kind.is_slice() => {
-                let on_cuda = matches!(x.device(), Device::Cuda(_));
+        let word: [u8; 8];
+        let bytes: &[u8] = match (param.kind, arg) {
+            (kind, &LaunchArg::Tensor(x)) if kind.is_slice() => {
+                let device = x.device();
+                let on_cuda = device.is_cuda();
                 // A DSL kernel also runs on CPU tensors, through its CPU build.
-                let on_cpu_build = handle.cpu().is_some() && x.device() == Device::Cpu;
-                if !elem_matches(param.kind, x) || !(on_cuda || on_cpu_build) {
-                    let t = elem_name(param.kind);
-                    let devices = if handle.cpu().is_some() {
-                        "CPU or CUDA"
-                    } else {
-                        "CUDA"
-                    };
-                    return Err(bad(format!("{t} {devices} tensor"), arg.describe()));
+                let on_cpu_build = device == Device::Cpu && handle.cpu().is_some();
+                if !(on_cuda || on_cpu_build) || !elem_matches(kind, x) {
+                    return Err(wrong_tensor(handle, decl_index, arg));
                 }
                 if !x.is_contiguous() {
-                    return Err(bad(
-                        format!("contiguous {} CUDA tensor", elem_name(param.kind)),
-                        format!(
-                            "a non-contiguous view (shape {:?}, strides {:?}); call .contiguous() first",
-                            x.shape(),
-                            x.strides()
-                        ),
-                    ));
+                    return Err(not_contiguous(decl, decl_index, x));
                 }
-                writes |= !matches!(Access::of(param.kind), Some(Access::Read));
+                writes |= !matches!(Access::of(kind), Some(Access::Read));
                 match first {
-                    None => first = Some((decl_index, &param.name, x.device())),
-                    Some((fi, fname, fdev)) if fdev != x.device() => {
-                        return Err(Error::MixedDevices {
-                            op: kernel(),
-                            first_index: fi,
-                            first_name: fname.to_string(),
-                            first_device: fdev,
-                            index: decl_index,
-                            name: param.name.to_string(),
-                            device: x.device(),
-                        })
+                    None => first = Some((decl_index, device)),
+                    Some(at) if at.1 != device => {
+                        return Err(mixed_devices(decl, at, decl_index, device))
                     }
                     Some(_) => {}
                 }
@@ -315,50 +292,33 @@ pub fn prepare<'a>(
                     vector_aligned(&decl.rust_name, &param.name, method, x)?;
                 }
                 // The CPU build reads its tensors itself (`Buffers::lock`), not this word.
-                let ptr = if on_cuda { x.device_ptr()? } else { 0 };
-                scalar_bytes = ptr.to_ne_bytes();
-                bytes = &scalar_bytes;
+                word = if on_cuda { x.device_ptr()? } else { 0 }.to_ne_bytes();
+                &word
             }
-            (kind, LaunchArg::Null) if kind.is_slice() && param.nullable => {
-                scalar_bytes = [0; 8];
-                bytes = &scalar_bytes;
-            }
+            (kind, LaunchArg::Null) if kind.is_slice() && param.nullable => &[0; 8],
             (ParamKind::Scalar(t), a) => match a.scalar() {
                 Some((given, raw)) if given == t => {
-                    scalar_bytes = raw;
-                    bytes = &scalar_bytes[..t.size()];
+                    word = raw;
+                    &word[..t.size()]
                 }
-                _ => return Err(bad(t.to_string(), a.describe())),
+                _ => return Err(wrong_arg(decl, decl_index, arg)),
             },
             (ParamKind::Native(p), LaunchArg::Native(n))
                 if n.schema.native_name == p.schema.native_name
                     && n.schema.same_contract(p.schema)
                     && n.len() == p.schema.size =>
             {
-                if p.schema.align > CHUNK {
-                    return Err(bad(
-                        format!("a struct aligned to at most {CHUNK} bytes"),
-                        format!("{} aligned to {}", p.schema.rust_name, p.schema.align),
-                    ));
-                }
-                native = Some(n);
-                bytes = &[];
+                used = pack_native(decl, decl_index, arena, starts, (index, used), n)?;
+                count = index + 1;
+                continue;
             }
-            (kind, a) => return Err(bad(kind.rust_type(), a.describe())),
-        }
-        let len = native.map_or(bytes.len(), |n| n.len());
-        let chunks = len.div_ceil(CHUNK).max(1);
+            _ => return Err(wrong_arg(decl, decl_index, arg)),
+        };
+        let chunks = bytes.len().div_ceil(CHUNK).max(1);
         if used + chunks > arena.len() {
-            return Err(Error::InvalidArgument(format!(
-                "{} has more than {MAX_PARAM_BYTES} bytes of launch parameters",
-                kernel()
-            )));
+            return Err(too_many_bytes(decl));
         }
-        let region = chunk_bytes(&mut arena[used..used + chunks]);
-        match native {
-            Some(n) => n.copy_to(region),
-            None => copy_bytes(region, bytes),
-        }
+        copy_bytes(chunk_bytes(&mut arena[used..used + chunks]), bytes);
         starts[index] = used as u16;
         used += chunks;
         count = index + 1;
@@ -374,25 +334,17 @@ pub fn prepare<'a>(
     }
 
     let device = match first {
-        Some((_, _, device)) => device,
+        Some((_, device)) => device,
         None => Device::Cuda(0),
     };
     // Every param the loop did not take is a constexpr (`in_launch_abi`), and the loop took one
     // per argument.
     let declared_constexprs = decl.params.len().saturating_sub(args.len());
     if declared_constexprs != constexprs.len() {
-        return Err(Error::InvalidArgument(format!(
-            "{} takes {} #[constexpr] values, but {} were given",
-            kernel(),
-            declared_constexprs,
-            constexprs.len()
-        )));
+        return Err(constexpr_count(decl, declared_constexprs, constexprs.len()));
     }
     if decl.abi == EntryAbi::ConstantParams && !matches!(args, [LaunchArg::Native(_)]) {
-        return Err(Error::InvalidArgument(format!(
-            "{}: abi constant_params takes exactly one struct argument",
-            kernel()
-        )));
+        return Err(constant_params_arity(decl));
     }
     Ok(PreparedLaunch {
         handle,
@@ -406,6 +358,154 @@ pub fn prepare<'a>(
     })
 }
 
+/// Packs struct argument `n` (checked against its param) as launch parameter `index`, from
+/// chunk `used`; returns the chunks used after it.
+fn pack_native(
+    decl: &KernelDecl,
+    decl_index: usize,
+    arena: &mut [Chunk],
+    starts: &mut [u16; MAX_LAUNCH_ARGS],
+    (index, used): (usize, usize),
+    n: &super::arg::NativeBytes<'_>,
+) -> Result<usize> {
+    if n.schema.align > CHUNK {
+        return Err(arg_type(
+            decl,
+            decl_index,
+            format!("a struct aligned to at most {CHUNK} bytes"),
+            format!("{} aligned to {}", n.schema.rust_name, n.schema.align),
+        ));
+    }
+    let chunks = n.len().div_ceil(CHUNK).max(1);
+    if used + chunks > arena.len() {
+        return Err(too_many_bytes(decl));
+    }
+    n.copy_to(chunk_bytes(&mut arena[used..used + chunks]));
+    starts[index] = used as u16;
+    Ok(used + chunks)
+}
+
+fn kernel_name(decl: &KernelDecl) -> String {
+    format!("kernel {}", decl.rust_name)
+}
+
+#[cold]
+#[inline(never)]
+fn arg_type(decl: &KernelDecl, decl_index: usize, expected: String, got: String) -> Error {
+    Error::ArgType {
+        op: kernel_name(decl),
+        index: decl_index,
+        name: decl.params[decl_index].name.to_string(),
+        expected,
+        got,
+    }
+}
+
+/// A tensor of the wrong element type, or on a device the kernel has no build for.
+#[cold]
+#[inline(never)]
+fn wrong_tensor(handle: &KernelHandle, decl_index: usize, arg: &LaunchArg<'_>) -> Error {
+    let decl = handle.decl();
+    let t = elem_name(decl.params[decl_index].kind);
+    let devices = if handle.cpu().is_some() {
+        "CPU or CUDA"
+    } else {
+        "CUDA"
+    };
+    arg_type(
+        decl,
+        decl_index,
+        format!("{t} {devices} tensor"),
+        arg.describe(),
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn not_contiguous(decl: &KernelDecl, decl_index: usize, x: &Tensor) -> Error {
+    arg_type(
+        decl,
+        decl_index,
+        format!(
+            "contiguous {} CUDA tensor",
+            elem_name(decl.params[decl_index].kind)
+        ),
+        format!(
+            "a non-contiguous view (shape {:?}, strides {:?}); call .contiguous() first",
+            x.shape(),
+            x.strides()
+        ),
+    )
+}
+
+/// An argument of another kind than its param (a scalar of another type, say).
+#[cold]
+#[inline(never)]
+fn wrong_arg(decl: &KernelDecl, decl_index: usize, arg: &LaunchArg<'_>) -> Error {
+    let expected = match decl.params[decl_index].kind {
+        ParamKind::Scalar(t) => t.to_string(),
+        kind => kind.rust_type(),
+    };
+    arg_type(decl, decl_index, expected, arg.describe())
+}
+
+#[cold]
+#[inline(never)]
+fn mixed_devices(
+    decl: &KernelDecl,
+    (first_index, first_device): (usize, Device),
+    index: usize,
+    device: Device,
+) -> Error {
+    Error::MixedDevices {
+        op: kernel_name(decl),
+        first_index,
+        first_name: decl.params[first_index].name.to_string(),
+        first_device,
+        index,
+        name: decl.params[index].name.to_string(),
+        device,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn too_many_params(decl: &KernelDecl) -> Error {
+    Error::InvalidArgument(format!(
+        "{} has more than {MAX_LAUNCH_ARGS} launch parameters",
+        kernel_name(decl)
+    ))
+}
+
+#[cold]
+#[inline(never)]
+fn too_many_bytes(decl: &KernelDecl) -> Error {
+    Error::InvalidArgument(format!(
+        "{} has more than {MAX_PARAM_BYTES} bytes of launch parameters",
+        kernel_name(decl)
+    ))
+}
+
+#[cold]
+#[inline(never)]
+fn constexpr_count(decl: &KernelDecl, declared: usize, given: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "{} takes {declared} #[constexpr] values, but {given} were given",
+        kernel_name(decl)
+    ))
+}
+
+#[cold]
+#[inline(never)]
+fn constant_params_arity(decl: &KernelDecl) -> Error {
+    Error::InvalidArgument(format!(
+        "{}: abi constant_params takes exactly one struct argument",
+        kernel_name(decl)
+    ))
+}
+
+#[cold]
+#[inline(never)]
 fn arg_count(decl: &KernelDecl, got: usize) -> Error {
     let expected = decl
         .params
@@ -423,7 +523,9 @@ fn arg_count(decl: &KernelDecl, got: usize) -> Error {
     }
 }
 
-/// An `Out`/`InOut` that shares storage with an `In` would race with the kernel's reads.
+/// An `Out`/`InOut` that shares storage with an `In` would race with the kernel's reads. Out of
+/// line, as is [`pack_lens`]: only some launches need them.
+#[inline(never)]
 fn check_aliases(decl: &KernelDecl, args: &[LaunchArg<'_>]) -> Result<()> {
     // `#N` is the declaration's index, as in every other message.
     let launch_params = || {
@@ -457,6 +559,7 @@ fn check_aliases(decl: &KernelDecl, args: &[LaunchArg<'_>]) -> Result<()> {
 /// Under [`EntryAbi::ParamsAndLens`] (DSL kernels), one `u32` element count per slice param,
 /// after the params, in order: what the kernel's `len()` and bounds checks read. `(used,
 /// count)` are the chunks and params packed so far; returns them updated.
+#[inline(never)]
 fn pack_lens(
     decl: &KernelDecl,
     args: &[LaunchArg<'_>],

@@ -325,8 +325,17 @@ impl Storage {
 
     /// The device address of byte 0. Work queued on the device's default stream (where opbox
     /// launches) is ordered after every copy this storage makes.
+    #[inline]
     pub(crate) fn device_ptr(&self, op: &str) -> Result<u64> {
-        self.device_base
-            .ok_or_else(|| self.memory.not_device_memory(op))
+        match self.device_base {
+            Some(base) => Ok(base),
+            None => Err(self.no_device_ptr(op)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn no_device_ptr(&self, op: &str) -> Error {
+        self.memory.not_device_memory(op)
     }
 }

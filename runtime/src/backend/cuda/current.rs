@@ -43,23 +43,41 @@ thread_local! {
 /// scope of its own comes first, then the stream its host made current (plugin ABI 1.2): the
 /// plugin's runtime is a copy with thread-locals of its own, and without asking, its work would
 /// go to the legacy default stream, which does not wait for the host's non-blocking streams.
+///
+/// Every launch asks, and almost always nothing is scoped: that answer is a thread-local read
+/// and a null check, with the searches out of line.
+#[inline]
 pub(crate) fn scoped(ordinal: usize) -> Option<Arc<CudaStream>> {
-    SCOPED
+    let own = SCOPED
         .try_with(|s| {
             let s = s.borrow();
-            s.iter()
-                .rev()
-                .find(|(o, _)| *o as usize == ordinal)
-                .map(|(_, st)| st.clone())
+            if s.is_empty() {
+                None
+            } else {
+                innermost(&s, ordinal)
+            }
         })
         .ok()
-        .flatten()
-        .or_else(|| host_scoped(ordinal))
+        .flatten();
+    if own.is_some() || crate::plugin::guest::host().is_none() {
+        return own;
+    }
+    host_scoped(ordinal)
+}
+
+#[inline(never)]
+fn innermost(scopes: &[(u32, Arc<CudaStream>)], ordinal: usize) -> Option<Arc<CudaStream>> {
+    scopes
+        .iter()
+        .rev()
+        .find(|(o, _)| *o as usize == ordinal)
+        .map(|(_, st)| st.clone())
 }
 
 /// The host's current stream on `cuda:ordinal`, when this image is a loaded plugin and the host
 /// has one scoped, as a borrowed cudarc stream. The wrappers are kept per thread (a few), so a
 /// plugin's copies do not allocate one each.
+#[inline(never)]
 fn host_scoped(ordinal: usize) -> Option<Arc<CudaStream>> {
     /// Enough for a pool's streams on a device or two; the oldest goes first past it.
     const KEPT: usize = 16;

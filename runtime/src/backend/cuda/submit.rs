@@ -32,19 +32,16 @@ pub(crate) fn note_graph(ordinal: usize, name: &'static String) {
     }
 }
 
-/// Loads (first time only) and launches `prepared` on its CUDA device.
+/// Loads (first time only) and launches `prepared` on its CUDA device. Its rare paths (a
+/// config's stream, a constexpr specialization, `constant_params`, another context current,
+/// every error) are out of line, so that what a plain launch runs is a short run of code.
 pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
     let handle = prepared.handle();
     let decl = handle.decl();
-    let ordinal = match prepared.device() {
-        Device::Cuda(i) => i as usize,
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "kernel {}: a launch on {other} reached the CUDA backend",
-                decl.rust_name
-            )))
-        }
+    let Device::Cuda(ordinal) = prepared.device() else {
+        return Err(not_cuda(prepared));
     };
+    let ordinal = ordinal as usize;
     let cfg = prepared.config();
     let specialized;
     let loaded: &LoadedKernel = if prepared.constexprs().is_empty() {
@@ -70,39 +67,19 @@ pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
     let mut params = [std::ptr::null_mut(); MAX_LAUNCH_ARGS];
     let mut pushed = prepared.param_addresses(&mut params);
     if decl.abi == EntryAbi::ConstantParams {
-        // The one struct goes to the module's `params` symbol, ordered on the stream before the
-        // launch (and after any earlier launch on it); the entry takes no parameters.
-        let [LaunchArg::Native(n)] = prepared.args() else {
-            return Err(Error::InvalidArgument(format!(
-                "kernel {}: abi constant_params takes exactly one struct argument",
-                decl.rust_name
-            )));
-        };
-        let stream = match explicit {
-            Some(s) => s,
-            None => &device(ordinal)?.stream,
-        };
-        write_params(decl, loaded, stream, ordinal, n)?;
+        constant_params(prepared, loaded, explicit, ordinal)?;
         pushed = 0;
     }
     if let Some(last) = LAST_LAUNCHED.get(ordinal) {
         last.store((decl as *const KernelDecl).cast_mut(), Ordering::Relaxed);
     }
-    let failed = |e: DriverError| Error::Cuda {
-        kernel: decl.rust_name.to_string(),
-        message: format!("launch on cuda:{ordinal} failed: {e}"),
-    };
     // One cuCtxGetCurrent, as cudarc's bind_to_thread makes, without the atomic swap of its
     // recorded-error slot that it adds to every launch (an error cudarc recorded surfaces at its
     // next bind_to_thread, which every synchronize, copy and allocation makes). When another
     // context (or none) is current on this thread, bind ours.
-    let current = result::ctx::get_current().map_err(failed)?;
+    let current = result::ctx::get_current().map_err(|e| launch_failed(decl, ordinal, e))?;
     if current != Some(cu_ctx) {
-        let context = match explicit {
-            Some(s) => s.context(),
-            None => &device(ordinal)?.context,
-        };
-        context.bind_to_thread().map_err(failed)?;
+        bind(decl, explicit, ordinal)?;
     }
     // SAFETY: `params[..pushed]` point into `prepared`'s packed buffer, which outlives the
     // call; they are exactly the declaration's launch parameters in order (checked by
@@ -122,7 +99,63 @@ pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
             &mut params[..pushed],
         )
     }
-    .map_err(failed)
+    .map_err(|e| launch_failed(decl, ordinal, e))
+}
+
+/// `abi = constant_params`: the one struct goes to the module's `params` symbol, ordered on the
+/// stream before the launch (and after any earlier launch on it); the entry takes no
+/// parameters.
+#[inline(never)]
+fn constant_params(
+    prepared: &PreparedLaunch<'_>,
+    loaded: &LoadedKernel,
+    explicit: Option<&Arc<CudaStream>>,
+    ordinal: usize,
+) -> Result<()> {
+    let decl = prepared.decl();
+    let [LaunchArg::Native(n)] = prepared.args() else {
+        return Err(Error::InvalidArgument(format!(
+            "kernel {}: abi constant_params takes exactly one struct argument",
+            decl.rust_name
+        )));
+    };
+    let stream = match explicit {
+        Some(s) => s,
+        None => &device(ordinal)?.stream,
+    };
+    write_params(decl, loaded, stream, ordinal, n)
+}
+
+/// Makes the launch's context current on this thread (another one, or none, was).
+#[cold]
+#[inline(never)]
+fn bind(decl: &KernelDecl, explicit: Option<&Arc<CudaStream>>, ordinal: usize) -> Result<()> {
+    let context = match explicit {
+        Some(s) => s.context(),
+        None => &device(ordinal)?.context,
+    };
+    context
+        .bind_to_thread()
+        .map_err(|e| launch_failed(decl, ordinal, e))
+}
+
+#[cold]
+#[inline(never)]
+fn launch_failed(decl: &KernelDecl, ordinal: usize, e: DriverError) -> Error {
+    Error::Cuda {
+        kernel: decl.rust_name.to_string(),
+        message: format!("launch on cuda:{ordinal} failed: {e}"),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn not_cuda(prepared: &PreparedLaunch<'_>) -> Error {
+    Error::InvalidArgument(format!(
+        "kernel {}: a launch on {} reached the CUDA backend",
+        prepared.decl().rust_name,
+        prepared.device()
+    ))
 }
 
 /// The device address of `loaded`'s `__constant__ params` symbol, checked to hold `n`.
