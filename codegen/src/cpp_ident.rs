@@ -3,7 +3,14 @@
 
 /// `[A-Za-z_][A-Za-z0-9_]*`, ASCII only.
 pub fn is_identifier(name: &str) -> bool {
-    starts_an_identifier(name) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    // Bytes, not chars: every byte of a non-ASCII char is >= 0x80, which no arm accepts.
+    match name.as_bytes() {
+        [first, rest @ ..] => {
+            (first.is_ascii_alphabetic() || *first == b'_')
+                && rest.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        }
+        [] => false,
+    }
 }
 
 fn starts_an_identifier(name: &str) -> bool {
@@ -121,6 +128,19 @@ pub fn is_keyword(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identifiers_are_ascii_letters_digits_and_underscores_not_led_by_a_digit() {
+        for ok in ["a", "_", "op_12", "_9", "Z_z"] {
+            assert!(is_identifier(ok), "{ok}");
+        }
+        // Non-ASCII letters and digits are refused whole, wherever they stand.
+        for bad in [
+            "", "9op", "op-1", "op 1", "é", "opé", "op٣", "_\u{300}", "a::b",
+        ] {
+            assert!(!is_identifier(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn qualified_names_are_identifiers_joined_by_double_colons() {

@@ -123,6 +123,11 @@ unsafe fn bytes<'a>(data: *const c_char, len: usize, what: &str) -> Result<&'a [
 }
 
 fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str> {
+    // Names and schemas are ASCII: checking that is cheaper than a UTF-8 decode of a short text.
+    if bytes.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
     std::str::from_utf8(bytes)
         .map_err(|_| Error::InvalidArgument(format!("plugin ABI: {what} is not UTF-8")))
 }
@@ -335,7 +340,7 @@ unsafe extern "C" fn def(reg: *mut Registrar, desc: *const OpDesc) -> i32 {
             let parsed = r.schemas.parse(text).map_err(|e| {
                 Error::InvalidArgument(format!("the schema '{text}' at {site} does not parse: {e}"))
             })?;
-            let op = &parsed.name;
+            let op = &parsed;
             if let Some(ns) = op.namespace.as_deref() {
                 if ns != lib.namespace {
                     return Err(Error::InvalidArgument(format!(
@@ -598,3 +603,19 @@ pub(crate) struct SendPtr(pub(crate) *mut c_void);
 unsafe impl Send for SendPtr {}
 // SAFETY: as for Send.
 unsafe impl Sync for SendPtr {}
+
+#[cfg(test)]
+mod tests {
+    use super::utf8;
+
+    #[test]
+    fn names_are_taken_as_utf8_and_refused_otherwise() {
+        assert_eq!(utf8(b"many::op_7", "an op name").unwrap(), "many::op_7");
+        assert_eq!(utf8("ns::é".as_bytes(), "an op name").unwrap(), "ns::é");
+        let refused = utf8(b"op_\xff", "an op name").unwrap_err().to_string();
+        assert!(
+            refused.contains("plugin ABI: an op name is not UTF-8"),
+            "{refused}"
+        );
+    }
+}

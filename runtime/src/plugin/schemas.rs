@@ -12,11 +12,27 @@ use opbox_codegen::schema::{parse, parse_operator_name, OperatorName, Schema, Sc
 
 use crate::dispatch::foreign::Signature;
 
-/// A parsed schema whose lists are shared with every other schema of the same signature.
+/// A parsed schema whose lists are shared with every other schema of the same signature. Its
+/// name borrows the schema text where that text is the name as it stands (a plain identifier,
+/// the common case), so registering a plugin's op allocates nothing for it.
 #[derive(Debug)]
-pub(crate) struct Parsed {
-    pub(crate) name: OperatorName,
+pub(crate) struct Parsed<'t> {
+    pub(crate) namespace: Option<Cow<'t, str>>,
+    pub(crate) name: Cow<'t, str>,
+    /// Empty for the default overload.
+    pub(crate) overload: Cow<'t, str>,
     pub(crate) signature: &'static Signature,
+}
+
+impl Parsed<'_> {
+    fn named(name: OperatorName, signature: &'static Signature) -> Parsed<'static> {
+        Parsed {
+            namespace: name.namespace,
+            name: name.name,
+            overload: name.overload,
+            signature,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -27,9 +43,10 @@ pub(crate) struct SchemaCache {
 
 impl SchemaCache {
     /// `text` parsed, as [`parse`] would (and with its error when it does not parse).
-    pub(crate) fn parse(&mut self, text: &str) -> Result<Parsed, SchemaError> {
-        // An operator name has no `(`, so the first one opens the arguments.
-        let Some(open) = text.find('(') else {
+    pub(crate) fn parse<'t>(&mut self, text: &'t str) -> Result<Parsed<'t>, SchemaError> {
+        // An operator name has no `(`, so the first one opens the arguments. (A byte search:
+        // `str::find` costs several times more on names this short.)
+        let Some(open) = text.bytes().position(|b| b == b'(') else {
             return parse(text).map(|s| self.keep(None, s));
         };
         let (name, signature) = text.split_at(open);
@@ -37,23 +54,23 @@ impl SchemaCache {
             // A plain name (one identifier: the schema lexer's `[A-Za-z_][A-Za-z0-9_]*`, the
             // rule `is_identifier` checks) is what parsing it would give, without the lexer.
             if is_identifier(name) {
-                let name = OperatorName {
+                return Ok(Parsed {
                     namespace: None,
-                    name: Cow::Owned(name.to_string()),
+                    name: Cow::Borrowed(name),
                     overload: Cow::Borrowed(""),
-                };
-                return Ok(Parsed { name, signature });
+                    signature,
+                });
             }
             // A name that does not parse alone gets the whole schema's error, as before.
             if let Ok(name) = parse_operator_name(name) {
-                return Ok(Parsed { name, signature });
+                return Ok(Parsed::named(name, signature));
             }
         }
         parse(text).map(|s| self.keep(Some(signature), s))
     }
 
     /// Leaks `schema`'s lists, under `signature` when it has one.
-    fn keep(&mut self, text: Option<&str>, schema: Schema) -> Parsed {
+    fn keep(&mut self, text: Option<&str>, schema: Schema) -> Parsed<'static> {
         let signature: &'static Signature = Box::leak(Box::new(Signature {
             arguments: schema.arguments.into_owned().leak(),
             returns: schema.returns.into_owned().leak(),
@@ -61,10 +78,7 @@ impl SchemaCache {
         if let Some(text) = text {
             self.signatures.insert(text.to_string(), signature);
         }
-        Parsed {
-            name: schema.name,
-            signature,
-        }
+        Parsed::named(schema.name, signature)
     }
 }
 
@@ -73,9 +87,13 @@ mod tests {
     use super::*;
 
     /// What `parsed` holds, as a whole schema.
-    fn whole(parsed: Result<Parsed, SchemaError>) -> Result<Schema, SchemaError> {
+    fn whole(parsed: Result<Parsed<'_>, SchemaError>) -> Result<Schema, SchemaError> {
         parsed.map(|p| Schema {
-            name: p.name,
+            name: OperatorName {
+                namespace: p.namespace.map(|n| Cow::Owned(n.into_owned())),
+                name: Cow::Owned(p.name.into_owned()),
+                overload: Cow::Owned(p.overload.into_owned()),
+            },
             arguments: p.signature.arguments.into(),
             returns: p.signature.returns.into(),
         })
