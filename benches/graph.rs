@@ -5,6 +5,10 @@
 //!   per kernel, against 100 stub launches of the same kernel in the same run (goal ≤ 0.6 µs);
 //! - re-binding before a replay: the chain's input and output (2 nodes' parameters set; goal
 //!   ≤ 1 µs), and every buffer (all 100 nodes);
+//! - the driver's floor for that replay: the same 100 nodes (the same `step` function and
+//!   parameters) put into a graph with raw driver calls and replayed, with the launch-order
+//!   programmatic edges opbox gives a `#[kernel]` node and with plain edges, so the table shows
+//!   what opbox adds to a replay and what this GPU charges a dependent kernel node;
 //! - recording and instantiating the 100-node graph (no goal);
 //! - a diamond A → (B, C) → D where B and C each spin on half the SMs: the span of the whole
 //!   diamond, eager on the stream pool and as a replayed graph, against the four launched one
@@ -25,36 +29,154 @@ use opbox::prelude::*;
 #[path = "common/gpu.rs"]
 mod gpu;
 
+fn driver_failed(what: &str, e: sys::CUresult) -> opbox::Error {
+    opbox::Error::msg(format!("{what}: {e:?}"))
+}
+
+/// `r` as a Result naming `what`.
+fn checked(what: &str, r: sys::CUresult) -> opbox::Result<()> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(driver_failed(what, r))
+    }
+}
+
+/// The six launch parameters of `step(x, y, 1.0, ELEMS)` under its `ParamsAndLens` ABI (x, y,
+/// s, n, then each buffer's length), held where a node's `kernelParams` can point at them.
+struct StepParams {
+    x: u64,
+    y: u64,
+    s: f32,
+    n: u32,
+    lens: [u32; 2],
+}
+
+impl StepParams {
+    fn new(x: u64, y: u64) -> StepParams {
+        StepParams {
+            x,
+            y,
+            s: 1.0,
+            n: ELEMS as u32,
+            lens: [ELEMS as u32; 2],
+        }
+    }
+
+    /// A one-block node of `func` whose parameters are `ptrs`, which must point into `self`
+    /// (see [`StepParams::pointers`]) while the driver reads them.
+    fn node(
+        func: sys::CUfunction,
+        ptrs: &mut [*mut std::ffi::c_void; 6],
+    ) -> sys::CUDA_KERNEL_NODE_PARAMS {
+        sys::CUDA_KERNEL_NODE_PARAMS {
+            func,
+            gridDimX: 1,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: ELEMS as u32,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: 0,
+            kernelParams: ptrs.as_mut_ptr(),
+            extra: std::ptr::null_mut(),
+            kern: std::ptr::null_mut(),
+            ctx: std::ptr::null_mut(),
+        }
+    }
+
+    fn pointers(&mut self) -> [*mut std::ffi::c_void; 6] {
+        [
+            (&raw mut self.x).cast(),
+            (&raw mut self.y).cast(),
+            (&raw mut self.s).cast(),
+            (&raw mut self.n).cast(),
+            (&raw mut self.lens[0]).cast(),
+            (&raw mut self.lens[1]).cast(),
+        ]
+    }
+}
+
+/// How [`driver_chain`] joins its nodes.
+#[derive(Clone, Copy, PartialEq)]
+enum Edges {
+    /// Launch-order programmatic edges, as opbox joins `#[kernel]` nodes on sm_90.
+    LaunchOrder,
+    /// Plain edges: a node starts when its predecessor has completed.
+    Plain,
+}
+
+/// Seconds per kernel of replaying the chain bufs[0] -> step -> .. -> bufs[NODES] built with raw
+/// driver calls (no opbox code: the same function and parameters opbox's graph holds), joined
+/// by `edges`.
+fn driver_chain(bufs: &[Tensor], edges: Edges) -> opbox::Result<f64> {
+    const LAUNCH_ORDER: sys::CUgraphEdgeData = sys::CUgraphEdgeData {
+        from_port: sys::CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER as u8,
+        to_port: 0,
+        type_: sys::CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8,
+        reserved: [0; 5],
+    };
+    let func = step::HANDLE.get(0)?.function.cu_function();
+    let stream = opbox::cuda::device(0)?.stream.cu_stream();
+    let mut graph = std::ptr::null_mut();
+    // SAFETY: creates an empty graph, destroyed below.
+    checked("cuGraphCreate", unsafe { sys::cuGraphCreate(&mut graph, 0) })?;
+    let mut prev: sys::CUgraphNode = std::ptr::null_mut();
+    for i in 0..NODES {
+        let mut params = StepParams::new(bufs[i].device_ptr()?, bufs[i + 1].device_ptr()?);
+        let mut ptrs = params.pointers();
+        let p = StepParams::node(func, &mut ptrs);
+        let plain_dep = edges == Edges::Plain && !prev.is_null();
+        let mut node = std::ptr::null_mut();
+        // SAFETY: `graph` is live and `prev` (when passed) is its node; `p` names the loaded
+        // `step` and six parameters of its entry's sizes, live across the call, which copies
+        // them.
+        checked("cuGraphAddKernelNode", unsafe {
+            sys::cuGraphAddKernelNode_v2(
+                &mut node,
+                graph,
+                if plain_dep { &prev } else { std::ptr::null() },
+                usize::from(plain_dep),
+                &p,
+            )
+        })?;
+        if edges == Edges::LaunchOrder && !prev.is_null() {
+            // SAFETY: both nodes are kernel nodes of `graph`; one edge of each array.
+            checked("cuGraphAddDependencies", unsafe {
+                sys::cuGraphAddDependencies_v2(graph, &prev, &node, &LAUNCH_ORDER, 1)
+            })?;
+        }
+        prev = node;
+    }
+    let mut exec = std::ptr::null_mut();
+    // SAFETY: `graph` is complete; `exec` is an out-pointer, destroyed below.
+    let made = checked("cuGraphInstantiate", unsafe {
+        sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0)
+    });
+    let timed = made.and_then(|()| {
+        gpu::time(15, 200, || {
+            // SAFETY: `exec` is this context's instantiated graph; `stream` its default stream.
+            checked("cuGraphLaunch", unsafe { sys::cuGraphLaunch(exec, stream) })
+        })
+    });
+    // SAFETY: created above, not used after this.
+    unsafe {
+        if !exec.is_null() {
+            sys::cuGraphExecDestroy(exec);
+        }
+        sys::cuGraphDestroy(graph);
+    }
+    Ok(timed? / NODES as f64)
+}
+
 /// What the driver alone charges for a re-bind: `cuGraphExecKernelNodeSetParams` on a graph of
 /// one `step` node, alternating between two parameter sets, with no opbox code in the loop.
 fn set_params_floor(x: &Tensor, y: &Tensor) -> opbox::Result<f64> {
-    let fail = |what: &str, e: sys::CUresult| opbox::Error::msg(format!("{what}: {e:?}"));
+    let fail = driver_failed;
     let func = step::HANDLE.get(0)?.function.cu_function();
-    let (mut xp, mut yp) = (x.device_ptr()?, y.device_ptr()?);
-    let (mut s, mut n, mut len) = (1.0f32, ELEMS as u32, ELEMS as u32);
-    let mut len2 = len;
-    let mut params: [*mut std::ffi::c_void; 6] = [
-        (&raw mut xp).cast(),
-        (&raw mut yp).cast(),
-        (&raw mut s).cast(),
-        (&raw mut n).cast(),
-        (&raw mut len).cast(),
-        (&raw mut len2).cast(),
-    ];
-    let node_params = |params: &mut [*mut std::ffi::c_void; 6]| sys::CUDA_KERNEL_NODE_PARAMS {
-        func,
-        gridDimX: 1,
-        gridDimY: 1,
-        gridDimZ: 1,
-        blockDimX: ELEMS as u32,
-        blockDimY: 1,
-        blockDimZ: 1,
-        sharedMemBytes: 0,
-        kernelParams: params.as_mut_ptr(),
-        extra: std::ptr::null_mut(),
-        kern: std::ptr::null_mut(),
-        ctx: std::ptr::null_mut(),
-    };
+    let mut step_params = StepParams::new(x.device_ptr()?, y.device_ptr()?);
+    let mut params = step_params.pointers();
+    let node_params = |params: &mut [*mut std::ffi::c_void; 6]| StepParams::node(func, params);
     let (mut graph, mut node, mut exec) = (
         std::ptr::null_mut(),
         std::ptr::null_mut(),
@@ -78,11 +200,12 @@ fn set_params_floor(x: &Tensor, y: &Tensor) -> opbox::Result<f64> {
             return Err(fail("cuGraphInstantiate", r));
         }
     }
-    let (x0, y0) = (xp, yp);
+    let (x0, y0) = (step_params.x, step_params.y);
     let mut flip = false;
     let t = gpu::time(15, 2000, || {
         flip = !flip;
-        (xp, yp) = if flip { (y0, x0) } else { (x0, y0) };
+        (step_params.x, step_params.y) = if flip { (y0, x0) } else { (x0, y0) };
+        let mut params = step_params.pointers();
         let p = node_params(&mut params);
         // SAFETY: as above; the driver copies the parameters during the call.
         let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, node, &p) };
@@ -183,6 +306,9 @@ fn bench() -> opbox::Result<()> {
     })? / NODES as f64;
     let replay = gpu::time(15, 200, || exec.launch())? / NODES as f64;
     let chain_ok = bufs[NODES].to_vec::<f32>()?.iter().all(|v| *v == 1.5);
+    let driver_launch_order = driver_chain(&bufs, Edges::LaunchOrder)?;
+    let driver_plain = driver_chain(&bufs, Edges::Plain)?;
+    let replay_again = gpu::time(15, 200, || exec.launch())? / NODES as f64;
 
     // Re-binding: alternate between two input/output pairs so each bind changes something.
     let (in2, out2) = (fresh()?, fresh()?);
@@ -267,6 +393,17 @@ fn bench() -> opbox::Result<()> {
     println!(
         "| {NODES} dependent kernels, stub launches | {:.3} µs/kernel | | 1.000 |",
         stub * 1e6
+    );
+    println!(
+        "| the driver's floor: the same {NODES} nodes built with raw driver calls, launch-order programmatic edges (as opbox's), replay | {:.3} µs/kernel | | opbox replay ({:.3} µs, timed after it) / driver = {:.3} |",
+        driver_launch_order * 1e6,
+        replay_again * 1e6,
+        replay_again / driver_launch_order
+    );
+    println!(
+        "| the same raw graph with plain edges, replay | {:.3} µs/kernel | | {:.3} (plain / launch-order) |",
+        driver_plain * 1e6,
+        driver_plain / driver_launch_order
     );
     println!(
         "| re-bind input + output of the {NODES}-node graph (2 nodes set) | {:.3} µs | ≤ 1 µs | |",
