@@ -120,7 +120,9 @@ fn driver_chain(bufs: &[Tensor], edges: Edges) -> opbox::Result<f64> {
     let stream = opbox::cuda::device(0)?.stream.cu_stream();
     let mut graph = std::ptr::null_mut();
     // SAFETY: creates an empty graph, destroyed below.
-    checked("cuGraphCreate", unsafe { sys::cuGraphCreate(&mut graph, 0) })?;
+    checked("cuGraphCreate", unsafe {
+        sys::cuGraphCreate(&mut graph, 0)
+    })?;
     let mut prev: sys::CUgraphNode = std::ptr::null_mut();
     for i in 0..NODES {
         let mut params = StepParams::new(bufs[i].device_ptr()?, bufs[i + 1].device_ptr()?);

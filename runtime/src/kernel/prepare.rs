@@ -265,7 +265,10 @@ pub fn prepare<'a>(
             return Err(arg_count(decl, args.len()));
         };
         if index >= MAX_LAUNCH_ARGS {
-            return Err(too_many_params(decl));
+            return Err(invalid(
+                decl,
+                format_args!(" has more than {MAX_LAUNCH_ARGS} launch parameters"),
+            ));
         }
         let word: [u8; 8];
         let bytes: &[u8] = match (param.kind, arg) {
@@ -316,7 +319,10 @@ pub fn prepare<'a>(
         };
         let chunks = bytes.len().div_ceil(CHUNK).max(1);
         if used + chunks > arena.len() {
-            return Err(too_many_bytes(decl));
+            return Err(invalid(
+                decl,
+                format_args!(" has more than {MAX_PARAM_BYTES} bytes of launch parameters"),
+            ));
         }
         copy_bytes(chunk_bytes(&mut arena[used..used + chunks]), bytes);
         starts[index] = used as u16;
@@ -341,10 +347,19 @@ pub fn prepare<'a>(
     // per argument.
     let declared_constexprs = decl.params.len().saturating_sub(args.len());
     if declared_constexprs != constexprs.len() {
-        return Err(constexpr_count(decl, declared_constexprs, constexprs.len()));
+        return Err(invalid(
+            decl,
+            format_args!(
+                " takes {declared_constexprs} #[constexpr] values, but {} were given",
+                constexprs.len()
+            ),
+        ));
     }
     if decl.abi == EntryAbi::ConstantParams && !matches!(args, [LaunchArg::Native(_)]) {
-        return Err(constant_params_arity(decl));
+        return Err(invalid(
+            decl,
+            format_args!(": abi constant_params takes exactly one struct argument"),
+        ));
     }
     Ok(PreparedLaunch {
         handle,
@@ -378,7 +393,10 @@ fn pack_native(
     }
     let chunks = n.len().div_ceil(CHUNK).max(1);
     if used + chunks > arena.len() {
-        return Err(too_many_bytes(decl));
+        return Err(invalid(
+            decl,
+            format_args!(" has more than {MAX_PARAM_BYTES} bytes of launch parameters"),
+        ));
     }
     n.copy_to(chunk_bytes(&mut arena[used..used + chunks]));
     starts[index] = used as u16;
@@ -468,40 +486,11 @@ fn mixed_devices(
     }
 }
 
+/// "kernel NAME" and `rest`, as an invalid argument.
 #[cold]
 #[inline(never)]
-fn too_many_params(decl: &KernelDecl) -> Error {
-    Error::InvalidArgument(format!(
-        "{} has more than {MAX_LAUNCH_ARGS} launch parameters",
-        kernel_name(decl)
-    ))
-}
-
-#[cold]
-#[inline(never)]
-fn too_many_bytes(decl: &KernelDecl) -> Error {
-    Error::InvalidArgument(format!(
-        "{} has more than {MAX_PARAM_BYTES} bytes of launch parameters",
-        kernel_name(decl)
-    ))
-}
-
-#[cold]
-#[inline(never)]
-fn constexpr_count(decl: &KernelDecl, declared: usize, given: usize) -> Error {
-    Error::InvalidArgument(format!(
-        "{} takes {declared} #[constexpr] values, but {given} were given",
-        kernel_name(decl)
-    ))
-}
-
-#[cold]
-#[inline(never)]
-fn constant_params_arity(decl: &KernelDecl) -> Error {
-    Error::InvalidArgument(format!(
-        "{}: abi constant_params takes exactly one struct argument",
-        kernel_name(decl)
-    ))
+fn invalid(decl: &KernelDecl, rest: std::fmt::Arguments<'_>) -> Error {
+    Error::InvalidArgument(format!("{}{rest}", kernel_name(decl)))
 }
 
 #[cold]
