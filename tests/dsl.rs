@@ -15,8 +15,7 @@ mod example;
 use std::process::ExitCode;
 
 use harness::{
-    compile_sm90_with, compile_sm90_without_globals, ensure, s, with_gpu, with_nvrtc, Outcome,
-    Test, TestResult,
+    compile_sm90_without_globals, ensure, s, with_gpu, with_nvrtc, Outcome, Test, TestResult,
 };
 use opbox::cuda::codegen::{ConstValue, KernelDecl};
 use opbox::native::{bf16, f16};
@@ -1326,14 +1325,7 @@ fn cpu_op() -> TestResult {
 fn nvrtc_all() -> TestResult {
     with_nvrtc(|| {
         for (decl, consts) in all_kernels() {
-            // CUDA's own sm_90 header instantiates a class with a static member while resolving
-            // atomicExch and atomicCAS (`__nv_atomic_triv_cp_helper<T>::__val`, one byte);
-            // every other module must have no globals.
-            if std::ptr::eq(decl, &atomics::DECL) {
-                compile_sm90_with(decl, &consts)?;
-            } else {
-                compile_sm90_without_globals(decl, &consts)?;
-            }
+            compile_sm90_without_globals(decl, &consts)?;
         }
         Ok(Outcome::Pass)
     })

@@ -307,17 +307,50 @@ template <class T, class I> __device__ inline T* atomic_at(const Slice<T>& s, I 
 }
 template <class T> struct atomic_word { typedef T type; };
 template <> struct atomic_word<long long> { typedef unsigned long long type; };
-#define OPBOX_DSL_ATOMIC(name, cuda) \
-  template <class T, class I> __device__ inline T name(const Slice<T>& s, I i, T v) { \
-    typedef typename atomic_word<T>::type W; \
-    return (T)cuda(reinterpret_cast<W*>(atomic_at(s, i)), (W)v); }
-OPBOX_DSL_ATOMIC(atomic_add, atomicAdd) OPBOX_DSL_ATOMIC(atomic_exch, atomicExch)
-#undef OPBOX_DSL_ATOMIC
+template <class T, class I> __device__ inline T atomic_add(const Slice<T>& s, I i, T v) {
+  typedef typename atomic_word<T>::type W;
+  return (T)atomicAdd(reinterpret_cast<W*>(atomic_at(s, i)), (W)v);
+}
 template <class T, class I> __device__ inline T atomic_min(const Slice<T>& s, I i, T v) { return atomicMin(atomic_at(s, i), v); }
 template <class T, class I> __device__ inline T atomic_max(const Slice<T>& s, I i, T v) { return atomicMax(atomic_at(s, i), v); }
+// Exchange and compare-exchange are PTX's own `atom` on the value's bits (relaxed, device scope,
+// a generic address: what atomicExch and atomicCAS compile to). Resolving CUDA's overloads of
+// those instantiates a class with a static member (`__nv_atomic_triv_cp_helper<T>::__val`),
+// which put a device global into every module that used them, and loading a module with
+// globals costs its first launch a device allocation and a copy.
+__device__ inline unsigned int atom_bits(int v) { return (unsigned int)v; }
+__device__ inline unsigned int atom_bits(unsigned int v) { return v; }
+__device__ inline unsigned int atom_bits(float v) { return __float_as_uint(v); }
+__device__ inline unsigned long long atom_bits(long long v) { return (unsigned long long)v; }
+__device__ inline unsigned long long atom_bits(unsigned long long v) { return v; }
+template <class T> __device__ inline T atom_value(unsigned int w) { return (T)w; }
+template <> __device__ inline float atom_value<float>(unsigned int w) { return __uint_as_float(w); }
+template <class T> __device__ inline T atom_value(unsigned long long w) { return (T)w; }
+__device__ inline unsigned int atom_exch(void* p, unsigned int v) {
+  unsigned int old;
+  asm volatile("atom.exch.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+__device__ inline unsigned long long atom_exch(void* p, unsigned long long v) {
+  unsigned long long old;
+  asm volatile("atom.exch.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+}
+__device__ inline unsigned int atom_cas(void* p, unsigned int compare, unsigned int v) {
+  unsigned int old;
+  asm volatile("atom.cas.b32 %0, [%1], %2, %3;" : "=r"(old) : "l"(p), "r"(compare), "r"(v) : "memory");
+  return old;
+}
+__device__ inline unsigned long long atom_cas(void* p, unsigned long long compare, unsigned long long v) {
+  unsigned long long old;
+  asm volatile("atom.cas.b64 %0, [%1], %2, %3;" : "=l"(old) : "l"(p), "l"(compare), "l"(v) : "memory");
+  return old;
+}
+template <class T, class I> __device__ inline T atomic_exch(const Slice<T>& s, I i, T v) {
+  return atom_value<T>(atom_exch(atomic_at(s, i), atom_bits(v)));
+}
 template <class T, class I> __device__ inline T atomic_cas(const Slice<T>& s, I i, T compare, T v) {
-  typedef typename atomic_word<T>::type W;
-  return (T)atomicCAS(reinterpret_cast<W*>(atomic_at(s, i)), (W)compare, (W)v);
+  return atom_value<T>(atom_cas(atomic_at(s, i), atom_bits(compare), atom_bits(v)));
 }
 }  // namespace opbox_dsl
 "#;
