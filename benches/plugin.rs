@@ -17,7 +17,8 @@
 //! With `OPBOX_BENCH_PLUGIN_LOOP=<row>[:<calls>]` it only makes `<calls>` (default 10^7) boxed
 //! calls of one row and exits, for `perf stat -e instructions` or `perf record`, which count
 //! what a call costs without the noise of a shared machine: rows `int-local`, `int-plugin`,
-//! `keep-local`, `keep-plugin`, `scale-local`, `scale-plugin`.
+//! `keep-local`, `keep-plugin`, `scale-local`, `scale-plugin`, and `int-…-typed` and
+//! `keep-…-typed` for the typed `op.call` of the same op.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -337,7 +338,11 @@ fn spin(spec: &str) {
         Some((row, n)) => (row, n.parse().expect("a number of calls")),
         None => (spec, 10_000_000u64),
     };
-    let (what, side) = row.split_once('-').expect("<op>-<local|plugin>");
+    let (row, typed) = match row.strip_suffix("-typed") {
+        Some(row) => (row, true),
+        None => (row, false),
+    };
+    let (what, side) = row.split_once('-').expect("<op>-<local|plugin>[-typed]");
     let op = match (what, side) {
         ("int", "local") => opbox::op("inproc::negate"),
         ("int", "plugin") => opbox::op("cplug::fails"),
@@ -347,6 +352,16 @@ fn spin(spec: &str) {
     }
     .unwrap();
     let x = cpu_tensor();
+    if typed {
+        for _ in 0..calls {
+            if what == "int" {
+                black_box(op.call::<_, i64>(black_box((-3i64,))).unwrap());
+            } else {
+                black_box(op.call::<_, Tensor>(black_box((&x,))).unwrap());
+            }
+        }
+        return;
+    }
     let mut stack = Stack::new();
     for _ in 0..calls {
         stack.clear();

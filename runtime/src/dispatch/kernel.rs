@@ -232,19 +232,19 @@ unsafe fn run_boxed(
         slots: outputs,
         written: 0,
     };
-    // The body's (error-sized) Result stays inside the closure, which hands back only whether
-    // it failed: wrapping it in catch_unwind's Result would copy it on every call. A panic's
-    // payload is disposed of where a panic of its own cannot escape the C edge.
-    let mut failure = None;
+    // The body's (error-sized) Result stays inside the closure, which records an error where
+    // it happens and hands back only the status: wrapping the Result in catch_unwind's would
+    // copy it on every call, and carrying it out in an Option costs its checks and drop glue.
+    // A panic's payload is disposed of where a panic of its own cannot escape the C edge.
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if let Err(error) = body(&args, &mut outs) {
-            failure = Some(error);
+        match body(&args, &mut outs) {
+            Ok(()) => STATUS_OK,
+            Err(error) => kernel_failed(op, error),
         }
     }));
-    match (caught, failure) {
-        (Ok(()), None) => STATUS_OK,
-        (Ok(()), Some(error)) => kernel_failed(op, error),
-        (Err(payload), _) => kernel_panicked(op, crate::panic::dispose(payload)),
+    match caught {
+        Ok(status) => status,
+        Err(payload) => kernel_panicked(op, crate::panic::dispose(payload)),
     }
 }
 

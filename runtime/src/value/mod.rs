@@ -25,6 +25,7 @@ mod convert;
 mod lend;
 mod list;
 mod live;
+mod slots;
 mod stable_value;
 mod stack;
 mod tag;
@@ -40,7 +41,8 @@ pub use list::List;
 pub use live::live_handles;
 /// The plugin ABI's owned string and list boxes count as live handles too.
 pub(crate) use live::{box_freed as live_box_freed, box_made as live_box_made};
+pub use slots::{IntoIter as StackIntoIter, INLINE_SLOTS};
 pub use stable_value::StableValue;
-pub use stack::{Stack, INLINE_SLOTS};
+pub use stack::Stack;
 pub use tag::Tag;
 pub use typed_key::{Devices, RefKey, SliceKey, StrKey, TypedKey};

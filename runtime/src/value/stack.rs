@@ -1,13 +1,9 @@
 use std::marker::PhantomData;
 
-use smallvec::SmallVec;
-
 use super::convert::IntoStable;
+use super::slots::{IntoIter, Slots};
 use super::stable_value::StableValue;
 use crate::Tensor;
-
-/// Slots held inline, before the stack spills to the heap: 8 arguments plus 8 outputs.
-pub const INLINE_SLOTS: usize = 16;
 
 /// The boxed argument stack every op is called through. It owns its values (see the module
 /// docs); calls with up to 8 arguments and 8 results never touch the heap.
@@ -17,7 +13,7 @@ pub const INLINE_SLOTS: usize = 16;
 /// (`pop`, iteration) as owned values.
 #[derive(Clone, Debug, Default)]
 pub struct Stack<'a> {
-    values: SmallVec<[StableValue; INLINE_SLOTS]>,
+    values: Slots,
     borrows: PhantomData<&'a Tensor>,
 }
 
@@ -26,7 +22,7 @@ impl<'a> Stack<'a> {
     #[inline]
     pub fn new() -> Stack<'a> {
         Stack {
-            values: SmallVec::new(),
+            values: Slots::new(),
             borrows: PhantomData,
         }
     }
@@ -243,12 +239,9 @@ impl FromIterator<StableValue> for Stack<'_> {
 
 impl IntoIterator for Stack<'_> {
     type Item = StableValue;
-    type IntoIter = std::iter::Map<
-        smallvec::IntoIter<[StableValue; INLINE_SLOTS]>,
-        fn(StableValue) -> StableValue,
-    >;
-    fn into_iter(self) -> Self::IntoIter {
-        self.values.into_iter().map(StableValue::into_owned)
+    type IntoIter = IntoIter;
+    fn into_iter(self) -> IntoIter {
+        IntoIter::new(self.values)
     }
 }
 
