@@ -275,6 +275,17 @@ mod tests {
     use crate::value::IntoStable;
     use crate::Tensor;
 
+    /// Runs `check` with a tensor, then checks that every reference it took was given back
+    /// and no handle leaked or was freed twice.
+    fn counted(check: impl FnOnce(&Tensor)) {
+        let b = balance();
+        let t = Tensor::from_slice(&[1.0f32], &[1]).unwrap();
+        check(&t);
+        assert_eq!(t.ref_count(), 1, "every reference given back");
+        drop(t);
+        b.assert_balanced();
+    }
+
     fn owned(t: &Tensor) -> StableValue {
         t.clone().into_stable()
     }
@@ -293,49 +304,45 @@ mod tests {
 
     #[test]
     fn values_keep_their_order_across_the_spill_and_pop_top_first() {
-        let b = balance();
-        let t = Tensor::from_slice(&[1.0f32], &[1]).unwrap();
-        let mut slots = filled(&t, INLINE_SLOTS);
-        assert!(!slots.spilled());
-        assert_eq!(slots.capacity(), INLINE_SLOTS);
-        slots.push(99i64.into_stable());
-        assert!(slots.spilled(), "the 17th value spills");
-        assert!(slots.capacity() > INLINE_SLOTS);
-        assert_eq!(slots.len(), INLINE_SLOTS + 1);
-        assert_eq!(t.ref_count(), 1 + INLINE_SLOTS / 2, "moved, not copied");
-        for (i, v) in slots.iter().enumerate().take(INLINE_SLOTS) {
-            if i % 2 == 0 {
-                assert!(v.as_tensor().is_some_and(|x| x.ptr_eq(&t)));
-            } else {
-                assert_eq!(v.as_int(), Some(i as i64));
+        counted(|t| {
+            let mut slots = filled(t, INLINE_SLOTS);
+            assert!(!slots.spilled());
+            assert_eq!(slots.capacity(), INLINE_SLOTS);
+            slots.push(99i64.into_stable());
+            assert!(slots.spilled(), "the 17th value spills");
+            assert!(slots.capacity() > INLINE_SLOTS);
+            assert_eq!(slots.len(), INLINE_SLOTS + 1);
+            assert_eq!(t.ref_count(), 1 + INLINE_SLOTS / 2, "moved, not copied");
+            for (i, v) in slots.iter().enumerate().take(INLINE_SLOTS) {
+                if i % 2 == 0 {
+                    assert!(v.as_tensor().is_some_and(|x| x.ptr_eq(t)));
+                } else {
+                    assert_eq!(v.as_int(), Some(i as i64));
+                }
             }
-        }
-        assert_eq!(slots.pop().and_then(|v| v.as_int()), Some(99));
-        let top = slots.pop().unwrap();
-        assert_eq!(top.as_int(), Some(INLINE_SLOTS as i64 - 1));
-        drop(slots);
-        assert_eq!(t.ref_count(), 1);
-        drop(t);
-        b.assert_balanced();
+            assert_eq!(slots.pop().and_then(|v| v.as_int()), Some(99));
+            let top = slots.pop().unwrap();
+            assert_eq!(top.as_int(), Some(INLINE_SLOTS as i64 - 1));
+            drop(slots);
+            assert_eq!(t.ref_count(), 1);
+        });
     }
 
     #[test]
     fn truncate_and_clear_drop_each_value_once() {
-        let b = balance();
-        let t = Tensor::from_slice(&[1.0f32], &[1]).unwrap();
-        let mut slots = filled(&t, 40);
-        assert_eq!(t.ref_count(), 21);
-        slots.truncate(10);
-        assert_eq!((slots.len(), t.ref_count()), (10, 6));
-        slots.truncate(20);
-        assert_eq!(slots.len(), 10, "truncating to more does nothing");
-        slots.clear();
-        assert_eq!((slots.len(), t.ref_count()), (0, 1));
-        slots.push(owned(&t));
-        assert_eq!(slots.len(), 1, "a cleared buffer takes values again");
-        drop(slots);
-        drop(t);
-        b.assert_balanced();
+        counted(|t| {
+            let mut slots = filled(t, 40);
+            assert_eq!(t.ref_count(), 21);
+            slots.truncate(10);
+            assert_eq!((slots.len(), t.ref_count()), (10, 6));
+            slots.truncate(20);
+            assert_eq!(slots.len(), 10, "truncating to more does nothing");
+            slots.clear();
+            assert_eq!((slots.len(), t.ref_count()), (0, 1));
+            slots.push(owned(t));
+            assert_eq!(slots.len(), 1, "a cleared buffer takes values again");
+            drop(slots);
+        });
     }
 
     #[test]
@@ -357,52 +364,48 @@ mod tests {
 
     #[test]
     fn a_clone_counts_its_own_references_inline_and_spilled() {
-        let b = balance();
-        let t = Tensor::from_slice(&[1.0f32], &[1]).unwrap();
-        for n in [3, INLINE_SLOTS + 5] {
-            let slots = filled(&t, n);
-            let before = t.ref_count();
-            let copy = slots.clone();
-            assert_eq!(copy.len(), n);
-            assert_eq!(t.ref_count(), 2 * before - 1);
-            assert_eq!(copy[1].as_int(), Some(1));
-            drop(slots);
-            drop(copy);
-            assert_eq!(t.ref_count(), 1);
-        }
-        drop(t);
-        b.assert_balanced();
+        counted(|t| {
+            for n in [3, INLINE_SLOTS + 5] {
+                let slots = filled(t, n);
+                let before = t.ref_count();
+                let copy = slots.clone();
+                assert_eq!(copy.len(), n);
+                assert_eq!(t.ref_count(), 2 * before - 1);
+                assert_eq!(copy[1].as_int(), Some(1));
+                drop(slots);
+                drop(copy);
+                assert_eq!(t.ref_count(), 1);
+            }
+        });
     }
 
     #[test]
     fn iterating_hands_out_owned_values_and_drops_the_rest_once() {
-        let b = balance();
-        let t = Tensor::from_slice(&[1.0f32], &[1]).unwrap();
-        for n in [6, INLINE_SLOTS + 6] {
-            let mut slots = filled(&t, n);
-            // SAFETY: a borrowed tensor pushed last, while `t` outlives the slots.
-            slots.push(unsafe { (&t).into_stable_for_call() });
-            let mut iter = IntoIter::new(slots);
-            assert_eq!(iter.len(), n + 1);
-            let first = iter.next().unwrap();
-            assert!(first.as_tensor().is_some_and(|x| x.ptr_eq(&t)));
-            assert_eq!(iter.next().and_then(|v| v.as_int()), Some(1));
-            drop(iter);
-            assert_eq!(t.ref_count(), 2, "only the value handed out is left");
-            drop(first);
-            let last = IntoIter::new({
-                let mut s = Slots::new();
-                // SAFETY: as above.
-                s.push(unsafe { (&t).into_stable_for_call() });
-                s
-            })
-            .last()
-            .unwrap();
-            assert_eq!(t.ref_count(), 2, "a borrowed tensor leaves as an owned one");
-            drop(last);
-        }
-        drop(t);
-        b.assert_balanced();
+        counted(|t| {
+            for n in [6, INLINE_SLOTS + 6] {
+                let mut slots = filled(t, n);
+                // SAFETY: a borrowed tensor pushed last, while `t` outlives the slots.
+                slots.push(unsafe { t.into_stable_for_call() });
+                let mut iter = IntoIter::new(slots);
+                assert_eq!(iter.len(), n + 1);
+                let first = iter.next().unwrap();
+                assert!(first.as_tensor().is_some_and(|x| x.ptr_eq(t)));
+                assert_eq!(iter.next().and_then(|v| v.as_int()), Some(1));
+                drop(iter);
+                assert_eq!(t.ref_count(), 2, "only the value handed out is left");
+                drop(first);
+                let last = IntoIter::new({
+                    let mut s = Slots::new();
+                    // SAFETY: as above.
+                    s.push(unsafe { t.into_stable_for_call() });
+                    s
+                })
+                .last()
+                .unwrap();
+                assert_eq!(t.ref_count(), 2, "a borrowed tensor leaves as an owned one");
+                drop(last);
+            }
+        });
     }
 
     #[test]
