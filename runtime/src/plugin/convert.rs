@@ -14,6 +14,7 @@ use std::mem::MaybeUninit;
 
 use opbox_codegen::schema::{BaseType, Type, TypeShape};
 
+use super::lent::Lent;
 use super::tensor;
 use crate::abi::plugin_v1::{AbiList, AbiString, TensorHeader, Value};
 use crate::value::{List, StableValue, Tag};
@@ -247,10 +248,26 @@ unsafe extern "C" fn release_list(l: *mut AbiList) {
 }
 
 /// `v` as an owned ABI value, whose objects this image releases when the receiver asks.
-pub(crate) fn give(mut v: StableValue) -> Result<Value> {
+pub(crate) fn give(v: StableValue) -> Result<Value> {
+    give_with(v, tensor::owned)
+}
+
+/// [`give`] for a kernel's output, which goes back as its input's own header when it is exactly
+/// one of the call's lent inputs.
+pub(crate) fn give_in(v: StableValue, lent: &Lent) -> Result<Value> {
+    give_with(v, |t| match lent.hand_back(&t) {
+        Some(header) => Ok(header),
+        None => tensor::owned(t),
+    })
+}
+
+fn give_with(
+    mut v: StableValue,
+    owned_tensor: impl FnOnce(crate::Tensor) -> Result<*mut TensorHeader>,
+) -> Result<Value> {
     let (tag, aux) = (v.raw_tag(), v.aux());
     let payload = match v.tag() {
-        Some(Tag::Tensor) => ptr_bits(tensor::owned(
+        Some(Tag::Tensor) => ptr_bits(owned_tensor(
             v.take_tensor().ok_or_else(|| null("tensor"))?,
         )?),
         Some(Tag::Str) => {
@@ -407,11 +424,30 @@ pub(crate) unsafe fn take_string(p: *mut AbiString) -> Result<String> {
 /// # Safety
 /// `v` is a value per the ABI whose objects are live for the call.
 pub(crate) unsafe fn borrow(v: &Value) -> Result<StableValue> {
+    // SAFETY: forwarded; `tensor::borrow` takes a live header.
+    unsafe { borrow_with(v, |h| tensor::borrow(h)) }
+}
+
+/// [`borrow`] for a kernel's input: a tensor is imported into `lent`, which settles it when the
+/// call ends.
+///
+/// # Safety
+/// As [`borrow`], with `v`'s objects live until `lent` is dropped.
+pub(crate) unsafe fn borrow_in(v: &Value, lent: &mut Lent) -> Result<StableValue> {
+    // SAFETY: forwarded; the header is live until `lent` is dropped.
+    unsafe { borrow_with(v, |h| lent.import(h)) }
+}
+
+/// # Safety
+/// As [`borrow`]; `tensor` is called with a live header, or null.
+unsafe fn borrow_with(
+    v: &Value,
+    tensor: impl FnOnce(*mut TensorHeader) -> Result<crate::Tensor>,
+) -> Result<StableValue> {
     match Tag::from_u32(v.tag) {
-        // SAFETY: a live header, per the contract.
-        Some(Tag::Tensor) => Ok(StableValue::tensor(unsafe {
-            tensor::borrow(bits_ptr::<TensorHeader>(v.payload))
-        }?)),
+        Some(Tag::Tensor) => Ok(StableValue::tensor(tensor(bits_ptr::<TensorHeader>(
+            v.payload,
+        ))?)),
         // SAFETY: a live string, per the contract.
         Some(Tag::Str) => {
             unsafe { read_string(bits_ptr::<AbiString>(v.payload)) }.map(StableValue::str)

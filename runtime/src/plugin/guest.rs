@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use smallvec::SmallVec;
 
 use super::convert;
+use super::lent::Lent;
 use super::tensor;
 use crate::abi::plugin_v1::{
     host_size_for, unpack_version, version_string, HostV1, ImplDesc, LibraryDesc, OpDesc, PluginV1,
@@ -223,10 +224,13 @@ unsafe fn run_kernel(
     num_args: usize,
     num_outputs: usize,
 ) -> Result<()> {
+    // Declared before `local`, so that it is dropped after it: its imports are settled once the
+    // call's own handles to them are gone, on every path out (an error or a panic too).
+    let mut lent = Lent::default();
     let mut local = Stack::new();
     for i in 0..num_args {
-        // SAFETY: per the contract.
-        local.push_value(unsafe { convert::borrow(&*stack.add(i)) }?);
+        // SAFETY: per the contract; the inputs are lent until this function returns.
+        local.push_value(unsafe { convert::borrow_in(&*stack.add(i), &mut lent) }?);
     }
     let base = local.reserve_outputs(num_outputs);
     // SAFETY: `base` points at the local stack's `num_args + num_outputs` values, per the
@@ -241,7 +245,7 @@ unsafe fn run_kernel(
     let outputs = &mut local.as_mut_slice()[num_args..];
     let mut given: SmallVec<[Value; 8]> = SmallVec::new();
     for out in outputs.iter_mut() {
-        match convert::give(std::mem::take(out)) {
+        match convert::give_in(std::mem::take(out), &lent) {
             Ok(v) => given.push(v),
             Err(e) => {
                 for v in given {

@@ -26,6 +26,7 @@ mod convert;
 pub mod guest;
 mod host;
 mod kernel;
+mod lent;
 mod load;
 mod plan;
 mod schemas;

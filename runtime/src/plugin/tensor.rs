@@ -31,7 +31,7 @@ struct Owned {
     tensor: Tensor,
 }
 
-fn is_ours(header: &TensorHeader) -> bool {
+pub(super) fn is_ours(header: &TensorHeader) -> bool {
     std::ptr::eq(header.vtable, &VTABLE)
 }
 
@@ -107,7 +107,7 @@ fn handed_back(t: &Tensor) -> Option<*mut TensorHeader> {
 }
 
 /// Whether `header` describes exactly the elements `t` views.
-fn same_view(header: &TensorHeader, t: &Tensor) -> bool {
+pub(super) fn same_view(header: &TensorHeader, t: &Tensor) -> bool {
     let dl = &header.dl;
     let first = (dl.data as usize).wrapping_add(dl.byte_offset as usize);
     if usize::try_from(dl.ndim) != Ok(t.dim())
@@ -206,7 +206,7 @@ unsafe extern "C" fn release(h: *mut TensorHeader) {
 ///
 /// # Safety
 /// `h` is a live header (of any image) whose one owned reference this gives up.
-unsafe fn release_header(h: *mut c_void) {
+pub(super) unsafe fn release_header(h: *mut c_void) {
     let h = h.cast::<TensorHeader>();
     // SAFETY: live per the contract; its vtable lives as long as its maker, never unloaded.
     unsafe {

@@ -34,60 +34,126 @@ fn reach(shape: &[usize], strides: &[isize]) -> Option<(isize, isize)> {
     Some((lo, hi.checked_add(1)?))
 }
 
-/// The layout and storage extent of a foreign buffer: the layout's offset is where element
-/// `[0, ...]` sits above the storage's base, and `below` how many bytes the base lies below the
-/// given pointer.
+/// Where a foreign buffer's elements lie: the storage's length, and how far its base lies below
+/// the pointer to element `[0, ...]` (negative strides reach there), in bytes.
 pub(crate) struct Extent {
-    pub(crate) layout: Layout,
     pub(crate) nbytes: usize,
     pub(crate) below: usize,
 }
 
-/// The shape and strides are taken by value and moved into the layout: a plugin call imports a
-/// header per tensor, and copying them again cost it more than the checks.
-pub(crate) fn extent(shape: Shape, strides: Option<Strides>, dtype: DType) -> Result<Extent> {
-    let numel = checked_numel(&shape)?;
-    checked_nbytes(&shape, numel, dtype)?;
-    let strides: Strides = match strides {
+/// Checks and completes the layout of a foreign buffer of `dtype` whose element `[0, ...]` is at
+/// `ptr`: `layout`'s shape and strides are as the buffer's owner gave them (`row_major`: it gave
+/// none, and they are made here); its offset (where element `[0, ...]` sits above the storage's
+/// base), element count and contiguity are set here. The pointer must not be null where there
+/// are elements, and must be aligned for `dtype`. In place: a plugin call imports a header per
+/// tensor, and moving layouts around cost it more than the checks.
+pub(crate) fn checked_extent(
+    ptr: *mut c_void,
+    layout: &mut Layout,
+    row_major: bool,
+    dtype: DType,
+) -> Result<Extent> {
+    let shape = &layout.shape;
+    let numel = checked_numel(shape)?;
+    checked_nbytes(shape, numel, dtype)?;
+    if row_major {
         // Its byte size was checked just above.
-        None => contiguous_strides(&shape),
-        Some(s) if s.len() == shape.len() => s,
-        Some(s) => {
-            return Err(Error::Shape(format!(
-                "from_blob: shape {shape:?} has {} dimensions but strides {s:?} has {}",
-                shape.len(),
-                s.len()
-            )))
-        }
-    };
-    if numel == 0 {
-        let layout = Layout::from_parts(shape, strides, 0, 0);
-        return Ok(Extent {
-            layout,
+        layout.strides = contiguous_strides(shape);
+    } else if layout.strides.len() != shape.len() {
+        return Err(Error::Shape(format!(
+            "from_blob: shape {shape:?} has {} dimensions but strides {:?} has {}",
+            shape.len(),
+            layout.strides,
+            layout.strides.len()
+        )));
+    }
+    let ext = if numel == 0 {
+        layout.set_extent(0, 0);
+        Extent {
             nbytes: 0,
             below: 0,
-        });
-    }
-    let too_far = || {
-        Error::Shape(format!(
-            "from_blob: a {dtype} tensor of shape {shape:?} and strides {strides:?} reaches \
-             further than isize::MAX bytes"
-        ))
+        }
+    } else {
+        let too_far = || {
+            Error::Shape(format!(
+                "from_blob: a {dtype} tensor of shape {:?} and strides {:?} reaches further \
+                 than isize::MAX bytes",
+                layout.shape, layout.strides
+            ))
+        };
+        let (lo, hi) = reach(&layout.shape, &layout.strides).ok_or_else(too_far)?;
+        let size = dtype.size();
+        let elems = hi.checked_sub(lo).ok_or_else(too_far)?.unsigned_abs();
+        let nbytes = elems
+            .checked_mul(size)
+            .filter(|&n| n <= isize::MAX as usize)
+            .ok_or_else(too_far)?;
+        let offset = lo.unsigned_abs();
+        layout.set_extent(offset, numel);
+        Extent {
+            nbytes,
+            below: offset * size,
+        }
     };
-    let (lo, hi) = reach(&shape, &strides).ok_or_else(too_far)?;
-    let size = dtype.size();
-    let elems = hi.checked_sub(lo).ok_or_else(too_far)?.unsigned_abs();
-    let nbytes = elems
-        .checked_mul(size)
-        .filter(|&n| n <= isize::MAX as usize)
-        .ok_or_else(too_far)?;
-    let offset = lo.unsigned_abs();
-    let layout = Layout::from_parts(shape, strides, offset, numel);
-    Ok(Extent {
+    if ptr.is_null() && ext.nbytes > 0 {
+        return Err(Error::InvalidArgument(format!(
+            "from_blob: the pointer is null, but a {dtype} tensor of shape {:?} has elements",
+            layout.shape
+        )));
+    }
+    if !(ptr as usize).is_multiple_of(dtype.size()) {
+        return Err(Error::InvalidArgument(format!(
+            "from_blob: the pointer {ptr:p} is not aligned for {dtype} (a multiple of {} bytes)",
+            dtype.size()
+        )));
+    }
+    Ok(ext)
+}
+
+/// A cpu buffer's storage base: `below` bytes under the pointer to element `[0, ...]`.
+/// `wrapping_sub` keeps the pointer's provenance; the caller promised those bytes are part of
+/// the same buffer.
+pub(crate) fn cpu_base(ptr: *mut c_void, ext: &Extent) -> NonNull<u8> {
+    let base = ptr.cast::<u8>().wrapping_sub(ext.below);
+    NonNull::new(base).unwrap_or(NonNull::<u64>::dangling().cast())
+}
+
+/// What [`lent_cpu`]'s `fill` found: the buffer's dtype, its storage's base and length, and
+/// whether writes are refused.
+pub(crate) struct Lend {
+    pub(crate) dtype: DType,
+    pub(crate) base: NonNull<u8>,
+    pub(crate) nbytes: usize,
+    pub(crate) read_only: bool,
+}
+
+/// A cpu tensor over memory lent for one call ([`HostMemory::lent`]), whose layout `fill` writes
+/// (in place, and checked as [`checked_extent`] does): `spare`, a wrapper of lent memory that
+/// nothing else references, re-pointed at it, or a new wrapper when there is none (or it is not
+/// one).
+///
+/// # Safety
+///
+/// As [`HostMemory::lent`], for the bytes of the [`Lend`] that `fill` returns.
+pub(crate) unsafe fn lent_cpu(
+    spare: Option<Tensor>,
+    fill: &mut impl FnMut(&mut Layout) -> Result<Lend>,
+) -> Result<Tensor> {
+    if let Some(mut spare) = spare {
+        // SAFETY: forwarded.
+        if let Some(relent) = unsafe { spare.relend(fill) } {
+            return relent.map(|()| spare);
+        }
+    }
+    let mut layout = Layout::default();
+    let lend = fill(&mut layout)?;
+    // SAFETY: forwarded.
+    let memory = unsafe { HostMemory::lent(lend.base, lend.read_only) };
+    Ok(Tensor::from_impl(
+        Storage::new(memory, lend.nbytes, 0),
         layout,
-        nbytes,
-        below: offset * size,
-    })
+        lend.dtype,
+    ))
 }
 
 /// Wraps foreign memory whose element `[0, ...]` is at address `ptr`. On error the deleter is
@@ -108,31 +174,19 @@ pub(crate) unsafe fn wrap(
     deleter: Deleter,
     origin: usize,
 ) -> std::result::Result<Tensor, (Error, Deleter)> {
-    let ext = match extent(shape, strides, dtype) {
+    let row_major = strides.is_none();
+    let mut layout = Layout {
+        shape,
+        strides: strides.unwrap_or_default(),
+        ..Layout::default()
+    };
+    let ext = match checked_extent(ptr, &mut layout, row_major, dtype) {
         Ok(e) => e,
         Err(e) => return Err((e, deleter)),
     };
-    if ptr.is_null() && ext.nbytes > 0 {
-        let e = Error::InvalidArgument(format!(
-            "from_blob: the pointer is null, but a {dtype} tensor of shape {:?} has elements",
-            ext.layout.shape
-        ));
-        return Err((e, deleter));
-    }
-    if !(ptr as usize).is_multiple_of(dtype.size()) {
-        let e = Error::InvalidArgument(format!(
-            "from_blob: the pointer {ptr:p} is not aligned for {dtype} (a multiple of {} bytes)",
-            dtype.size()
-        ));
-        return Err((e, deleter));
-    }
     let storage = match device {
         Device::Cpu => {
-            // The storage's base: `below` bytes under the pointer (negative strides reach
-            // there). `wrapping_sub` keeps the pointer's provenance; the caller promised those
-            // bytes are part of the same buffer.
-            let base = ptr.cast::<u8>().wrapping_sub(ext.below);
-            let base = NonNull::new(base).unwrap_or(NonNull::<u64>::dangling().cast());
+            let base = cpu_base(ptr, &ext);
             // SAFETY: the caller guarantees the buffer covers every element of the layout, which
             // is `base .. base + nbytes`, and stays valid until the deleter runs.
             let memory = unsafe { HostMemory::foreign(base, read_only, deleter) };
@@ -165,7 +219,7 @@ pub(crate) unsafe fn wrap(
             return Err((e, deleter));
         }
     };
-    Ok(Tensor::from_impl(storage, ext.layout, dtype))
+    Ok(Tensor::from_impl(storage, layout, dtype))
 }
 
 impl Tensor {

@@ -12,7 +12,7 @@ use crate::{Error, Result};
 pub(crate) type Shape = SmallVec<[usize; 4]>;
 pub(crate) type Strides = SmallVec<[isize; 4]>;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Layout {
     pub(crate) shape: Shape,
     pub(crate) strides: Strides,
@@ -108,6 +108,14 @@ impl Layout {
             numel,
             contiguous,
         }
+    }
+
+    /// Sets the offset and element count of a layout whose shape and strides are final, and
+    /// its contiguity with them.
+    pub(crate) fn set_extent(&mut self, offset: usize, numel: usize) {
+        self.offset = offset;
+        self.numel = numel;
+        self.contiguous = is_contiguous(&self.shape, &self.strides, numel);
     }
 
     pub(crate) fn ndim(&self) -> usize {

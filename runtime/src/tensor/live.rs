@@ -50,3 +50,16 @@ impl Drop for LiveToken {
         let _ = LIVE_HERE.try_with(|c| c.set(c.get() - 1));
     }
 }
+
+/// Stops counting a tensor object set aside for reuse: it holds no one's tensor until
+/// [`taken_back`] counts it in again (or its drop would count it out twice).
+pub(crate) fn set_aside() {
+    LIVE.fetch_sub(1, Ordering::SeqCst);
+    let _ = LIVE_HERE.try_with(|c| c.set(c.get() - 1));
+}
+
+/// Counts a tensor object set aside with [`set_aside`] in again.
+pub(crate) fn taken_back() {
+    LIVE.fetch_add(1, Ordering::SeqCst);
+    let _ = LIVE_HERE.try_with(|c| c.set(c.get() + 1));
+}

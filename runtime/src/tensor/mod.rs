@@ -40,7 +40,7 @@ mod dtype;
 mod element;
 mod fmt;
 pub(crate) mod foreign;
-mod layout;
+pub(crate) mod layout;
 mod live;
 pub(crate) mod lock;
 mod native;
@@ -60,6 +60,7 @@ pub use device::Device;
 pub use dtype::DType;
 pub use element::Element;
 pub use live::{live_tensors, live_tensors_on_this_thread};
+pub(crate) use live::{set_aside, taken_back};
 pub use storage::CPU_ALIGN;
 
 pub(crate) use element::{with_dtype, with_width};
@@ -151,6 +152,64 @@ impl Tensor {
         Tensor {
             ptr: unsafe { NonNull::new_unchecked(raw.cast_mut()) },
         }
+    }
+
+    /// The tensor object and its storage, when this handle is the only reference to both.
+    fn sole_parts(&mut self) -> Option<&mut TensorImpl> {
+        // Borrowed as an `Arc` without touching the count: `ptr` came from `Arc::into_raw` and
+        // this handle owns one strong reference, which stays owned (ManuallyDrop).
+        // SAFETY: as above.
+        let mut arc = ManuallyDrop::new(unsafe { Arc::from_raw(self.ptr.as_ptr()) });
+        let inner = Arc::get_mut(&mut arc)?;
+        Arc::get_mut(&mut inner.storage)?;
+        // SAFETY: `get_mut` proved the object unique, and `&mut self` holds its one reference
+        // for the returned borrow's lifetime; the allocation outlives it (the reference is
+        // still owned by `self`).
+        Some(unsafe { &mut *self.ptr.as_ptr() })
+    }
+
+    /// Whether this handle is the only reference to its tensor object and its storage (no
+    /// clone, no view).
+    pub(crate) fn is_sole_reference(&mut self) -> bool {
+        self.sole_parts().is_some()
+    }
+
+    /// Points a wrapper of lent cpu memory with no deleter ([`HostMemory::lent`]) that this
+    /// handle alone references at another lent buffer, whose layout `fill` writes in place: it
+    /// is then that buffer's tensor. None, with `fill` not called and nothing changed, when the
+    /// tensor is no such wrapper. On `fill`'s error the wrapper is left unusable, for the
+    /// caller to drop.
+    ///
+    /// # Safety
+    ///
+    /// As [`HostMemory::lent`], for the bytes of the [`Lend`](foreign::Lend) that `fill`
+    /// returns.
+    ///
+    /// [`HostMemory::lent`]: crate::backend::cpu::memory::HostMemory::lent
+    pub(crate) unsafe fn relend(
+        &mut self,
+        fill: &mut impl FnMut(&mut Layout) -> crate::Result<foreign::Lend>,
+    ) -> Option<crate::Result<()>> {
+        let inner = self.sole_parts()?;
+        let storage = Arc::get_mut(&mut inner.storage)?;
+        if !storage.is_relendable() {
+            return None;
+        }
+        let lend = match fill(&mut inner.layout) {
+            Ok(lend) => lend,
+            Err(e) => return Some(Err(e)),
+        };
+        let storage = Arc::get_mut(&mut inner.storage)?;
+        // SAFETY: forwarded. It is relendable (checked above, and nothing changed it); were it
+        // not, the error has the caller drop the wrapper, whose layout no longer matches.
+        if !unsafe { storage.relend(lend.base, lend.nbytes, lend.read_only) } {
+            return Some(Err(crate::Error::InvalidArgument(
+                "a lent tensor's wrapper could not be reused".to_string(),
+            )));
+        }
+        inner.dtype = lend.dtype;
+        inner.native = None;
+        Some(Ok(()))
     }
 
     fn inner(&self) -> &TensorImpl {

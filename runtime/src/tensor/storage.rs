@@ -17,6 +17,7 @@
 
 use std::any::Any;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::Device;
@@ -70,6 +71,11 @@ pub(crate) trait Memory: Send + Sync + 'static {
 
     /// The memory as host bytes, when the host can address it.
     fn host(&self) -> Option<&HostMemory> {
+        None
+    }
+
+    /// [`Memory::host`], for the one owner of the storage.
+    fn host_mut(&mut self) -> Option<&mut HostMemory> {
         None
     }
 
@@ -151,8 +157,9 @@ pub(crate) struct Storage<M: ?Sized + Memory = dyn Memory> {
     nbytes: usize,
     /// For memory wrapped from a plugin-ABI tensor header: the address of that header, whose
     /// one owned reference this storage's deleter releases; 0 otherwise. It lets the plugin ABI
-    /// hand a tensor back to the image that made it as that image's own header.
-    origin: usize,
+    /// hand a tensor back to the image that made it as that image's own header. Lent memory
+    /// gets one when something keeps it past its call, while other views may be reading.
+    origin: AtomicUsize,
     memory: M,
 }
 
@@ -199,7 +206,7 @@ impl Storage {
         Arc::new(Storage {
             device_base: memory.device_base(),
             nbytes,
-            origin,
+            origin: AtomicUsize::new(origin),
             memory,
         })
     }
@@ -207,7 +214,48 @@ impl Storage {
     /// The address of the plugin-ABI tensor header whose owned reference keeps this memory
     /// alive (released when this storage drops), or 0 for memory that came another way.
     pub(crate) fn origin(&self) -> usize {
-        self.origin
+        self.origin.load(Ordering::Acquire)
+    }
+
+    /// Lent host memory (see [`HostMemory::lent`]) kept past its call: `deleter` gives up the
+    /// owned reference of the plugin-ABI header at `origin`, which then becomes the storage's
+    /// origin. `deleter` back, unrun, for any other memory.
+    pub(crate) fn keep_lent(&self, deleter: Deleter, origin: usize) -> Result<(), Deleter> {
+        let Some(host) = self.memory.host() else {
+            return Err(deleter);
+        };
+        host.keep_with(deleter)?;
+        self.origin.store(origin, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether this is lent host memory with no deleter, which [`Storage::relend`] re-points.
+    pub(crate) fn is_relendable(&mut self) -> bool {
+        self.memory.host_mut().is_some_and(|h| h.is_relendable())
+    }
+
+    /// Points this storage's lent host memory with no deleter at `nbytes` bytes from `base`
+    /// (a reused import wrapper); false, with nothing changed, for any other memory.
+    ///
+    /// # Safety
+    ///
+    /// As [`HostMemory::lent`].
+    pub(crate) unsafe fn relend(
+        &mut self,
+        base: std::ptr::NonNull<u8>,
+        nbytes: usize,
+        read_only: bool,
+    ) -> bool {
+        let Some(host) = self.memory.host_mut() else {
+            return false;
+        };
+        // SAFETY: forwarded.
+        if !unsafe { host.relend(base, read_only) } {
+            return false;
+        }
+        self.nbytes = nbytes;
+        *self.origin.get_mut() = 0;
+        true
     }
 
     pub(crate) fn device(&self) -> Device {

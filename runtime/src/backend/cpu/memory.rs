@@ -42,8 +42,9 @@ enum Owner {
     /// them (see [`huge`]).
     #[cfg(all(target_os = "linux", not(miri)))]
     Mapped(usize),
-    /// Another library: its deleter runs once, when the storage goes. In a Mutex only so the
-    /// memory is Sync; it is touched only by `drop`.
+    /// Another library: its deleter runs once, when the storage goes. None for memory lent for
+    /// one call ([`HostMemory::lent`]) until something keeps it ([`HostMemory::keep_with`]); the
+    /// Mutex makes that one late write safe while the storage is shared.
     Foreign(Mutex<Option<Deleter>>),
 }
 
@@ -156,6 +157,61 @@ impl HostMemory {
         }
     }
 
+    /// Memory lent for the length of one call (a plugin kernel's input): no deleter, since
+    /// nothing is owned yet. What keeps a view past the call gives it one ([`keep_with`]).
+    ///
+    /// # Safety
+    ///
+    /// As [`HostMemory::foreign`], until the lender's call returns; past it, only once
+    /// [`keep_with`] has given the memory a deleter.
+    ///
+    /// [`keep_with`]: HostMemory::keep_with
+    pub(crate) unsafe fn lent(base: NonNull<u8>, read_only: bool) -> HostMemory {
+        HostMemory {
+            lock: StorageLock::new(),
+            base,
+            owner: Owner::Foreign(Mutex::new(None)),
+            read_only,
+        }
+    }
+
+    /// Whether this is lent memory with no deleter yet.
+    pub(crate) fn is_relendable(&mut self) -> bool {
+        match &mut self.owner {
+            Owner::Foreign(deleter) => deleter.get_mut().is_ok_and(|d| d.is_none()),
+            _ => false,
+        }
+    }
+
+    /// Points lent memory with no deleter at another lent buffer (a reused import wrapper);
+    /// false, with nothing changed, for any other memory.
+    ///
+    /// # Safety
+    ///
+    /// As [`HostMemory::lent`].
+    pub(crate) unsafe fn relend(&mut self, base: NonNull<u8>, read_only: bool) -> bool {
+        if !self.is_relendable() {
+            return false;
+        }
+        self.base = base;
+        self.read_only = read_only;
+        true
+    }
+
+    /// Gives lent memory the deleter that now keeps it alive; `deleter` back, unrun, when the
+    /// memory already has one or is opbox's own.
+    pub(crate) fn keep_with(&self, deleter: Deleter) -> std::result::Result<(), Deleter> {
+        let Owner::Foreign(slot) = &self.owner else {
+            return Err(deleter);
+        };
+        let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_some() {
+            return Err(deleter);
+        }
+        *slot = Some(deleter);
+        Ok(())
+    }
+
     /// The address of byte 0 (for `data_ptr`; reading through it bypasses the lock).
     pub(crate) fn base(&self) -> *mut u8 {
         self.base.as_ptr()
@@ -231,6 +287,10 @@ impl Memory for HostMemory {
     }
 
     fn host(&self) -> Option<&HostMemory> {
+        Some(self)
+    }
+
+    fn host_mut(&mut self) -> Option<&mut HostMemory> {
         Some(self)
     }
 

@@ -102,7 +102,7 @@ pub(crate) unsafe fn wrap_dltensor(
 
 /// Read into the layout's own types, which the tensor keeps: reading a header of up to 4
 /// dimensions allocates nothing (a plugin call reads one per tensor it takes).
-type Dims = (
+pub(crate) type Dims = (
     crate::DType,
     crate::Device,
     Shape,
@@ -115,8 +115,26 @@ type Dims = (
 /// # Safety
 /// As [`wrap_dltensor`].
 unsafe fn dims(dl: &DLTensor) -> Result<Dims> {
-    let dtype = from_dl_dtype(dl.dtype)?;
+    let (mut shape, mut strides) = (Shape::new(), Strides::new());
+    // SAFETY: forwarded.
+    let (dtype, row_major, data) = unsafe { dims_into(dl, &mut shape, &mut strides) }?;
     let device = from_dl_device(dl.device)?;
+    Ok((dtype, device, shape, (!row_major).then_some(strides), data))
+}
+
+/// Reads and checks `dl`'s dtype, shape and strides into `shape` and `strides` (cleared
+/// first), in place: a plugin's lent input is read into the layout of a reused wrapper. Returns
+/// the dtype, whether the strides were null (a legacy tensor's way of saying row-major; then
+/// `strides` is left empty), and the address of element `[0, ...]`.
+///
+/// # Safety
+/// As [`wrap_dltensor`].
+pub(crate) unsafe fn dims_into(
+    dl: &DLTensor,
+    shape: &mut Shape,
+    strides: &mut Strides,
+) -> Result<(crate::DType, bool, *mut c_void)> {
+    let dtype = from_dl_dtype(dl.dtype)?;
     let ndim = usize::try_from(dl.ndim)
         .map_err(|_| refused(format!("ndim is {}, which is negative", dl.ndim)))?;
     let read = |p: *mut i64, what: &str| -> Result<&[i64]> {
@@ -131,31 +149,28 @@ unsafe fn dims(dl: &DLTensor) -> Result<Dims> {
     };
     // Plain loops, not a collect into Result: that adapter cost a plugin call about 400
     // instructions for a 1-D header.
-    let mut shape = Shape::with_capacity(ndim);
+    shape.clear();
     for &d in read(dl.shape, "shape")? {
         match usize::try_from(d) {
             Ok(d) => shape.push(d),
             Err(_) => return Err(refused(format!("shape has a negative size {d}"))),
         }
     }
-    // Null strides: a legacy tensor's way of saying row-major.
-    let strides = if dl.strides.is_null() {
-        None
-    } else {
-        let mut strides = Strides::with_capacity(ndim);
+    strides.clear();
+    let row_major = dl.strides.is_null();
+    if !row_major {
         for &s in read(dl.strides, "strides")? {
             match isize::try_from(s) {
                 Ok(s) => strides.push(s),
                 Err(_) => return Err(refused(format!("stride {s} does not fit isize"))),
             }
         }
-        Some(strides)
-    };
+    }
     let offset = usize::try_from(dl.byte_offset)
         .map_err(|_| refused(format!("byte_offset {} does not fit usize", dl.byte_offset)))?;
     // `wrapping_add` keeps the host pointer's provenance; a device address is only an integer.
     let data = dl.data.cast::<u8>().wrapping_add(offset).cast::<c_void>();
-    Ok((dtype, device, shape, strides, data))
+    Ok((dtype, row_major, data))
 }
 
 /// Runs `release` on error; applies `opts` to a tensor that was made.

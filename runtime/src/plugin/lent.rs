@@ -1,0 +1,302 @@
+//! A kernel's tensor inputs, imported for its call without taking a reference from their maker.
+//!
+//! The inputs of a plugin kernel are borrowed headers, valid until its call returns, and most
+//! kernels read them and let go. So a cpu header is wrapped with no `retain` and no deleter
+//! ([`HostMemory::lent`](crate::backend::cpu::memory::HostMemory::lent)). When the call ends
+//! (returns, fails or panics), each import is settled:
+//! - nothing else references it: it is set aside on this thread and re-pointed at the next
+//!   call's header, so a call allocates no wrapper and makes no call to the maker;
+//! - something keeps it (a clone in a static, a view returned): the header is retained now,
+//!   while it is still lent, and the storage takes the release as its deleter and the retained
+//!   header as its origin, exactly what a retained import has from the start.
+//!
+//! A tensor the kernel returns that is exactly one of its inputs goes back as that input's
+//! header, retained ([`Lent::hand_back`]). Other headers (cuda memory, this image's own) are
+//! imported as `tensor::borrow` always did.
+
+use std::cell::RefCell;
+
+use smallvec::SmallVec;
+
+use super::tensor;
+use crate::abi::plugin_v1::{TensorHeader, TENSOR_FLAG_READ_ONLY};
+use crate::tensor::dlpack::codes::is_host;
+use crate::tensor::dlpack::import::dims_into;
+use crate::tensor::foreign::{checked_extent, cpu_base, lent_cpu, Lend};
+use crate::tensor::layout::Layout;
+use crate::tensor::storage::Deleter;
+use crate::{Result, Tensor};
+
+/// How many set-aside wrappers a thread keeps: one per tensor input of the widest call it makes.
+const SPARES: usize = 8;
+
+/// Wrappers set aside, each the only reference to its object and storage, not counted live.
+struct Spares(Vec<Tensor>);
+
+impl Drop for Spares {
+    fn drop(&mut self) {
+        // Counted in again, so that their drop counts them out once.
+        for _ in &self.0 {
+            crate::tensor::taken_back();
+        }
+    }
+}
+
+thread_local! {
+    static SPARE: RefCell<Spares> = const { RefCell::new(Spares(Vec::new())) };
+}
+
+fn take_spare() -> Option<Tensor> {
+    let spare = SPARE
+        .try_with(|s| s.try_borrow_mut().ok()?.0.pop())
+        .ok()
+        .flatten()?;
+    crate::tensor::taken_back();
+    Some(spare)
+}
+
+/// Sets `t` aside, or drops it when this thread keeps enough.
+fn put_spare(t: Tensor) {
+    let mut t = Some(t);
+    let _ = SPARE.try_with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut() {
+            if s.0.len() < SPARES {
+                crate::tensor::set_aside();
+                s.0.extend(t.take());
+            }
+        }
+    });
+}
+
+/// An input wrapped with no reference taken, and the header it was lent as.
+struct Import {
+    tensor: Tensor,
+    header: *mut TensorHeader,
+}
+
+/// The tensors imported for one kernel call; dropping it (after the call's own handles are
+/// gone) settles them.
+#[derive(Default)]
+pub(crate) struct Lent {
+    imports: SmallVec<[Import; 4]>,
+}
+
+impl Lent {
+    /// A tensor for `h`, a header lent for this call, which the kernel may keep past it.
+    ///
+    /// # Safety
+    /// `h` is null (an error) or a live header, valid until this `Lent` is dropped.
+    pub(crate) unsafe fn import(&mut self, h: *mut TensorHeader) -> Result<Tensor> {
+        // SAFETY: null or live, per the contract.
+        let Some(header) = (unsafe { h.as_ref() }) else {
+            // SAFETY: `borrow`'s error for a null header.
+            return unsafe { tensor::borrow(h) };
+        };
+        let lendable =
+            !tensor::is_ours(header) && !header.vtable.is_null() && is_host(header.dl.device);
+        if !lendable {
+            // Retained and wrapped (or this image's own): its storage's origin gives it back.
+            // SAFETY: forwarded.
+            return unsafe { tensor::borrow(h) };
+        }
+        let read_only = header.flags & TENSOR_FLAG_READ_ONLY != 0;
+        let mut fill = |layout: &mut Layout| {
+            // SAFETY: a live header's `shape` and `strides` hold `ndim` values each.
+            let (dtype, row_major, data) =
+                unsafe { dims_into(&header.dl, &mut layout.shape, &mut layout.strides) }?;
+            let ext = checked_extent(data, layout, row_major, dtype)?;
+            Ok(Lend {
+                dtype,
+                base: cpu_base(data, &ext),
+                nbytes: ext.nbytes,
+                read_only,
+            })
+        };
+        // SAFETY: the maker keeps a lent header's memory valid (and, for writing, unshared)
+        // until the call returns; `settle` retains the header before then if anything keeps
+        // the tensor.
+        let tensor = unsafe { lent_cpu(take_spare(), &mut fill) }?;
+        self.imports.push(Import {
+            tensor: tensor.clone(),
+            header: h,
+        });
+        Ok(tensor)
+    }
+
+    /// The header to give back for `t` when it views exactly what one of this call's inputs
+    /// describes, retained by its maker; None otherwise.
+    pub(crate) fn hand_back(&self, t: &Tensor) -> Option<*mut TensorHeader> {
+        let import = self
+            .imports
+            .iter()
+            .find(|i| std::ptr::eq(i.tensor.storage(), t.storage()))?;
+        // SAFETY: lent for the call, which has not returned (this `Lent` lives).
+        let header = unsafe { &*import.header };
+        // The import itself (a tensor object never changes its view) is the header's view.
+        if !import.tensor.ptr_eq(t) && !tensor::same_view(header, t) {
+            return None;
+        }
+        // SAFETY: a live header's vtable lives as long as its maker, never unloaded; its retain
+        // is called with its own live header.
+        let kept = unsafe { ((*header.vtable).retain)(import.header) };
+        (!kept.is_null()).then_some(kept)
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        for Import { tensor, header } in self.imports.drain(..) {
+            settle(tensor, header);
+        }
+    }
+}
+
+/// Sets a lent import aside when nothing else references it, or keeps it: see the module docs.
+fn settle(mut tensor: Tensor, h: *mut TensorHeader) {
+    if tensor.is_sole_reference() {
+        put_spare(tensor);
+        return;
+    }
+    // SAFETY: the header is still lent (the call has not returned); its vtable is non-null
+    // (checked at import) and lives as long as its maker.
+    let kept = unsafe { ((*(*h).vtable).retain)(h) };
+    if kept.is_null() {
+        // The kernel kept memory its maker will free when the call returns: no error can be
+        // returned to anyone who holds it, so stop here, as running out of memory does.
+        eprintln!(
+            "opbox: a plugin kernel kept a tensor input past its call, and its maker could not \
+             retain it (out of memory); aborting"
+        );
+        std::process::abort();
+    }
+    // SAFETY: `kept` is one owned reference, given up once by the storage's deleter; the ABI
+    // lets a header's release run on any thread.
+    let release = unsafe { Deleter::call(tensor::release_header, kept.cast()) };
+    if let Err(release) = tensor
+        .storage()
+        .keep_lent(release, kept.expose_provenance())
+    {
+        // Unreachable: a lent import's memory is lent, with no deleter until now.
+        release.run();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    use super::*;
+    use crate::abi::plugin_v1::TensorVTable;
+    use crate::tensor::dlpack::codes::{to_dl_device, to_dl_dtype};
+    use crate::tensor::dlpack::ffi::DLTensor;
+    use crate::tensor::live_tensors_on_this_thread;
+    use crate::{DType, Device};
+
+    /// References "another image" holds on the test header: retains minus releases.
+    static REFS: AtomicI64 = AtomicI64::new(0);
+
+    unsafe extern "C" fn retain(h: *mut TensorHeader) -> *mut TensorHeader {
+        REFS.fetch_add(1, Ordering::SeqCst);
+        h
+    }
+
+    unsafe extern "C" fn release(_: *mut TensorHeader) {
+        REFS.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    static OTHER: TensorVTable = TensorVTable {
+        size: std::mem::size_of::<TensorVTable>() as u64,
+        retain,
+        release,
+    };
+
+    /// A header of "another image" lending `data` (1-D, f32), whose shape and strides are
+    /// `dims`: it lives as long as the caller keeps it, as a maker's retained header does.
+    fn header(data: &mut [f32], dims: &mut [i64; 2]) -> TensorHeader {
+        *dims = [data.len() as i64, 1];
+        // Both from one pointer, so neither borrow of `dims` invalidates the other.
+        let dims = dims.as_mut_ptr();
+        TensorHeader {
+            vtable: &OTHER,
+            manager_ctx: std::ptr::null_mut(),
+            refcount: 0,
+            flags: 0,
+            dl: DLTensor {
+                data: data.as_mut_ptr().cast(),
+                device: to_dl_device(Device::Cpu).unwrap(),
+                ndim: 1,
+                dtype: to_dl_dtype(DType::F32),
+                shape: dims,
+                strides: dims.wrapping_add(1),
+                byte_offset: 0,
+            },
+        }
+    }
+
+    // One test, as REFS is shared: each step leaves it at 0.
+    #[test]
+    fn lent_inputs_take_no_reference_unless_kept_and_their_wrappers_are_reused() {
+        let live = live_tensors_on_this_thread();
+        let (mut a, mut a_dims) = ([1.0f32, 2.0, 3.0], [0i64; 2]);
+        let mut a_header = header(&mut a, &mut a_dims);
+        let h: *mut TensorHeader = &mut a_header;
+        let first = {
+            let mut lent = Lent::default();
+            // SAFETY: `h` is live until `lent` drops, at the end of this block.
+            let t = unsafe { lent.import(h) }.unwrap();
+            assert_eq!(t.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+            assert_eq!(REFS.load(Ordering::SeqCst), 0, "no reference taken");
+            let back = lent.hand_back(&t.clone()).unwrap();
+            assert_eq!(back, h, "an input given back is its own header, retained");
+            // SAFETY: the reference `hand_back` took, given up by its receiver.
+            unsafe { release(back) };
+            assert!(lent.hand_back(&t.narrow(0, 1, 2).unwrap()).is_none());
+            t.as_raw()
+        };
+        assert_eq!(REFS.load(Ordering::SeqCst), 0, "settled with nothing kept");
+        assert_eq!(
+            live_tensors_on_this_thread(),
+            live,
+            "the spare is not counted"
+        );
+
+        // The test's retain gives back the header itself, so it must outlive the kept view.
+        let (mut b, mut b_dims) = ([4.0f32, 5.0], [0i64; 2]);
+        let mut b_header = header(&mut b, &mut b_dims);
+        let h: *mut TensorHeader = &mut b_header;
+        let kept = {
+            let mut lent = Lent::default();
+            // SAFETY: as above.
+            let t = unsafe { lent.import(h) }.unwrap();
+            assert_eq!(t.as_raw(), first, "the set-aside wrapper, re-pointed");
+            assert_eq!(t.shape(), [2]);
+            let view = t.narrow(0, 1, 1).unwrap();
+            drop((t, lent));
+            assert_eq!(REFS.load(Ordering::SeqCst), 1, "a view kept it: retained");
+            view
+        };
+        assert_eq!(kept.to_vec::<f32>().unwrap(), [5.0]);
+        assert_eq!(kept.storage().origin(), h.addr(), "the retained header");
+        drop(kept);
+        assert_eq!(
+            REFS.load(Ordering::SeqCst),
+            0,
+            "released with the last view"
+        );
+
+        let (mut c, mut c_dims) = ([6.0f32], [0i64; 2]);
+        let mut c_header = header(&mut c, &mut c_dims);
+        {
+            let mut lent = Lent::default();
+            // SAFETY: as above.
+            let t = unsafe { lent.import(&mut c_header) }.unwrap();
+            assert_eq!(
+                t.to_vec::<f32>().unwrap(),
+                [6.0],
+                "a new wrapper: none was set aside"
+            );
+        }
+        assert_eq!(REFS.load(Ordering::SeqCst), 0);
+        assert_eq!(live_tensors_on_this_thread(), live);
+    }
+}
