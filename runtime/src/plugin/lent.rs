@@ -186,74 +186,30 @@ mod tests {
     use std::sync::atomic::{AtomicI64, Ordering};
 
     use super::*;
-    use crate::abi::plugin_v1::TensorVTable;
-    use crate::tensor::dlpack::codes::{to_dl_device, to_dl_dtype};
-    use crate::tensor::dlpack::ffi::DLTensor;
+    use crate::plugin::other_image::{header, release_one};
     use crate::tensor::live_tensors_on_this_thread;
-    use crate::{DType, Device};
 
-    /// References "another image" holds on the test header: retains minus releases.
-    static REFS: AtomicI64 = AtomicI64::new(0);
-
-    unsafe extern "C" fn retain(h: *mut TensorHeader) -> *mut TensorHeader {
-        REFS.fetch_add(1, Ordering::SeqCst);
-        h
-    }
-
-    unsafe extern "C" fn release(_: *mut TensorHeader) {
-        REFS.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    static OTHER: TensorVTable = TensorVTable {
-        size: std::mem::size_of::<TensorVTable>() as u64,
-        retain,
-        release,
-    };
-
-    /// A header of "another image" lending `data` (1-D, f32), whose shape and strides are
-    /// `dims`: it lives as long as the caller keeps it, as a maker's retained header does.
-    fn header(data: &mut [f32], dims: &mut [i64; 2]) -> TensorHeader {
-        *dims = [data.len() as i64, 1];
-        // Both from one pointer, so neither borrow of `dims` invalidates the other.
-        let dims = dims.as_mut_ptr();
-        TensorHeader {
-            vtable: &OTHER,
-            manager_ctx: std::ptr::null_mut(),
-            refcount: 0,
-            flags: 0,
-            dl: DLTensor {
-                data: data.as_mut_ptr().cast(),
-                device: to_dl_device(Device::Cpu).unwrap(),
-                ndim: 1,
-                dtype: to_dl_dtype(DType::F32),
-                shape: dims,
-                strides: dims.wrapping_add(1),
-                byte_offset: 0,
-            },
-        }
-    }
-
-    // One test, as REFS is shared: each step leaves it at 0.
     #[test]
     fn lent_inputs_take_no_reference_unless_kept_and_their_wrappers_are_reused() {
         let live = live_tensors_on_this_thread();
+        let refs = AtomicI64::new(0);
         let (mut a, mut a_dims) = ([1.0f32, 2.0, 3.0], [0i64; 2]);
-        let mut a_header = header(&mut a, &mut a_dims);
+        let mut a_header = header(&mut a, &mut a_dims, &refs);
         let h: *mut TensorHeader = &mut a_header;
         let first = {
             let mut lent = Lent::default();
             // SAFETY: `h` is live until `lent` drops, at the end of this block.
             let t = unsafe { lent.import(h) }.unwrap();
             assert_eq!(t.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
-            assert_eq!(REFS.load(Ordering::SeqCst), 0, "no reference taken");
+            assert_eq!(refs.load(Ordering::SeqCst), 0, "no reference taken");
             let back = lent.hand_back(&t.clone()).unwrap();
             assert_eq!(back, h, "an input given back is its own header, retained");
             // SAFETY: the reference `hand_back` took, given up by its receiver.
-            unsafe { release(back) };
+            unsafe { release_one(back) };
             assert!(lent.hand_back(&t.narrow(0, 1, 2).unwrap()).is_none());
             t.as_raw()
         };
-        assert_eq!(REFS.load(Ordering::SeqCst), 0, "settled with nothing kept");
+        assert_eq!(refs.load(Ordering::SeqCst), 0, "settled with nothing kept");
         assert_eq!(
             live_tensors_on_this_thread(),
             live,
@@ -262,7 +218,7 @@ mod tests {
 
         // The test's retain gives back the header itself, so it must outlive the kept view.
         let (mut b, mut b_dims) = ([4.0f32, 5.0], [0i64; 2]);
-        let mut b_header = header(&mut b, &mut b_dims);
+        let mut b_header = header(&mut b, &mut b_dims, &refs);
         let h: *mut TensorHeader = &mut b_header;
         let kept = {
             let mut lent = Lent::default();
@@ -272,20 +228,20 @@ mod tests {
             assert_eq!(t.shape(), [2]);
             let view = t.narrow(0, 1, 1).unwrap();
             drop((t, lent));
-            assert_eq!(REFS.load(Ordering::SeqCst), 1, "a view kept it: retained");
+            assert_eq!(refs.load(Ordering::SeqCst), 1, "a view kept it: retained");
             view
         };
         assert_eq!(kept.to_vec::<f32>().unwrap(), [5.0]);
         assert_eq!(kept.storage().origin(), h.addr(), "the retained header");
         drop(kept);
         assert_eq!(
-            REFS.load(Ordering::SeqCst),
+            refs.load(Ordering::SeqCst),
             0,
             "released with the last view"
         );
 
         let (mut c, mut c_dims) = ([6.0f32], [0i64; 2]);
-        let mut c_header = header(&mut c, &mut c_dims);
+        let mut c_header = header(&mut c, &mut c_dims, &refs);
         {
             let mut lent = Lent::default();
             // SAFETY: as above.
@@ -296,7 +252,7 @@ mod tests {
                 "a new wrapper: none was set aside"
             );
         }
-        assert_eq!(REFS.load(Ordering::SeqCst), 0);
+        assert_eq!(refs.load(Ordering::SeqCst), 0);
         assert_eq!(live_tensors_on_this_thread(), live);
     }
 }

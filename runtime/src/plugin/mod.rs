@@ -28,6 +28,8 @@ mod host;
 mod kernel;
 mod lent;
 mod load;
+#[cfg(test)]
+mod other_image;
 mod plan;
 mod schemas;
 mod tensor;

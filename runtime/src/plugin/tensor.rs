@@ -322,62 +322,23 @@ mod tests {
     use std::sync::atomic::AtomicI64;
 
     use super::*;
-    use crate::tensor::dlpack::codes::{to_dl_device, to_dl_dtype};
-    use crate::tensor::dlpack::ffi::DLTensor;
-    use crate::{DType, Device};
-
-    /// The references another image's test header holds (only the test below touches it).
-    static OTHER_REFS: AtomicI64 = AtomicI64::new(0);
-
-    unsafe extern "C" fn other_retain(h: *mut TensorHeader) -> *mut TensorHeader {
-        OTHER_REFS.fetch_add(1, Ordering::Relaxed);
-        h
-    }
-
-    unsafe extern "C" fn other_release(_: *mut TensorHeader) {
-        OTHER_REFS.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    static OTHER: TensorVTable = TensorVTable {
-        size: std::mem::size_of::<TensorVTable>() as u64,
-        retain: other_retain,
-        release: other_release,
-    };
+    use crate::plugin::other_image::{header, release_one};
 
     #[test]
     fn a_tensor_goes_home_as_the_header_it_came_from_and_a_view_does_not() {
-        let mut data = [1.0f32, 2.0, 3.0, 4.0];
-        let (mut shape, mut strides) = ([4i64], [1i64]);
-        let mut header = TensorHeader {
-            vtable: &OTHER,
-            manager_ctx: std::ptr::null_mut(),
-            refcount: 1,
-            flags: 0,
-            dl: DLTensor {
-                data: data.as_mut_ptr().cast(),
-                device: to_dl_device(Device::Cpu).unwrap(),
-                ndim: 1,
-                dtype: to_dl_dtype(DType::F32),
-                shape: shape.as_mut_ptr(),
-                strides: strides.as_mut_ptr(),
-                byte_offset: 0,
-            },
-        };
+        let refs = AtomicI64::new(1);
+        let (mut data, mut dims) = ([1.0f32, 2.0, 3.0, 4.0], [0i64; 2]);
+        let mut header = header(&mut data, &mut dims, &refs);
         let h: *mut TensorHeader = &mut header;
-        OTHER_REFS.store(1, Ordering::Relaxed);
         // SAFETY: a live header of "another image", whose one reference is handed over.
         let t = unsafe { take(h) }.unwrap();
         assert_eq!(t.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0]);
 
         let back = owned(t.clone()).unwrap();
         assert_eq!(back, h, "the whole tensor goes back as its own header");
-        assert_eq!(
-            OTHER_REFS.load(Ordering::Relaxed),
-            2,
-            "retained by its maker"
-        );
+        assert_eq!(refs.load(Ordering::Relaxed), 2, "retained by its maker");
         // SAFETY: the reference `owned` gave, released by its receiver (its maker), once.
-        unsafe { other_release(back) };
+        unsafe { release_one(back) };
 
         let view = owned(t.narrow(0, 1, 2).unwrap()).unwrap();
         assert_ne!(view, h, "a view is not what the header describes");
@@ -385,10 +346,10 @@ mod tests {
         assert!(is_ours(unsafe { &*view }));
         // SAFETY: the one owned reference `owned` gave.
         unsafe { discard(view) };
-        assert_eq!(OTHER_REFS.load(Ordering::Relaxed), 1);
+        assert_eq!(refs.load(Ordering::Relaxed), 1);
         drop(t);
         assert_eq!(
-            OTHER_REFS.load(Ordering::Relaxed),
+            refs.load(Ordering::Relaxed),
             0,
             "released when the last view went"
         );
