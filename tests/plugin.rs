@@ -340,6 +340,64 @@ fn a_plugin_that_keeps_an_input_past_its_call_keeps_the_host_tensor_alive() {
 }
 
 #[test]
+fn threads_calling_a_plugin_at_once_each_get_their_own_inputs_and_nothing_leaks() {
+    let _serial = serial();
+    plugin::load(rust_plugin("plugin_fixture")).unwrap();
+    let plugin_before = int_call("rplug::live", ()).unwrap();
+    let (scale, keep, first_half) = (
+        opbox::op("rplug::scale").unwrap(),
+        opbox::op("rplug::keep").unwrap(),
+        opbox::op("rplug::first_half").unwrap(),
+    );
+    std::thread::scope(|s| {
+        for thread in 0..4 {
+            s.spawn(move || {
+                let base = 10.0 * thread as f32;
+                let x =
+                    Tensor::from_vec((0..6).map(|i| base + i as f32).collect(), &[2, 3]).unwrap();
+                // Each thread's inputs change shape, rank and contiguity from call to call, so
+                // a wrapper set aside by one call is re-pointed at a different layout by the next.
+                let inputs = [
+                    x.clone(),
+                    x.transpose(0, 1).unwrap(),
+                    x.reshape(&[6]).unwrap(),
+                    x.narrow(1, 1, 2).unwrap(),
+                ];
+                for round in 0..50 {
+                    let input = &inputs[round % inputs.len()];
+                    let want: Vec<f32> = input.to_vec::<f32>().unwrap();
+                    let scaled: Tensor = scale.call((input, 2.0)).unwrap();
+                    let doubled: Vec<f32> = want.iter().map(|v| 2.0 * v).collect();
+                    assert_eq!(scaled.to_vec::<f32>().unwrap(), doubled);
+                    assert_eq!(scaled.shape(), input.shape());
+                    let kept: Tensor = keep.call((input,)).unwrap();
+                    assert!(
+                        kept.ptr_eq(input),
+                        "an input comes back as the host's own tensor"
+                    );
+                    let half: Tensor = first_half.call((input,)).unwrap();
+                    assert_eq!(
+                        half.to_vec::<f32>().unwrap(),
+                        input
+                            .narrow(0, 0, input.shape()[0] / 2)
+                            .unwrap()
+                            .to_vec::<f32>()
+                            .unwrap()
+                    );
+                }
+                drop(inputs);
+                assert_eq!(x.ref_count(), 1, "the plugin kept no reference");
+            });
+        }
+    });
+    assert_eq!(
+        int_call("rplug::live", ()).unwrap(),
+        plugin_before,
+        "plugin handles, with the threads' set-aside wrappers gone"
+    );
+}
+
+#[test]
 fn nothing_leaks_on_either_side() {
     let _serial = serial();
     plugin::load(rust_plugin("plugin_fixture")).unwrap();
