@@ -9,6 +9,7 @@ pub mod graph;
 #[cfg(all(target_os = "linux", not(miri)))]
 mod huge_pages;
 pub mod kernel;
+mod live_counts;
 pub mod native;
 pub mod panic;
 pub mod plugin;
