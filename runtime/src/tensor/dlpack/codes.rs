@@ -104,14 +104,14 @@ pub(crate) fn to_dl_device(device: Device) -> Result<DLDevice> {
     }
 }
 
-/// The device DLPack's `d` names, or an error naming the device type opbox cannot reach.
-/// Pinned host memory (`kDLCUDAHost`) is host memory: it becomes a cpu tensor. Managed memory
-/// (`kDLCUDAManaged`) is addressable from its device: it becomes a cuda tensor there.
 /// Whether `d` is memory the host addresses, which opbox holds as [`Device::Cpu`].
 pub(crate) fn is_host(d: DLDevice) -> bool {
     matches!(d.device_type, DLDeviceType::CPU | DLDeviceType::CUDA_HOST)
 }
 
+/// The device DLPack's `d` names, or an error naming the device type opbox cannot reach.
+/// Pinned host memory (`kDLCUDAHost`) is host memory: it becomes a cpu tensor. Managed memory
+/// (`kDLCUDAManaged`) is addressable from its device: it becomes a cuda tensor there.
 pub(crate) fn from_dl_device(d: DLDevice) -> Result<Device> {
     match d.device_type {
         _ if is_host(d) => Ok(Device::Cpu),
