@@ -191,6 +191,7 @@ impl Tensor {
         fill: &mut impl FnMut(&mut Layout) -> crate::Result<foreign::Lend>,
     ) -> Option<crate::Result<()>> {
         let inner = self.sole_parts()?;
+        // Disjoint fields: the storage is re-pointed after `fill` writes the layout.
         let storage = Arc::get_mut(&mut inner.storage)?;
         if !storage.is_relendable() {
             return None;
@@ -199,14 +200,8 @@ impl Tensor {
             Ok(lend) => lend,
             Err(e) => return Some(Err(e)),
         };
-        let storage = Arc::get_mut(&mut inner.storage)?;
-        // SAFETY: forwarded. It is relendable (checked above, and nothing changed it); were it
-        // not, the error has the caller drop the wrapper, whose layout no longer matches.
-        if !unsafe { storage.relend(lend.base, lend.nbytes, lend.read_only) } {
-            return Some(Err(crate::Error::InvalidArgument(
-                "a lent tensor's wrapper could not be reused".to_string(),
-            )));
-        }
+        // SAFETY: relendable (checked just above); the bytes as forwarded.
+        unsafe { storage.relend(lend.base, lend.nbytes, lend.read_only) };
         inner.dtype = lend.dtype;
         inner.native = None;
         Some(Ok(()))

@@ -234,28 +234,25 @@ impl Storage {
         self.memory.host_mut().is_some_and(|h| h.is_relendable())
     }
 
-    /// Points this storage's lent host memory with no deleter at `nbytes` bytes from `base`
-    /// (a reused import wrapper); false, with nothing changed, for any other memory.
+    /// Points this storage's lent host memory at `nbytes` bytes from `base` (a reused import
+    /// wrapper).
     ///
     /// # Safety
     ///
-    /// As [`HostMemory::lent`].
+    /// The storage [is relendable](Storage::is_relendable), and as [`HostMemory::lent`] for the
+    /// new bytes.
     pub(crate) unsafe fn relend(
         &mut self,
         base: std::ptr::NonNull<u8>,
         nbytes: usize,
         read_only: bool,
-    ) -> bool {
-        let Some(host) = self.memory.host_mut() else {
-            return false;
-        };
-        // SAFETY: forwarded.
-        if !unsafe { host.relend(base, read_only) } {
-            return false;
+    ) {
+        if let Some(host) = self.memory.host_mut() {
+            // SAFETY: forwarded.
+            unsafe { host.relend(base, read_only) };
         }
         self.nbytes = nbytes;
         *self.origin.get_mut() = 0;
-        true
     }
 
     pub(crate) fn device(&self) -> Device {

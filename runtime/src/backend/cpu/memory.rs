@@ -183,19 +183,16 @@ impl HostMemory {
         }
     }
 
-    /// Points lent memory with no deleter at another lent buffer (a reused import wrapper);
-    /// false, with nothing changed, for any other memory.
+    /// Points lent memory with no deleter at another lent buffer (a reused import wrapper).
     ///
     /// # Safety
     ///
-    /// As [`HostMemory::lent`].
-    pub(crate) unsafe fn relend(&mut self, base: NonNull<u8>, read_only: bool) -> bool {
-        if !self.is_relendable() {
-            return false;
-        }
+    /// The memory [is relendable](HostMemory::is_relendable) (opbox's own buffer, or one with a
+    /// deleter, must never be re-pointed), and as [`HostMemory::lent`] for the new bytes.
+    pub(crate) unsafe fn relend(&mut self, base: NonNull<u8>, read_only: bool) {
+        debug_assert!(self.is_relendable(), "relend of memory that is not lent");
         self.base = base;
         self.read_only = read_only;
-        true
     }
 
     /// Gives lent memory the deleter that now keeps it alive; `deleter` back, unrun, when the
