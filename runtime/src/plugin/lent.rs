@@ -136,10 +136,8 @@ impl Lent {
         if !import.tensor.ptr_eq(t) && !tensor::same_view(header, t) {
             return None;
         }
-        // SAFETY: a live header's vtable lives as long as its maker, never unloaded; its retain
-        // is called with its own live header.
-        let kept = unsafe { ((*header.vtable).retain)(import.header) };
-        (!kept.is_null()).then_some(kept)
+        // SAFETY: lent, so live, as above.
+        unsafe { tensor::retained(import.header) }
     }
 }
 
@@ -157,10 +155,8 @@ fn settle(mut tensor: Tensor, h: *mut TensorHeader) {
         put_spare(tensor);
         return;
     }
-    // SAFETY: the header is still lent (the call has not returned); its vtable is non-null
-    // (checked at import) and lives as long as its maker.
-    let kept = unsafe { ((*(*h).vtable).retain)(h) };
-    if kept.is_null() {
+    // SAFETY: the header is still lent (the call has not returned).
+    let Some(kept) = (unsafe { tensor::retained(h) }) else {
         // The kernel kept memory its maker will free when the call returns: no error can be
         // returned to anyone who holds it, so stop here, as running out of memory does.
         eprintln!(
@@ -168,7 +164,7 @@ fn settle(mut tensor: Tensor, h: *mut TensorHeader) {
              retain it (out of memory); aborting"
         );
         std::process::abort();
-    }
+    };
     // SAFETY: `kept` is one owned reference, given up once by the storage's deleter; the ABI
     // lets a header's release run on any thread.
     let release = unsafe { Deleter::call(tensor::release_header, kept.cast()) };

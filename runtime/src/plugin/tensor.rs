@@ -99,8 +99,18 @@ fn handed_back(t: &Tensor) -> Option<*mut TensorHeader> {
     if !same_view(header, t) {
         return None;
     }
-    // SAFETY: a live header's vtable lives as long as its maker, which is never unloaded.
-    let vtable = unsafe { header.vtable.as_ref() }?;
+    // SAFETY: live, as above.
+    unsafe { retained(h) }
+}
+
+/// One more owned reference to the live header `h`, from its maker's `retain` (the header
+/// itself or a new one); None when it has no vtable or the retain fails.
+///
+/// # Safety
+/// `h` is a live header.
+pub(super) unsafe fn retained(h: *mut TensorHeader) -> Option<*mut TensorHeader> {
+    // SAFETY: live, per the contract; its vtable lives as long as its maker, never unloaded.
+    let vtable = unsafe { (*h).vtable.as_ref() }?;
     // SAFETY: the maker's retain, called with its own live header.
     let kept = unsafe { (vtable.retain)(h) };
     (!kept.is_null()).then_some(kept)
@@ -289,13 +299,12 @@ pub(crate) unsafe fn borrow(h: *mut TensorHeader) -> Result<Tensor> {
             "plugin ABI: a tensor header has no vtable".to_string(),
         ));
     }
-    // SAFETY: the maker's vtable, called with its own live header.
-    let kept = unsafe { ((*header.vtable).retain)(h) };
-    if kept.is_null() {
+    // SAFETY: live, per the contract.
+    let Some(kept) = (unsafe { retained(h) }) else {
         return Err(Error::InvalidArgument(
             "plugin ABI: retaining a tensor failed".to_string(),
         ));
-    }
+    };
     // SAFETY: `retain` returned one owned reference, handed over here.
     unsafe { wrap_foreign(kept) }
 }
