@@ -100,14 +100,13 @@ impl Layout {
         offset: usize,
         numel: usize,
     ) -> Layout {
-        let contiguous = is_contiguous(&shape, &strides, numel);
-        Layout {
+        let mut layout = Layout {
             shape,
             strides,
-            offset,
-            numel,
-            contiguous,
-        }
+            ..Layout::default()
+        };
+        layout.set_extent(offset, numel);
+        layout
     }
 
     /// Sets the offset and element count of a layout whose shape and strides are final, and
