@@ -39,22 +39,35 @@ pub fn check_all_kernels(arches: &[&str]) -> Result<CheckSummary> {
         },
         ..AotRequest::default()
     };
-    let found: Mutex<(Vec<String>, Vec<String>)> = Mutex::new((Vec::new(), Vec::new()));
+    // Jobs finish in whatever order the compile threads take; failures are listed in the
+    // caller's arch order, then by kernel, so that the error reads the same on every machine.
+    let found: Mutex<(Vec<(usize, String, String)>, Vec<String>)> =
+        Mutex::new((Vec::new(), Vec::new()));
     let summary = check_request(&request, &|event| {
         let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
         match event {
             AotEvent::Failed {
-                target, message, ..
-            } => found.0.push(format!("[{target}] {message}")),
+                kernel,
+                target,
+                message,
+            } => {
+                let arch = arches.iter().position(|a| *a == target);
+                found.0.push((
+                    arch.unwrap_or(arches.len()),
+                    kernel.to_string(),
+                    format!("[{target}] {message}"),
+                ));
+            }
             AotEvent::Skipped { kernel, .. } => found.1.push(kernel.to_string()),
             AotEvent::Listed { .. } | AotEvent::Planned { .. } | AotEvent::Done { .. } => {}
         }
     })?;
-    let (failures, skipped) = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    let (mut failures, skipped) = found.into_inner().unwrap_or_else(|e| e.into_inner());
     if !failures.is_empty() {
+        failures.sort();
         return Err(Error::KernelCheck {
             checked: summary.written + summary.failed,
-            failures,
+            failures: failures.into_iter().map(|(_, _, line)| line).collect(),
         });
     }
     Ok(CheckSummary {
