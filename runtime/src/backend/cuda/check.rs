@@ -8,6 +8,10 @@ use super::aot::AotTargets;
 use super::aot_session::{check_request, AotEvent, AotRequest};
 use crate::error::{Error, Result};
 
+/// A failed compile's line, after its sort key: the arch's position in the request, then the
+/// kernel.
+type Failure = (usize, String, String);
+
 /// What [`check_all_kernels`] covered, when every kernel compiled.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CheckSummary {
@@ -41,8 +45,7 @@ pub fn check_all_kernels(arches: &[&str]) -> Result<CheckSummary> {
     };
     // Jobs finish in whatever order the compile threads take; failures are listed in the
     // caller's arch order, then by kernel, so that the error reads the same on every machine.
-    let found: Mutex<(Vec<(usize, String, String)>, Vec<String>)> =
-        Mutex::new((Vec::new(), Vec::new()));
+    let found: Mutex<(Vec<Failure>, Vec<String>)> = Mutex::new((Vec::new(), Vec::new()));
     let summary = check_request(&request, &|event| {
         let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
         match event {
