@@ -321,7 +321,7 @@ pub mod __private {
         TypedKernel,
     };
     pub use opbox_runtime::schema;
-    pub use opbox_runtime::typemap::{extra_params, ty, KernelReturn, RustParam};
+    pub use opbox_runtime::typemap::{KernelReturn, ParamSignature, RustParam, Signature};
     pub use opbox_runtime::OpTag;
     pub use opbox_runtime::Site;
     pub use opbox_runtime::{BuildOptions, DispatchKey, Result, StableValue, Tensor};

@@ -159,11 +159,18 @@ macro_rules! tables {
             }
         }
 
+        /// Every base row's markers, parameters then returns, in table order: a marker's
+        /// [`form_code`] is its first place here.
+        const BASE_MARKERS: &[&str] = &[$($(stringify!($pm),)+ $(stringify!($rm),)+)+];
+
         /// A schema type around another: `T[]`, `T?`.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub enum Wrapper {
             $($w,)+
         }
+
+        /// How many wrappers there are: the form codes of base markers start past theirs.
+        const WRAPPERS: u64 = [$(Wrapper::$w),+].len() as u64;
 
         impl Wrapper {
             /// The wrapper's Rust forms; `T` stands for the element's (see [`RustForm::wrap`]).
@@ -180,6 +187,48 @@ macro_rules! tables {
 }
 
 crate::rust_forms!(tables);
+
+/// The base of a form code's digits (see [`form_code`]).
+const CODE_RADIX: u64 = 64;
+const _: () = assert!(1 + WRAPPERS + (BASE_MARKERS.len() as u64) < CODE_RADIX);
+
+/// The code of a base marker (`"Int"`, `"TensorRef"`): a number that `#[stable_library]` lists
+/// per argument among the forms that fit, and that the runtime's `RustParam::FORM` gives for
+/// each Rust type, so that a kernel's signature is checked by comparing numbers at compile
+/// time. A wrapper's form is [`wrapped_form_code`]; `0` is a Rust type with no schema type,
+/// which fits nothing. Panics (at compile time, in a const) for a name not in the table.
+pub const fn form_code(marker: &str) -> u64 {
+    let mut i = 0;
+    while i < BASE_MARKERS.len() {
+        if str_eq(BASE_MARKERS[i], marker) {
+            return 1 + WRAPPERS + i as u64;
+        }
+        i += 1;
+    }
+    panic!("not a marker of the rust_forms table")
+}
+
+/// The code of `wrapper` around a form whose code is `element`: the element's digits shifted
+/// up by one, and the wrapper's in the lowest (base markers' digits are past the wrappers', so
+/// no two forms share a code up to ten levels of nesting, far past any schema's).
+pub const fn wrapped_form_code(wrapper: Wrapper, element: u64) -> u64 {
+    element.wrapping_mul(CODE_RADIX) + 1 + wrapper as u64
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// What the README's type table says beside a row, where a row needs more than its forms.
 fn note(base: BaseType) -> Option<String> {

@@ -1,59 +1,22 @@
 //! The schema-to-Rust table as traits, so rustc checks every kernel signature against its
 //! schema.
 //!
-//! [`RustParam`] maps a Rust parameter type to a marker in [`ty`]; `#[stable_library]` says,
-//! per op and argument, which markers fit the schema type; `#[stable_impl]` asks rustc whether
-//! the kernel's types do. The same goes for returns through [`KernelReturn`]. The impls are built
-//! from `opbox_codegen::rust_forms!`, the table the macros read too (which types fit each schema
-//! type is listed there).
+//! [`RustParam`] gives a Rust parameter type's form code (`opbox_codegen::rust_forms::form_code`);
+//! `#[stable_library]` lists, per op and argument, which codes fit the schema type, in the op's
+//! [`Signature`]; `#[stable_impl]` compares the kernel's codes against it in a `const`, which
+//! fails the build with the op's own message. The same goes for returns through
+//! [`KernelReturn`]. The impls are built from `opbox_codegen::rust_forms!`, the table the macros
+//! read too (which types fit each schema type is listed there).
 
 use crate::dispatch::KernelOutputs;
 use crate::value::{FromStable, IntoStable, Mismatch, StableValue, TypedKey};
 use crate::{
     DType, Device, Error, Generator, Layout, MemoryFormat, Result, Scalar, Stream, Tensor,
 };
+use opbox_codegen::rust_forms::{form_code, wrapped_form_code, Wrapper};
 
-pub mod extra_params;
-
-/// Markers for the schema-side shape of a Rust type. Only rustc sees them.
-pub mod ty {
-    use std::marker::PhantomData;
-
-    /// `&Tensor`: a borrowed tensor.
-    pub struct TensorRef;
-    /// `Tensor`: an owned tensor.
-    pub struct TensorVal;
-    /// `int` (and `SymInt`).
-    pub struct Int;
-    /// `float` (and `SymFloat`).
-    pub struct Float;
-    /// `bool` (and `SymBool`).
-    pub struct Bool;
-    /// `str` (and `Dimname`).
-    pub struct Str;
-    /// `ScalarType`.
-    pub struct ScalarType;
-    /// `Device`.
-    pub struct Device;
-    /// `Scalar`.
-    pub struct Scalar;
-    /// `Layout`.
-    pub struct Layout;
-    /// `MemoryFormat`.
-    pub struct MemoryFormat;
-    /// `Generator`.
-    pub struct Generator;
-    /// `DeviceIndex`.
-    pub struct DeviceIndex;
-    /// `Stream`.
-    pub struct Stream;
-    /// `T[]` and `T[N]`.
-    pub struct List<T>(PhantomData<T>);
-    /// `T?`.
-    pub struct Optional<T>(PhantomData<T>);
-    /// A Rust type with no schema type, such as `f32`: its error names the expected type.
-    pub struct Rust<T>(PhantomData<T>);
-}
+mod signature;
+pub use signature::{ParamSignature, Signature};
 
 /// A Rust type a kernel can take as a parameter.
 #[diagnostic::on_unimplemented(
@@ -62,8 +25,8 @@ pub mod ty {
     note = "schema types map to Rust types: Tensor → &Tensor or Tensor, int and SymInt → i64, float and SymFloat → f64, bool and SymBool → bool, str and Dimname → &str or String, ScalarType → DType, Device → Device, Scalar → Scalar, Layout → Layout, MemoryFormat → MemoryFormat, Generator → Generator, DeviceIndex → i8, Stream → Stream, T[] and T[N] → &[T] or Vec<T>, T? → Option<T>"
 )]
 pub trait RustParam: TypedKey {
-    /// The schema-side marker the type stands for ([`ty`]).
-    type Schema;
+    /// The code of the schema-side form the type stands for (`form_code`; 0 for none).
+    const FORM: u64;
     /// The type's [`TypedKey::Key`], reachable through this trait so that a kernel's typed entry
     /// names it under the same obligation as the signature check (one error, not two).
     type Key: 'static;
@@ -76,11 +39,11 @@ pub trait RustParam: TypedKey {
     note = "return types map as: Tensor → Tensor, int → i64, float → f64, bool → bool, str → String, T[] → Vec<T>, T? → Option<T>; several returns are a tuple, none is ()"
 )]
 pub trait ReturnValue: IntoStable + 'static {
-    /// The schema-side marker of the return ([`ty`]).
-    type Schema;
+    /// The code of the return's schema-side form (`form_code`).
+    const FORM: u64;
 }
 
-/// One `RustParam` / `ReturnValue` impl per row of the table, naming the row's marker.
+/// One `RustParam` / `ReturnValue` impl per row of the table, with the code of the row's marker.
 macro_rules! impl_rust_forms {
     (
         base { $($base:ident: param [$($p:ty => $pm:ident),+], ret [$($r:ty => $rm:ident),+], typed_list $typed:literal;)+ }
@@ -91,15 +54,20 @@ macro_rules! impl_rust_forms {
         // `same` rows reuse a `base` row's types and `none` rows have none: only `base` rows
         // own impls.
         $(
-            $(impl RustParam for $p { type Schema = ty::$pm; type Key = <Self as TypedKey>::Key; })+
-            $(impl ReturnValue for $r { type Schema = ty::$rm; })+
+            $(impl RustParam for $p {
+                const FORM: u64 = form_code(stringify!($pm));
+                type Key = <Self as TypedKey>::Key;
+            })+
+            $(impl ReturnValue for $r { const FORM: u64 = form_code(stringify!($rm)); })+
         )+
         $(
             $(impl<T: RustParam> RustParam for $wp {
-                type Schema = ty::$w<T::Schema>;
+                const FORM: u64 = wrapped_form_code(Wrapper::$w, T::FORM);
                 type Key = <Self as TypedKey>::Key;
             })+
-            $(impl<T: ReturnValue> ReturnValue for $wr { type Schema = ty::$w<T::Schema>; })+
+            $(impl<T: ReturnValue> ReturnValue for $wr {
+                const FORM: u64 = wrapped_form_code(Wrapper::$w, T::FORM);
+            })+
         )+
     };
 }
@@ -110,7 +78,7 @@ opbox_codegen::rust_forms!(impl_rust_forms);
 // and only keep the boxing shim from adding a second, less helpful error for the same parameter.
 macro_rules! not_schema {
     ($($rust:ty),+) => {$(
-        impl RustParam for $rust { type Schema = ty::Rust<$rust>; type Key = $rust; }
+        impl RustParam for $rust { const FORM: u64 = 0; type Key = $rust; }
         impl<'a> FromStable<'a> for $rust {
             fn from_stable(_: &'a StableValue) -> Result<Self, Mismatch> {
                 Err(Mismatch)
@@ -127,8 +95,8 @@ not_schema!(f32, i16, i32, u8, u16, u32, u64, usize, isize, char);
     label = "return one value, a tuple of values, or (), optionally inside Result<_, E> with E: Into<opbox::Error>"
 )]
 pub trait KernelReturn {
-    /// A tuple of the returns' schema markers.
-    type Schema;
+    /// The returns' form codes, in order.
+    const FORMS: &'static [u64];
     /// What a typed call receives: the return without its `Result`.
     type Value: 'static;
     /// Writes the returned values into the kernel's output slots.
@@ -138,7 +106,7 @@ pub trait KernelReturn {
 }
 
 impl KernelReturn for () {
-    type Schema = ();
+    const FORMS: &'static [u64] = &[];
     type Value = ();
     fn write(self, _: &mut KernelOutputs<'_>) -> Result<()> {
         Ok(())
@@ -150,7 +118,7 @@ impl KernelReturn for () {
 }
 
 impl<T: ReturnValue> KernelReturn for T {
-    type Schema = (T::Schema,);
+    const FORMS: &'static [u64] = &[T::FORM];
     type Value = T;
     #[inline]
     fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()> {
@@ -165,7 +133,7 @@ impl<T: ReturnValue> KernelReturn for T {
 macro_rules! return_tuple {
     ($($name:ident),+) => {
         impl<$($name: ReturnValue),+> KernelReturn for ($($name,)+) {
-            type Schema = ($($name::Schema,)+);
+            const FORMS: &'static [u64] = &[$($name::FORM,)+];
             type Value = Self;
             #[inline]
             fn into_value(self) -> Result<Self> {
@@ -187,7 +155,7 @@ return_tuple!(A, B, C, D, E);
 return_tuple!(A, B, C, D, E, F);
 
 impl<R: KernelReturn, E: Into<Error>> KernelReturn for Result<R, E> {
-    type Schema = R::Schema;
+    const FORMS: &'static [u64] = R::FORMS;
     type Value = R::Value;
     #[inline]
     fn into_value(self) -> Result<R::Value> {

@@ -1,5 +1,5 @@
-//! `#[diagnostic::on_unimplemented]`, emitted from here only: the check traits of libraries and
-//! the field-type traits of native types, kernel argument structs and builtins.
+//! `#[diagnostic::on_unimplemented]`, emitted from here only: the field-type traits of native
+//! types, kernel argument structs and builtins.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{quote, quote_spanned};

@@ -1,8 +1,8 @@
 //! The names the macros generate and refer to. The library macro and the impl macro both call
 //! these, so each convention lives in one place.
 
-use proc_macro2::{Ident, Span, TokenStream};
-use quote::{format_ident, quote, ToTokens};
+use proc_macro2::{Ident, Span};
+use quote::{format_ident, ToTokens};
 
 /// Rust's keywords (strict and reserved, every edition): an op named after one gets a raw
 /// marker module, `r#where`.
@@ -36,22 +36,10 @@ pub fn marker_type(span: Span) -> Ident {
     Ident::new("Op", span)
 }
 
-pub fn arity_trait(span: Span) -> Ident {
-    Ident::new("Arity", span)
-}
-
-pub fn arg_trait(index: usize, span: Span) -> Ident {
-    Ident::new(&format!("Arg{index}"), span)
-}
-
-/// Where the `Arg{index}` traits of positions past an op's schema come from: a module that
-/// each marker module glob-imports, under its own `Arg{index}` traits.
-pub fn extra_param_traits() -> TokenStream {
-    quote!(::opbox::__private::extra_params)
-}
-
-pub fn returns_trait(span: Span) -> Ident {
-    Ident::new("Returns", span)
+/// The `const` in an op's module holding its `Signature`, which each kernel's signature is
+/// checked against at compile time (`mylib::axpby::SIGNATURE`).
+pub fn signature_const(span: Span) -> Ident {
+    Ident::new("SIGNATURE", span)
 }
 
 /// The `const` reference to an op's static data inside its module (`mylib::axpby::BOXED`),
@@ -70,7 +58,7 @@ pub fn schema_cells(span: Span) -> Ident {
     Ident::new("__OPBOX_SCHEMAS", span)
 }
 
-/// The module holding an op's marker type and its check traits, named after the op
+/// The module holding an op's marker type and its signature, named after the op
 /// (`mylib::axpby`). The impl macro imports it once, so an op that does not exist is one
 /// unresolved-import error, with rustc's "a similar name exists" hint, not one per check.
 pub fn op_module(marker: &str, span: Span) -> Ident {

@@ -1,10 +1,10 @@
-//! Which Rust types fit a schema type, as (spelling for messages, marker type for rustc), read
+//! Which Rust types fit a schema type, as (spelling for messages, form code for rustc), read
 //! from `opbox_codegen::rust_forms`: the table the runtime's `typemap` impls are built from.
 
-use opbox_codegen::rust_forms::{base_forms, stored_typed, RustForm, Wrapper};
+use opbox_codegen::rust_forms::{
+    base_forms, form_code, stored_typed, wrapped_form_code, RustForm, Wrapper,
+};
 use opbox_codegen::schema::{Type, TypeShape};
-use proc_macro2::{Ident, Span, TokenStream};
-use quote::quote;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Position {
@@ -17,16 +17,16 @@ pub enum Position {
 
 pub struct Form {
     pub spelling: String,
-    pub marker: TokenStream,
+    /// The form's code, as the runtime's `RustParam::FORM` gives it for each of its Rust types.
+    pub code: u64,
 }
 
-/// Every Rust form of `ty` at `position`, with markers deduplicated (`&str` and `String` share
-/// one), so each marker is implemented once.
+/// Every Rust form of `ty` at `position`, with codes deduplicated (`&str` and `String` share
+/// one), so each code is listed once.
 pub fn forms(ty: Type, position: Position) -> Vec<Form> {
     let mut out: Vec<Form> = Vec::new();
     for form in all_forms(ty, position) {
-        let key = form.marker.to_string();
-        match out.iter_mut().find(|f| f.marker.to_string() == key) {
+        match out.iter_mut().find(|f| f.code == form.code) {
             Some(existing) => {
                 existing.spelling = format!("{} or {}", existing.spelling, form.spelling)
             }
@@ -59,7 +59,7 @@ fn all_forms(ty: Type, position: Position) -> Vec<Form> {
                 .filter(|f| !in_place || f.borrows())
                 .map(|f| Form {
                     spelling: format!("`{}`", f.spelling()),
-                    marker: marker(f.marker, None),
+                    code: form_code(f.marker),
                 })
                 .collect()
         }
@@ -94,18 +94,9 @@ fn wrapped(
             }
             out.push(Form {
                 spelling: format!("`{}`", w.wrap(element_spelling)),
-                marker: marker(w.marker, Some(&element.marker)),
+                code: wrapped_form_code(wrapper, element.code),
             });
         }
     }
     out
-}
-
-/// `::opbox::__private::ty::Int`, or `::opbox::__private::ty::List<element>` for a wrapper.
-fn marker(name: &str, element: Option<&TokenStream>) -> TokenStream {
-    let name = Ident::new(name, Span::call_site());
-    match element {
-        None => quote!(::opbox::__private::ty::#name),
-        Some(element) => quote!(::opbox::__private::ty::#name<#element>),
-    }
 }

@@ -1,17 +1,16 @@
 //! One op's marker module: the marker type with its `OpSpec` (name, and static data in the library's table),
-//! and the traits `#[stable_impl]` checks a kernel's arity, parameters and return against, each
-//! with a message that names the op, the argument and the Rust types that fit.
+//! and the `Signature` `#[stable_impl]` checks a kernel's arity, parameters and return against,
+//! each with a message that names the op, the argument and the Rust types that fit.
 
 use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::OpDef;
-use crate::diagnostic::on_unimplemented;
 use crate::naming;
-use crate::rust_forms::{forms, spelled, Form, Position};
+use crate::rust_forms::{forms, spelled, Position};
 use opbox_codegen::rust_forms::unsupported;
 
-/// The marker type of one op, its `OpSpec`, and the traits that check kernel signatures.
+/// The marker type of one op, its `OpSpec`, and the signature kernels are checked against.
 /// `index` is the op's place in its library's table of `OpDef`s, which holds its static data.
 pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
     let span = op.lit.span();
@@ -20,7 +19,6 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
     let printed = op.text.as_str();
     let full = op.schema.qualified_name(ns);
     let arity = op.schema.arguments.len();
-    let arity_trait = naming::arity_trait(span);
     let arity_message = format!(
         "`{full}` takes {arity} argument{}, so its kernel must take {arity} parameter{}",
         if arity == 1 { "" } else { "s" },
@@ -28,8 +26,7 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
     );
     let schema_note = format!("schema: {printed}");
 
-    let arg_traits = op.schema.arguments.iter().enumerate().map(|(index, arg)| {
-        let trait_ident = naming::arg_trait(index, span);
+    let params = op.schema.arguments.iter().enumerate().map(|(index, arg)| {
         let in_place = arg.is_mutable();
         let fits = forms(arg.ty, Position::Param { in_place });
         let shown_ty = arg.ty.display_with_alias(arg.alias.as_ref()).to_string();
@@ -46,30 +43,18 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
                 spelled(&fits)
             ),
         };
-        let label = match unsupported {
-            Some(_) => format!("`{}` has no Rust type in opbox", arg.ty.base_name()),
-            None => format!("expected {} here", spelled(&fits)),
-        };
         let note = if unsupported.is_some() {
-            format!("the op can be defined, and called with a boxed kernel registered by hand, but `#[stable_impl]` cannot implement it; {schema_note}")
+            format!("the op can be defined, and called with a boxed kernel registered by hand, but `#[stable_impl]` cannot implement it\n{schema_note}")
         } else if in_place {
-            format!("`{shown_ty}` is written in place: borrow it as `&Tensor` so the caller's tensor is the one that changes; {schema_note}")
+            format!("`{shown_ty}` is written in place: borrow it as `&Tensor` so the caller's tensor is the one that changes\n{schema_note}")
         } else {
             schema_note.clone()
         };
-        let impls = fits.iter().map(|f| {
-            let m = &f.marker;
-            quote!(impl #trait_ident<#m> for #marker {})
-        });
-        let attr = on_unimplemented(&message, &label, &[&note]);
-        quote! {
-            #attr
-            pub trait #trait_ident<S> {}
-            #(#impls)*
-        }
+        let error = format!("{message}\n{note}");
+        let fits = fits.iter().map(|f| f.code);
+        quote!(::opbox::__private::ParamSignature { fits: &[#(#fits),*], error: #error })
     });
 
-    let returns_trait = naming::returns_trait(span);
     let return_forms: Vec<_> = op
         .schema
         .returns
@@ -114,21 +99,13 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
         }
     ),
     };
-    let return_impls = cartesian(&return_forms)
-        .into_iter()
-        .map(|markers| quote!(impl #returns_trait<(#(#markers,)*)> for #marker {}));
-
-    let arity_attr = on_unimplemented(
-        &arity_message,
-        "the schema has a different number of arguments",
-        &[&schema_note],
-    );
-    let returns_attr = on_unimplemented(
-        &returns_message,
-        "does not match the schema's return",
-        &[&schema_note],
-    );
-    let extra_params = naming::extra_param_traits();
+    let arity_error = format!("{arity_message}\n{schema_note}");
+    let returns_error = format!("{returns_message}\n{schema_note}");
+    let returns = return_forms.iter().map(|forms| {
+        let codes = forms.iter().map(|f| f.code);
+        quote!(&[#(#codes),*])
+    });
+    let signature = naming::signature_const(span);
     let op_module = naming::op_module(marker_name, span);
     let boxed = naming::boxed_const(span);
     let table = naming::op_table(span);
@@ -136,7 +113,7 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
         #[doc = #printed]
         #[allow(non_snake_case)]
         pub mod #op_module {
-            /// The op's marker type, which `#[stable_impl]` checks kernels against.
+            /// The op's marker type, for typed calls (`OpSpec`).
             pub struct #marker;
 
             /// The op's static data (its schema as text, parsed on first use), in its library's
@@ -148,35 +125,13 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
                 const BOXED: &'static ::opbox::__private::BoxedOp = #boxed;
             }
 
-            #arity_attr
-            pub trait #arity_trait<const N: usize> {}
-            impl #arity_trait<#arity> for #marker {}
-
-            // The positions past the schema's: their traits give way to the ones above.
-            #[doc(hidden)]
-            pub use #extra_params::*;
-            #(#arg_traits)*
-
-            #returns_attr
-            pub trait #returns_trait<S> {}
-            #(#return_impls)*
+            /// What `#[stable_impl]` checks each kernel's signature against.
+            pub const #signature: ::opbox::__private::Signature = ::opbox::__private::Signature {
+                params: &[#(#params),*],
+                arity_error: #arity_error,
+                returns: &[#(#returns),*],
+                returns_error: #returns_error,
+            };
         }
     }
-}
-
-/// Every combination of one form per return.
-fn cartesian(per_return: &[Vec<Form>]) -> Vec<Vec<TokenStream>> {
-    let mut out: Vec<Vec<TokenStream>> = vec![Vec::new()];
-    for options in per_return {
-        let mut next = Vec::new();
-        for prefix in &out {
-            for f in options {
-                let mut row = prefix.clone();
-                row.push(f.marker.clone());
-                next.push(row);
-            }
-        }
-        out = next;
-    }
-    out
 }

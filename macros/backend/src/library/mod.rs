@@ -1,6 +1,6 @@
 //! `#[stable_library(ns)]` and `#[stable_fragment(ns)]`: the `m.def("schema")` calls of the body
 //! (`defs.rs`, parsed and checked with opbox-codegen's schema parser), then a module of op
-//! markers with their signature-check traits (`markers.rs`) and the library's registration.
+//! markers with their signatures (`markers.rs`) and the library's registration.
 
 mod defs;
 mod markers;

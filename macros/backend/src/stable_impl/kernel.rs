@@ -1,5 +1,5 @@
 //! One kernel: the checks rustc runs on its signature (arity, each parameter, the return, against
-//! the op's marker traits) and its registration under the dispatch key, with the boxed shim the
+//! the op's `SIGNATURE`, in consts) and its registration under the dispatch key, with the boxed shim the
 //! dispatcher calls.
 
 use proc_macro2::{Span, TokenStream};
@@ -75,26 +75,28 @@ pub(super) fn items(
     let ops_module = join(library, naming::op_module(&op_name, op.span()));
     let ops_module = respan(&ops_module, op.span());
     let ops: Path = syn::parse_quote!(__opbox_op);
-    let marker: &Path = &join(&ops, naming::marker_type(op.span()));
     let boxed = naming::boxed_const(op.span());
-    let library = &ops;
-    let arity_trait = join(library, naming::arity_trait(op.span()));
+    // The checks: one `const` each, spanned at what it checks, so that every mismatch is its
+    // own error there. Each panics (a compile error) with the op's message for what it checks.
+    let signature = join(&ops, naming::signature_const(op.span()));
     let ident_span = sig.ident.span();
-    let arity_marker = respan(marker, ident_span);
-    let arity_trait = respan(&arity_trait, ident_span);
-    let arity_check = quote_spanned! {ident_span=>
-        fn arity<M: #arity_trait<#arity>>() {}
-        arity::<#arity_marker>();
-    };
-    let arg_checks = params.iter().enumerate().map(|(index, (span, ty))| {
-        let arg_trait = join(library, naming::arg_trait(index, *span));
-        let check = format_ident!("arg{}", index, span = *span);
-        let arg_trait = respan(&arg_trait, *span);
-        let marker = respan(marker, *span);
-        quote_spanned! {*span=>
-            fn #check<M: #arg_trait<S>, S>() {}
-            #check::<#marker, <#ty as ::opbox::__private::RustParam>::Schema>();
+    let check = |span: Span, mismatch: TokenStream| {
+        let signature = respan(&signature, span);
+        quote_spanned! {span=>
+            const _: () = if let ::core::option::Option::Some(why) = #signature.#mismatch {
+                ::core::panic!("{}", why)
+            };
         }
+    };
+    let arity_check = check(
+        ident_span,
+        quote_spanned!(ident_span=> arity_mismatch(#arity)),
+    );
+    let arg_checks = params.iter().enumerate().map(|(index, (span, ty))| {
+        check(
+            *span,
+            quote_spanned!(*span=> param_mismatch(#index, <#ty as ::opbox::__private::RustParam>::FORM)),
+        )
     });
     let (ret_span, ret_ty) = match &sig.output {
         ReturnType::Default => (sig.ident.span(), quote!(())),
@@ -104,16 +106,13 @@ pub(super) fn items(
             (ty.span(), quote!(#ty))
         }
     };
-    let returns_trait = join(library, naming::returns_trait(ret_span));
-    let returns_trait = respan(&returns_trait, ret_span);
-    let returns_marker = respan(marker, ret_span);
     // The kernel's return as its `KernelReturn`, at the return's span: the check, the shim's
     // write and the typed entry all name it so.
     let returns = quote_spanned!(ret_span=> <#ret_ty as ::opbox::__private::KernelReturn>);
-    let returns_check = quote_spanned! {ret_span=>
-        fn returns<M: #returns_trait<S>, S>() {}
-        returns::<#returns_marker, #returns::Schema>();
-    };
+    let returns_check = check(
+        ret_span,
+        quote_spanned!(ret_span=> returns_mismatch(#returns::FORMS)),
+    );
     // One scratch per argument, declared before the call so that what a kernel borrows from it
     // (a `&[&str]`'s names) lives for the call; `()` for every type that borrows the stack only.
     let scratches: Vec<Ident> = (0..arity)
@@ -140,12 +139,9 @@ pub(super) fn items(
         const #registration: ::opbox::__private::KernelRegistration = {
             use #ops_module as __opbox_op;
 
-            #[allow(dead_code)]
-            fn __opbox_signature_check() {
-                #arity_check
-                #(#arg_checks)*
-                #returns_check
-            }
+            #arity_check
+            #(#arg_checks)*
+            #returns_check
 
             // Not generic over the op: the shared code behind the ABI (`boxed_entry`) is compiled
             // once, and this shim only hands it the op's static data and the unboxing call.

@@ -3,6 +3,8 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use opbox_codegen::rust_forms::{form_code, wrapped_form_code, Wrapper};
+
 use super::{assert_has, assert_has_all, compile_errors, pretty};
 use crate::library::{self, Kind};
 use crate::stable_impl;
@@ -32,12 +34,9 @@ fn a_library_emits_one_module_per_op_with_its_marker_and_checks() {
             "impl ::opbox::__private::OpSpec for Op {",
             "const NAME: &'static str = \"mylib::axpby\";",
             "const NAME: &'static str = \"mylib::add.Scalar\";",
-            "impl Arity<3usize> for Op {}",
-            "impl Arg0<::opbox::__private::ty::TensorRef> for Op {}",
-            "impl Arg0<::opbox::__private::ty::TensorVal> for Op {}",
-            "impl Arg2<::opbox::__private::ty::Float> for Op {}",
-            "impl Returns<(::opbox::__private::ty::TensorVal,)> for Op {}",
-            "impl Returns<()> for Op {}",
+            "pub const SIGNATURE: ::opbox::__private::Signature = ::opbox::__private::Signature {",
+            // add.Scalar returns nothing.
+            "returns: &[],",
             "kind: ::opbox::__private::LibraryKind::Def",
             "namespace: \"mylib\"",
             // The op's static data, in the library's one table: the schema as text, with its
@@ -62,17 +61,26 @@ fn a_library_emits_one_module_per_op_with_its_marker_and_checks() {
             "extras: ::core::option::Option::None,",
         ],
     );
+    // Per argument, the codes of the forms that fit; per return too.
+    let code = |marker: &str| format!("{}u64", form_code(marker));
+    assert_has_all(
+        &out,
+        &[
+            &format!("fits: &[{}, {}]", code("TensorRef"), code("TensorVal")),
+            &format!("fits: &[{}]", code("Float")),
+            &format!("returns: &[&[{}]],", code("TensorVal")),
+            "error: \"`mylib::axpby` expects argument #2 (a) to be `float`, taken as `f64`\\nschema: mylib::axpby(Tensor x, Tensor y, float a=1.0) -> Tensor\"",
+            "arity_error: \"`mylib::axpby` takes 3 arguments, so its kernel must take 3 parameters\\nschema: mylib::axpby(Tensor x, Tensor y, float a=1.0) -> Tensor\"",
+        ],
+    );
     // Each name's hash, computed here so that registration reads no name.
     for name in ["mylib::axpby", "mylib::add.Scalar"] {
         let hash = opbox_codegen::op_name_hash::op_name_hash(name);
         assert_has(&out, &format!("name_hash: {hash}u32,"));
     }
-    // `Tensor(a!)` may only be borrowed: no by-value marker for add.Scalar's argument 0.
+    // `Tensor(a!)` may only be borrowed: no by-value form for add.Scalar's argument 0.
     let add = &out[out.find("pub mod add_Scalar").unwrap_or(0)..];
-    assert!(
-        !add.contains("impl Arg0<::opbox::__private::ty::TensorVal>"),
-        "{add}"
-    );
+    assert_has(add, &format!("fits: &[{}]", code("TensorRef")));
 }
 
 #[test]
@@ -117,9 +125,10 @@ fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
         &out,
         &[
             "use super::mylib::axpby as __opbox_op;",
-            "fn arity<M: __opbox_op::Arity<3usize>>() {}",
-            "arg2::<__opbox_op::Op, <f64 as ::opbox::__private::RustParam>::Schema>();",
-            "<Result<Tensor> as ::opbox::__private::KernelReturn>::Schema",
+            // One const a check, each failing with the op's message for it.
+            "const _: () = if let ::core::option::Option::Some(why) = __opbox_op::SIGNATURE\n        .arity_mismatch(3usize)",
+            ".param_mismatch(2usize, <f64 as ::opbox::__private::RustParam>::FORM)",
+            ".returns_mismatch(<Result<Tensor> as ::opbox::__private::KernelReturn>::FORMS)",
             "unsafe extern \"C\" fn __opbox_boxed(",
             // The shim calls the one non-generic entry with the op's static data.
             "::opbox::__private::boxed_entry_fn(",
@@ -259,15 +268,27 @@ fn list_and_optional_forms_wrap_the_element_markers() {
     assert_has_all(
         &out,
         &[
-        "impl Arg0<::opbox::__private::ty::List<::opbox::__private::ty::Str>> for Op {}",
-        "impl Arg1<::opbox::__private::ty::List<::opbox::__private::ty::ScalarType>> for Op {}",
-        "impl Arg2<::opbox::__private::ty::Optional<::opbox::__private::ty::TensorRef>> for Op {}",
-        "impl Returns<(::opbox::__private::ty::List<::opbox::__private::ty::Int>,)> for Op {}",
-        // A typed list can be borrowed; a list of dtypes only comes as a Vec.
-        "taken as `&[&str]` or `Vec<&str>` or `&[String]` or `Vec<String>`",
-        "taken as `Vec<DType>`",
-        "taken as `Option<&Tensor>`",
+            &format!("fits: &[{}]", wrapped(Wrapper::List, "Str")),
+            &format!("fits: &[{}]", wrapped(Wrapper::List, "ScalarType")),
+            &format!("fits: &[{}]", wrapped(Wrapper::Optional, "TensorRef")),
+            &format!("returns: &[&[{}]],", wrapped(Wrapper::List, "Int")),
+            // A typed list can be borrowed; a list of dtypes only comes as a Vec.
+            "taken as `&[&str]` or `Vec<&str>` or `&[String]` or `Vec<String>`",
+            "taken as `Vec<DType>`",
+            "taken as `Option<&Tensor>`",
         ],
     );
-    assert!(!out.contains("TensorVal"), "{out}");
+    // No by-value tensor: the optional tensor is written in place.
+    assert!(
+        !out.contains(&format!(
+            "{}u64",
+            wrapped_form_code(Wrapper::Optional, form_code("TensorVal"))
+        )),
+        "{out}"
+    );
+}
+
+/// The code of `wrapper` around the base marker `element`, as the expansion prints it.
+fn wrapped(wrapper: Wrapper, element: &str) -> String {
+    format!("{}u64", wrapped_form_code(wrapper, form_code(element)))
 }
