@@ -3,8 +3,9 @@
 //!
 //! `#[stable_library]` writes one [`Signature`] per op (its `OpSpec::SIGNATURE`): per argument,
 //! the form codes of the Rust types that fit and the message for one that does not. Each kernel
-//! then gets one `const` per check, spanned at its parameter, that panics with that message when
-//! the parameter's `RustParam::FORM` is not listed. One constant an op, instead of a trait per
+//! then gets one `const` per check, spanned at its parameter, that calls `check_param`, which
+//! panics with that message when the parameter's `RustParam::FORM` is not listed: rustc
+//! reports the panic as a compile error at the check's span. One constant an op, instead of a trait per
 //! argument with an impl per fitting type, keeps the checks cheap for rustc: at 1,000 ops the
 //! traits were half of a dev rebuild.
 
@@ -38,6 +39,34 @@ const EXTRA_PARAM: &str =
      (the error at the kernel's name gives the op's schema)";
 
 impl Signature {
+    /// Fails the build with the arity message, when evaluated in a `const` for a kernel taking
+    /// `count` parameters and the schema has another number of arguments. `#[track_caller]`
+    /// puts the error at the check's span (the kernel's name), not here.
+    #[track_caller]
+    pub const fn check_arity(&self, count: usize) {
+        if let Some(why) = self.arity_mismatch(count) {
+            panic!("{}", why)
+        }
+    }
+
+    /// Fails the build with the argument's message (see [`check_arity`](Self::check_arity)),
+    /// at the parameter's span.
+    #[track_caller]
+    pub const fn check_param(&self, index: usize, form: u64) {
+        if let Some(why) = self.param_mismatch(index, form) {
+            panic!("{}", why)
+        }
+    }
+
+    /// Fails the build with the returns message (see [`check_arity`](Self::check_arity)), at
+    /// the return type's span.
+    #[track_caller]
+    pub const fn check_returns(&self, forms: &[u64]) {
+        if let Some(why) = self.returns_mismatch(forms) {
+            panic!("{}", why)
+        }
+    }
+
     /// The message for a kernel taking `count` parameters, unless the schema has as many
     /// arguments.
     pub const fn arity_mismatch(&self, count: usize) -> Option<&'static str> {

@@ -77,25 +77,18 @@ pub(super) fn items(
     let ops: Path = syn::parse_quote!(__opbox_op);
     let boxed = naming::boxed_const(op.span());
     // The checks: one `const` each, spanned at what it checks, so that every mismatch is its
-    // own error there. Each panics (a compile error) with the op's message for what it checks.
+    // own error there, with the op's message for it (the `check_*` fns panic, at compile time).
     let signature = join(&ops, naming::signature_const(op.span()));
     let ident_span = sig.ident.span();
-    let check = |span: Span, mismatch: TokenStream| {
+    let check = |span: Span, call: TokenStream| {
         let signature = respan(&signature, span);
-        quote_spanned! {span=>
-            const _: () = if let ::core::option::Option::Some(why) = #signature.#mismatch {
-                ::core::panic!("{}", why)
-            };
-        }
+        quote_spanned!(span=> const _: () = #signature.#call;)
     };
-    let arity_check = check(
-        ident_span,
-        quote_spanned!(ident_span=> arity_mismatch(#arity)),
-    );
+    let arity_check = check(ident_span, quote_spanned!(ident_span=> check_arity(#arity)));
     let arg_checks = params.iter().enumerate().map(|(index, (span, ty))| {
         check(
             *span,
-            quote_spanned!(*span=> param_mismatch(#index, <#ty as ::opbox::__private::RustParam>::FORM)),
+            quote_spanned!(*span=> check_param(#index, <#ty as ::opbox::__private::RustParam>::FORM)),
         )
     });
     let (ret_span, ret_ty) = match &sig.output {
@@ -111,7 +104,7 @@ pub(super) fn items(
     let returns = quote_spanned!(ret_span=> <#ret_ty as ::opbox::__private::KernelReturn>);
     let returns_check = check(
         ret_span,
-        quote_spanned!(ret_span=> returns_mismatch(#returns::FORMS)),
+        quote_spanned!(ret_span=> check_returns(#returns::FORMS)),
     );
     // One scratch per argument, declared before the call so that what a kernel borrows from it
     // (a `&[&str]`'s names) lives for the call; `()` for every type that borrows the stack only.

@@ -126,9 +126,9 @@ fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
         &[
             "use super::mylib::axpby as __opbox_op;",
             // One const a check, each failing with the op's message for it.
-            "const _: () = if let ::core::option::Option::Some(why) = __opbox_op::SIGNATURE\n        .arity_mismatch(3usize)",
-            ".param_mismatch(2usize, <f64 as ::opbox::__private::RustParam>::FORM)",
-            ".returns_mismatch(<Result<Tensor> as ::opbox::__private::KernelReturn>::FORMS)",
+            "const _: () = __opbox_op::SIGNATURE.check_arity(3usize);",
+            "const _: () = __opbox_op::SIGNATURE\n        .check_param(2usize, <f64 as ::opbox::__private::RustParam>::FORM);",
+            "const _: () = __opbox_op::SIGNATURE\n        .check_returns(<Result<Tensor> as ::opbox::__private::KernelReturn>::FORMS);",
             "unsafe extern \"C\" fn __opbox_boxed(",
             // The shim calls the one non-generic entry with the op's static data.
             "::opbox::__private::boxed_entry_fn(",
