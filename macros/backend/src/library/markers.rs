@@ -109,15 +109,16 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
     let op_module = naming::op_module(marker_name, span);
     let boxed = naming::boxed_const(span);
     let table = naming::op_table(span);
+    // No doc comments inside: at 1,000 ops each one is 1,000 attributes for rustc to lower on
+    // every build. The module's doc is the schema; `Op` is the marker for typed calls
+    // (`OpSpec`), `BOXED` the op's static data (its schema as text, parsed on first use) in its
+    // library's table, and `SIGNATURE` what `#[stable_impl]` checks each kernel against.
     quote! {
         #[doc = #printed]
         #[allow(non_snake_case)]
         pub mod #op_module {
-            /// The op's marker type, for typed calls (`OpSpec`).
             pub struct #marker;
 
-            /// The op's static data (its schema as text, parsed on first use), in its library's
-            /// table.
             pub const #boxed: &'static ::opbox::__private::BoxedOp = &super::#table[#index].op;
 
             impl ::opbox::__private::OpSpec for #marker {
@@ -125,7 +126,6 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
                 const BOXED: &'static ::opbox::__private::BoxedOp = #boxed;
             }
 
-            /// What `#[stable_impl]` checks each kernel's signature against.
             pub const #signature: ::opbox::__private::Signature = ::opbox::__private::Signature {
                 params: &[#(#params),*],
                 arity_error: #arity_error,

@@ -138,11 +138,12 @@ pub(super) fn items(
 
             // Not generic over the op: the shared code behind the ABI (`boxed_entry`) is compiled
             // once, and this shim only hands it the op's static data and the unboxing call.
+            #[allow(clippy::let_unit_value)]
             fn __opbox_body(
                 __opbox_args: &::opbox::__private::KernelArgs<'_>,
                 __opbox_outs: &mut ::opbox::__private::KernelOutputs<'_>,
             ) -> ::opbox::__private::Result<()> {
-                #(#[allow(clippy::let_unit_value)] let mut #scratches = ::core::default::Default::default();)*
+                #(let mut #scratches = ::core::default::Default::default();)*
                 #returns::write(#fn_ident(#(#gets),*), __opbox_outs)
             }
 
