@@ -1,13 +1,13 @@
 //! What an op's schema asks of a kernel's signature, as constants that `#[stable_impl]` checks
 //! at compile time.
 //!
-//! `#[stable_library]` writes one [`Signature`] per op (its `OpSpec::SIGNATURE`): per argument,
-//! the form codes of the Rust types that fit and the message for one that does not. Each kernel
-//! then gets one `const` per check, spanned at its parameter, that calls `check_param`, which
-//! panics with that message when the parameter's `RustParam::FORM` is not listed: rustc
-//! reports the panic as a compile error at the check's span. One constant an op, instead of a trait per
-//! argument with an impl per fitting type, keeps the checks cheap for rustc: at 1,000 ops the
-//! traits were half of a dev rebuild.
+//! `#[stable_library]` writes one [`Signature`] per op (the `SIGNATURE` const in the op's
+//! module): per argument, the form codes of the Rust types that fit and the message for one that
+//! does not. Each kernel then gets one `const` that calls `check_arity`, `check_param` per
+//! parameter and `check_returns`, each spanned at what it checks; the first that fails panics
+//! with its message, and rustc reports the panic as a compile error at that span. One constant
+//! an op, instead of a trait per argument with an impl per fitting type, keeps the checks cheap
+//! for rustc: at 1,000 ops the traits were half of a dev rebuild.
 
 /// An op's signature as a kernel must match it. Only `#[stable_library]` builds one.
 #[derive(Debug)]
@@ -31,12 +31,6 @@ pub struct ParamSignature {
     /// The message for a parameter that does not, naming the op, the argument and what fits.
     pub error: &'static str,
 }
-
-/// The message for a parameter at a position the schema lacks; the arity check, at the
-/// kernel's name, gives the op and its schema.
-const EXTRA_PARAM: &str =
-    "this kernel takes more parameters than its op has arguments: remove this parameter\n\
-     (the error at the kernel's name gives the op's schema)";
 
 impl Signature {
     /// Fails the build with the arity message, when evaluated in a `const` for a kernel taking
@@ -80,8 +74,9 @@ impl Signature {
     /// The message for parameter `index` of the form `form`, unless it fits the schema's
     /// argument `index`.
     pub const fn param_mismatch(&self, index: usize, form: u64) -> Option<&'static str> {
+        // A parameter past the schema's arguments: the arity check, which runs first, says so.
         if index >= self.params.len() {
-            return Some(EXTRA_PARAM);
+            return Some(self.arity_error);
         }
         let param = &self.params[index];
         if contains(param.fits, form) {
@@ -163,10 +158,7 @@ mod tests {
             F.param_mismatch(0, <Option<&Tensor> as RustParam>::FORM),
             Some("x")
         );
-        assert_eq!(
-            F.param_mismatch(2, <f64 as RustParam>::FORM),
-            Some(EXTRA_PARAM)
-        );
+        assert_eq!(F.param_mismatch(2, <f64 as RustParam>::FORM), Some("arity"));
         assert_eq!(
             F.returns_mismatch(<() as KernelReturn>::FORMS),
             Some("returns")

@@ -125,10 +125,10 @@ fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
         &out,
         &[
             "use super::mylib::axpby as __opbox_op;",
-            // One const a check, each failing with the op's message for it.
-            "const _: () = __opbox_op::SIGNATURE.check_arity(3usize);",
-            "const _: () = __opbox_op::SIGNATURE\n        .check_param(2usize, <f64 as ::opbox::__private::RustParam>::FORM);",
-            "const _: () = __opbox_op::SIGNATURE\n        .check_returns(<Result<Tensor> as ::opbox::__private::KernelReturn>::FORMS);",
+            // One const of checks, the arity first, each failing with the op's message for it.
+            "const _: () = {\n            __opbox_op::SIGNATURE.check_arity(3usize);",
+            ".check_param(2usize, <f64 as ::opbox::__private::RustParam>::FORM);",
+            ".check_returns(\n                    <Result<Tensor> as ::opbox::__private::KernelReturn>::FORMS,\n                );\n        };",
             "unsafe extern \"C\" fn __opbox_boxed(",
             // The shim calls the one non-generic entry with the op's static data.
             "::opbox::__private::boxed_entry_fn(",
