@@ -192,11 +192,15 @@ crate::rust_forms!(tables);
 const CODE_RADIX: u64 = 64;
 const _: () = assert!(1 + WRAPPERS + (BASE_MARKERS.len() as u64) < CODE_RADIX);
 
+/// The form code of a Rust type with no schema type (`f32`): no schema argument lists it, so it
+/// fits nothing, and no marker's code is 0.
+pub const NO_SCHEMA_FORM: u64 = 0;
+
 /// The code of a base marker (`"Int"`, `"TensorRef"`): a number that `#[stable_library]` lists
 /// per argument among the forms that fit, and that the runtime's `RustParam::FORM` gives for
 /// each Rust type, so that a kernel's signature is checked by comparing numbers at compile
-/// time. A wrapper's form is [`wrapped_form_code`]; `0` is a Rust type with no schema type,
-/// which fits nothing. Panics (at compile time, in a const) for a name not in the table.
+/// time. A wrapper's form is [`wrapped_form_code`]; a Rust type with no schema type is
+/// [`NO_SCHEMA_FORM`]. Panics (at compile time, in a const) for a name not in the table.
 pub const fn form_code(marker: &str) -> u64 {
     let mut i = 0;
     while i < BASE_MARKERS.len() {

@@ -13,7 +13,7 @@ use crate::value::{FromStable, IntoStable, Mismatch, StableValue, TypedKey};
 use crate::{
     DType, Device, Error, Generator, Layout, MemoryFormat, Result, Scalar, Stream, Tensor,
 };
-use opbox_codegen::rust_forms::{form_code, wrapped_form_code, Wrapper};
+use opbox_codegen::rust_forms::{form_code, wrapped_form_code, Wrapper, NO_SCHEMA_FORM};
 
 mod signature;
 pub use signature::{ParamSignature, Signature};
@@ -25,7 +25,8 @@ pub use signature::{ParamSignature, Signature};
     note = "schema types map to Rust types: Tensor → &Tensor or Tensor, int and SymInt → i64, float and SymFloat → f64, bool and SymBool → bool, str and Dimname → &str or String, ScalarType → DType, Device → Device, Scalar → Scalar, Layout → Layout, MemoryFormat → MemoryFormat, Generator → Generator, DeviceIndex → i8, Stream → Stream, T[] and T[N] → &[T] or Vec<T>, T? → Option<T>"
 )]
 pub trait RustParam: TypedKey {
-    /// The code of the schema-side form the type stands for (`form_code`; 0 for none).
+    /// The code of the schema-side form the type stands for (`form_code`; `NO_SCHEMA_FORM`
+    /// for none).
     const FORM: u64;
     /// The type's [`TypedKey::Key`], reachable through this trait so that a kernel's typed entry
     /// names it under the same obligation as the signature check (one error, not two).
@@ -78,7 +79,7 @@ opbox_codegen::rust_forms!(impl_rust_forms);
 // and only keep the boxing shim from adding a second, less helpful error for the same parameter.
 macro_rules! not_schema {
     ($($rust:ty),+) => {$(
-        impl RustParam for $rust { const FORM: u64 = 0; type Key = $rust; }
+        impl RustParam for $rust { const FORM: u64 = NO_SCHEMA_FORM; type Key = $rust; }
         impl<'a> FromStable<'a> for $rust {
             fn from_stable(_: &'a StableValue) -> Result<Self, Mismatch> {
                 Err(Mismatch)

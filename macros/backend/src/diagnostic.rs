@@ -8,7 +8,7 @@ use syn::Type;
 
 /// The attribute, for a trait whose missing impl is the user's mistake: rustc then says
 /// `message` instead of "the trait bound is not satisfied".
-pub(crate) fn on_unimplemented(message: &str, label: &str, notes: &[&str]) -> TokenStream {
+fn on_unimplemented(message: &str, label: &str, notes: &[&str]) -> TokenStream {
     quote!(#[diagnostic::on_unimplemented(message = #message, label = #label #(, note = #notes)*)])
 }
 

@@ -189,6 +189,9 @@ mod tests {
         let distinct: std::collections::HashSet<u64> = forms.iter().copied().collect();
         assert_eq!(distinct.len(), forms.len() - 1, "{forms:?}");
         // A Rust type with no schema type fits nothing, wrapped or not.
-        assert_eq!(<f32 as RustParam>::FORM, 0);
+        assert_eq!(
+            <f32 as RustParam>::FORM,
+            opbox_codegen::rust_forms::NO_SCHEMA_FORM
+        );
     }
 }
