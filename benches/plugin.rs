@@ -10,7 +10,8 @@
 //! `$OPBOX_PLUGIN_DIR`) and prints its tensor ops against the same bodies registered in
 //! process, interleaved: `rplug::keep` and `rplug::scale` on a CPU tensor, and on a machine with
 //! a GPU `rplug::scale` on CUDA; without the fixture or without a GPU it prints why a line is
-//! skipped.
+//! skipped. On a GPU it also sets `rplug::noop` (one launch of an empty kernel) beside the same
+//! op in process: what the boundary adds to a CUDA op.
 //!
 //! `cargo bench --bench plugin -- --warm-up-time 1 --measurement-time 3`
 //!
@@ -32,6 +33,17 @@ fn inproc(m: &mut Library) {
     m.def("negate(int x) -> int");
     m.def("scale(Tensor x, float s) -> Tensor");
     m.def("keep(Tensor x) -> Tensor");
+    m.def("noop(Tensor x) -> ()");
+}
+
+/// The fixture's empty kernel, launched by `noop` on both sides.
+#[extern_kernel(source = "../examples/kernels/empty.cu")]
+fn empty(x: In<[f32]>);
+
+/// As tests/fixtures/rust_plugin's `rplug::noop`: one launch is the whole op.
+#[stable_impl(inproc::noop, CUDA)]
+fn noop_cuda(x: &Tensor) -> opbox::Result<()> {
+    empty::launch(LaunchConfig::single(), x)
 }
 
 #[stable_impl(inproc, CPU)]
@@ -169,6 +181,18 @@ fn load_child(path: &std::ffi::OsStr) {
 fn interleaved(
     rounds: usize,
     calls: u32,
+    local: impl FnMut(&mut Stack),
+    plugin: impl FnMut(&mut Stack),
+) -> (f64, f64) {
+    interleaved_settled(rounds, calls, || {}, local, plugin)
+}
+
+/// [`interleaved`], running `settle` after each batch, off the clock (a CUDA synchronize, so
+/// that each batch of launches finds the queue empty and times what the host path costs).
+fn interleaved_settled(
+    rounds: usize,
+    calls: u32,
+    settle: impl Fn(),
     mut local: impl FnMut(&mut Stack),
     mut plugin: impl FnMut(&mut Stack),
 ) -> (f64, f64) {
@@ -178,7 +202,9 @@ fn interleaved(
         for _ in 0..calls {
             f(&mut stack);
         }
-        start.elapsed().as_secs_f64() * 1e9 / f64::from(calls)
+        let ns = start.elapsed().as_secs_f64() * 1e9 / f64::from(calls);
+        settle();
+        ns
     };
     let (mut in_process, mut plugin_ns) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
@@ -293,41 +319,53 @@ fn cpu_paired() {
     }
 }
 
-/// A plugin's CUDA op against the same body in process, boxed, interleaved (a GPU only).
+/// A plugin's CUDA ops against the same bodies in process, boxed, interleaved (a GPU only):
+/// `noop`, whose whole work is one launch of an empty kernel (the boundary against a launch),
+/// and `scale`, which copies to the host and back.
 fn cuda_paired() {
     match opbox::cuda::device_count() {
         Ok(n) if n > 0 => {}
         other => {
-            println!("CUDA plugin op: skipped, no GPU ({other:?})");
+            println!("CUDA plugin ops: skipped, no GPU ({other:?})");
             return;
         }
     }
-    let plugin = opbox::op("rplug::scale").unwrap();
-    let local = opbox::op("inproc::scale").unwrap();
     let x = Tensor::from_vec(vec![1.0f32; 1024], &[1024])
         .and_then(|t| t.to(Device::Cuda(0)))
         .expect("a CUDA tensor");
-    let (a, b) = interleaved(
-        51,
-        200,
-        |stack| {
+    let settle = || opbox::cuda::synchronize(0).expect("the launches ran");
+    // noop: rounds of 100 launches, as benches/launch.rs times submission cost.
+    for (name, args, rounds, calls) in [("noop", 1, 301, 100), ("scale", 2, 51, 200)] {
+        let plugin = opbox::op(&format!("rplug::{name}")).unwrap();
+        let local = opbox::op(&format!("inproc::{name}")).unwrap();
+        let push = |stack: &mut Stack| {
             stack.clear();
-            stack.push(x.clone()).push(3.0f64);
-            local.call_boxed(black_box(stack)).unwrap();
-        },
-        |stack| {
-            stack.clear();
-            stack.push(x.clone()).push(3.0f64);
-            plugin.call_boxed(black_box(stack)).unwrap();
-        },
-    );
-    println!(
-        "CUDA (Tensor, float) -> Tensor boxed on cuda:0, interleaved medians: in process \
-         {:.2} us, plugin {:.2} us, plugin / in process {:.3}",
-        a / 1e3,
-        b / 1e3,
-        b / a
-    );
+            stack.push(x.clone());
+            if args == 2 {
+                stack.push(3.0f64);
+            }
+        };
+        let (a, b) = interleaved_settled(
+            rounds,
+            calls,
+            settle,
+            |stack| {
+                push(stack);
+                local.call_boxed(black_box(stack)).unwrap();
+            },
+            |stack| {
+                push(stack);
+                plugin.call_boxed(black_box(stack)).unwrap();
+            },
+        );
+        println!(
+            "CUDA {name} boxed on cuda:0, interleaved medians: in process {:.3} us, plugin \
+             {:.3} us, plugin / in process {:.3}",
+            a / 1e3,
+            b / 1e3,
+            b / a
+        );
+    }
 }
 
 /// Set to `<row>[:<calls>]`: that many boxed calls of one row, and exit (see the top).

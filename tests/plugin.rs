@@ -752,7 +752,33 @@ fn a_plugins_cuda_kernel_runs_on_host_cuda_tensors_when_there_is_a_gpu() {
         [10.0, 10.0, 10.0],
         "the plugin read x after the host's kernel on the scoped stream wrote it"
     );
-    drop((x, y, z));
+    // The plugin lends the host's device memory for the call, without a retain: given back
+    // unchanged, the host gets its own tensor; kept past the call, the header is retained then,
+    // and the memory outlives the host's last handle.
+    let kept: Tensor = opbox::op("rplug::keep").unwrap().call((&x,)).unwrap();
+    assert!(kept.ptr_eq(&x), "the host's own tensor came back");
+    drop(kept);
+    let stashed = Tensor::from_vec(vec![7.0f32, 8.0], &[2])
+        .and_then(|t| t.to(Device::Cuda(0)))
+        .unwrap();
+    let address = stashed.data_ptr();
+    int_call("rplug::stash", (&stashed,)).unwrap();
+    drop(stashed);
+    let back: Tensor = opbox::op("rplug::unstash").unwrap().call(()).unwrap();
+    assert_eq!(back.device(), Device::Cuda(0));
+    assert_eq!(
+        back.data_ptr(),
+        address,
+        "the same device memory, kept alive"
+    );
+    assert_eq!(
+        back.to(Device::Cpu).unwrap().to_vec::<f32>().unwrap(),
+        [7.0, 8.0]
+    );
+    drop((x, y, z, back));
     assert_eq!(live_tensors_on_this_thread(), before);
-    println!("CUDA: rplug::scale ran from the host on cuda:0, on the host's stream when scoped");
+    println!(
+        "CUDA: rplug::scale ran from the host on cuda:0, on the host's stream when scoped; \
+         rplug::keep gave back the host's tensor and rplug::stash kept one past its call"
+    );
 }

@@ -1,8 +1,9 @@
 //! A kernel's tensor inputs, imported for its call without taking a reference from their maker.
 //!
 //! The inputs of a plugin kernel are borrowed headers, valid until its call returns, and most
-//! kernels read them and let go. So a cpu header is wrapped with no `retain` and no deleter
-//! ([`HostMemory::lent`](crate::backend::cpu::memory::HostMemory::lent)). When the call ends
+//! kernels read them and let go. So another image's cpu or cuda header is wrapped with no
+//! `retain` and no deleter ([`HostMemory::lent`](crate::backend::cpu::memory::HostMemory::lent),
+//! and `CudaMemory::lent` on the device). When the call ends
 //! (returns, fails or panics), each import is settled:
 //! - nothing else references it: it is set aside on this thread and re-pointed at the next
 //!   call's header, so a call allocates no wrapper and makes no call to the maker;
@@ -11,8 +12,8 @@
 //!   header as its origin, exactly what a retained import has from the start.
 //!
 //! A tensor the kernel returns that is exactly one of its inputs goes back as that input's
-//! header, retained ([`Lent::hand_back`]). Other headers (cuda memory, this image's own) are
-//! imported as `tensor::borrow` always did.
+//! header, retained ([`Lent::hand_back`]). Other headers (this image's own, memory on other
+//! devices) are imported as `tensor::borrow` does.
 
 use std::cell::RefCell;
 
@@ -20,12 +21,12 @@ use smallvec::SmallVec;
 
 use super::tensor;
 use crate::abi::plugin_v1::{TensorHeader, TENSOR_FLAG_READ_ONLY};
-use crate::tensor::dlpack::codes::is_host;
+use crate::tensor::dlpack::codes::from_dl_device;
 use crate::tensor::dlpack::import::dims_into;
-use crate::tensor::foreign::{checked_extent, cpu_base, lent_cpu, Lend};
+use crate::tensor::foreign::{checked_extent, lent, lent_base, Lend};
 use crate::tensor::layout::Layout;
 use crate::tensor::storage::Deleter;
-use crate::{Result, Tensor};
+use crate::{Device, Result, Tensor};
 
 /// How many set-aside wrappers a thread keeps: one per tensor input of the widest call it makes.
 const SPARES: usize = 8;
@@ -46,9 +47,14 @@ thread_local! {
     static SPARE: RefCell<Spares> = const { RefCell::new(Spares(Vec::new())) };
 }
 
-fn take_spare() -> Option<Tensor> {
+/// A set-aside wrapper of memory on `device`.
+fn take_spare(device: Device) -> Option<Tensor> {
     let spare = SPARE
-        .try_with(|s| s.try_borrow_mut().ok()?.0.pop())
+        .try_with(|s| {
+            let spares = &mut s.try_borrow_mut().ok()?.0;
+            let at = spares.iter().rposition(|t| t.device() == device)?;
+            Some(spares.swap_remove(at))
+        })
         .ok()
         .flatten()?;
     crate::tensor::taken_back();
@@ -66,6 +72,20 @@ fn put_spare(t: Tensor) {
             }
         }
     });
+}
+
+/// The device of another image's header whose memory can be lent (cpu, and cuda with the
+/// "cuda" feature); None for this image's own headers and the rest.
+fn lendable_device(header: &TensorHeader) -> Option<Device> {
+    if tensor::is_ours(header) || header.vtable.is_null() {
+        return None;
+    }
+    match from_dl_device(header.dl.device).ok()? {
+        Device::Cpu => Some(Device::Cpu),
+        #[cfg(feature = "cuda")]
+        Device::Cuda(ordinal) => Some(Device::Cuda(ordinal)),
+        _ => None,
+    }
 }
 
 /// An input wrapped with no reference taken, and the header it was lent as.
@@ -92,13 +112,11 @@ impl Lent {
             // SAFETY: `borrow`'s error for a null header.
             return unsafe { tensor::borrow(h) };
         };
-        let lendable =
-            !tensor::is_ours(header) && !header.vtable.is_null() && is_host(header.dl.device);
-        if !lendable {
+        let Some(device) = lendable_device(header) else {
             // Retained and wrapped (or this image's own): its storage's origin gives it back.
             // SAFETY: forwarded.
             return unsafe { tensor::borrow(h) };
-        }
+        };
         let read_only = header.flags & TENSOR_FLAG_READ_ONLY != 0;
         let mut fill = |layout: &mut Layout| {
             // SAFETY: a live header's `shape` and `strides` hold `ndim` values each.
@@ -107,7 +125,7 @@ impl Lent {
             let ext = checked_extent(data, layout, row_major, dtype)?;
             Ok(Lend {
                 dtype,
-                base: cpu_base(data, &ext),
+                base: lent_base(device, data, &ext),
                 nbytes: ext.nbytes,
                 read_only,
             })
@@ -115,7 +133,7 @@ impl Lent {
         // SAFETY: the maker keeps a lent header's memory valid (and, for writing, unshared)
         // until the call returns; `settle` retains the header before then if anything keeps
         // the tensor.
-        let tensor = unsafe { lent_cpu(take_spare(), &mut fill) }?;
+        let tensor = unsafe { lent(device, take_spare(device), &mut fill) }?;
         self.imports.push(Import {
             tensor: tensor.clone(),
             header: h,

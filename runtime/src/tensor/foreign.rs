@@ -114,46 +114,81 @@ pub(crate) fn checked_extent(
 /// `wrapping_sub` keeps the pointer's provenance; the caller promised those bytes are part of
 /// the same buffer.
 pub(crate) fn cpu_base(ptr: *mut c_void, ext: &Extent) -> NonNull<u8> {
-    let base = ptr.cast::<u8>().wrapping_sub(ext.below);
+    host_base(ptr.cast::<u8>().wrapping_sub(ext.below))
+}
+
+/// A host buffer's base as storage holds it: an empty buffer may come with a null pointer,
+/// which becomes a dangling, aligned one (nothing reads through it).
+pub(crate) fn host_base(base: *mut u8) -> NonNull<u8> {
     NonNull::new(base).unwrap_or(NonNull::<u64>::dangling().cast())
 }
 
-/// What [`lent_cpu`]'s `fill` found: the buffer's dtype, its storage's base and length, and
-/// whether writes are refused.
+/// What [`lent`]'s `fill` found: the buffer's dtype, its storage's base (a host pointer, or a
+/// device address as one, from [`lent_base`]) and length, and whether writes are refused.
 pub(crate) struct Lend {
     pub(crate) dtype: DType,
-    pub(crate) base: NonNull<u8>,
+    pub(crate) base: *mut u8,
     pub(crate) nbytes: usize,
     pub(crate) read_only: bool,
 }
 
-/// A cpu tensor over memory lent for one call ([`HostMemory::lent`]), whose layout `fill` writes
-/// (in place, and checked as [`checked_extent`] does): `spare`, a wrapper of lent memory that
-/// nothing else references, re-pointed at it, or a new wrapper when there is none (or it is not
-/// one).
+/// The base of a lent buffer on `device` whose element `[0, ...]` is at `ptr`.
+pub(crate) fn lent_base(device: Device, ptr: *mut c_void, ext: &Extent) -> *mut u8 {
+    match device {
+        Device::Cpu => cpu_base(ptr, ext).as_ptr(),
+        // A device address: only its integer value means anything.
+        _ => std::ptr::without_provenance_mut(ptr.addr().wrapping_sub(ext.below)),
+    }
+}
+
+/// A tensor on `device` (cpu, or cuda with the "cuda" feature) over memory lent for one call
+/// ([`HostMemory::lent`]), whose layout `fill` writes (in place, and checked as
+/// [`checked_extent`] does): `spare`, a wrapper of lent memory on `device` that nothing else
+/// references, re-pointed at it, or a new wrapper when there is none (or it is not one).
 ///
 /// # Safety
 ///
-/// As [`HostMemory::lent`], for the bytes of the [`Lend`] that `fill` returns.
-pub(crate) unsafe fn lent_cpu(
+/// As [`HostMemory::lent`] (or `CudaMemory::lent`), for the bytes of the [`Lend`] that `fill`
+/// returns.
+pub(crate) unsafe fn lent(
+    device: Device,
     spare: Option<Tensor>,
     fill: &mut impl FnMut(&mut Layout) -> Result<Lend>,
 ) -> Result<Tensor> {
     if let Some(mut spare) = spare {
         // SAFETY: forwarded.
-        if let Some(relent) = unsafe { spare.relend(fill) } {
+        if let Some(relent) = unsafe { spare.relend(device, fill) } {
             return relent.map(|()| spare);
         }
     }
     let mut layout = Layout::default();
     let lend = fill(&mut layout)?;
-    // SAFETY: forwarded.
-    let memory = unsafe { HostMemory::lent(lend.base, lend.read_only) };
-    Ok(Tensor::from_impl(
-        Storage::new(memory, lend.nbytes, 0),
-        layout,
-        lend.dtype,
-    ))
+    let storage = match device {
+        Device::Cpu => {
+            // SAFETY: forwarded.
+            let memory = unsafe { HostMemory::lent(host_base(lend.base), lend.read_only) };
+            Storage::new(memory, lend.nbytes, 0)
+        }
+        #[cfg(feature = "cuda")]
+        Device::Cuda(ordinal) => {
+            // SAFETY: forwarded.
+            let memory = unsafe {
+                crate::backend::cuda::memory::CudaMemory::lent(
+                    lend.base.addr() as u64,
+                    ordinal,
+                    lend.read_only,
+                )
+            }?;
+            Storage::new(memory, lend.nbytes, 0)
+        }
+        other => {
+            return Err(Error::Unsupported(format!(
+                "memory lent on {other}: only cpu memory, and cuda memory with opbox-runtime's \
+                 \"cuda\" feature, can be lent"
+            )))
+        }
+    };
+    Ok(Tensor::from_impl(storage, layout, lend.dtype))
 }
 
 /// Wraps foreign memory whose element `[0, ...]` is at address `ptr`. On error the deleter is

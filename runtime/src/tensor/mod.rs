@@ -174,10 +174,10 @@ impl Tensor {
         self.sole_parts().is_some()
     }
 
-    /// Points a wrapper of lent cpu memory with no deleter ([`HostMemory::lent`]) that this
-    /// handle alone references at another lent buffer, whose layout `fill` writes in place: it
-    /// is then that buffer's tensor. None, with `fill` not called and nothing changed, when the
-    /// tensor is no such wrapper. On `fill`'s error the wrapper is left unusable, for the
+    /// Points a wrapper of lent memory on `device` with no deleter ([`HostMemory::lent`]) that
+    /// this handle alone references at another lent buffer there, whose layout `fill` writes in
+    /// place: it is then that buffer's tensor. None, with `fill` not called and nothing changed,
+    /// when the tensor is no such wrapper. On `fill`'s error the wrapper is left unusable, for the
     /// caller to drop.
     ///
     /// # Safety
@@ -188,19 +188,20 @@ impl Tensor {
     /// [`HostMemory::lent`]: crate::backend::cpu::memory::HostMemory::lent
     pub(crate) unsafe fn relend(
         &mut self,
+        device: Device,
         fill: &mut impl FnMut(&mut Layout) -> crate::Result<foreign::Lend>,
     ) -> Option<crate::Result<()>> {
         let inner = self.sole_parts()?;
         // Disjoint fields: the storage is re-pointed after `fill` writes the layout.
         let storage = Arc::get_mut(&mut inner.storage)?;
-        if !storage.is_relendable() {
+        if storage.device() != device || !storage.is_relendable() {
             return None;
         }
         let lend = match fill(&mut inner.layout) {
             Ok(lend) => lend,
             Err(e) => return Some(Err(e)),
         };
-        // SAFETY: relendable (checked just above); the bytes as forwarded.
+        // SAFETY: relendable, on `device` (checked just above); the bytes as forwarded.
         unsafe { storage.relend(lend.base, lend.nbytes, lend.read_only) };
         inner.dtype = lend.dtype;
         inner.native = None;

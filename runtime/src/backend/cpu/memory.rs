@@ -5,12 +5,11 @@
 
 use std::any::Any;
 use std::ptr::NonNull;
-use std::sync::Mutex;
 
 #[cfg(all(target_os = "linux", not(miri)))]
 use crate::huge_pages;
 use crate::tensor::lock::{ReadGuard, StorageLock, WriteGuard};
-use crate::tensor::storage::{too_big, Deleter, Memory};
+use crate::tensor::storage::{too_big, Deleter, ForeignDeleter, Memory};
 use crate::tensor::Device;
 use crate::{Error, Result};
 
@@ -42,10 +41,9 @@ enum Owner {
     /// them (see [`huge`]).
     #[cfg(all(target_os = "linux", not(miri)))]
     Mapped(usize),
-    /// Another library: its deleter runs once, when the storage goes. None for memory lent for
-    /// one call ([`HostMemory::lent`]) until something keeps it ([`HostMemory::keep_with`]); the
-    /// Mutex makes that one late write safe while the storage is shared.
-    Foreign(Mutex<Option<Deleter>>),
+    /// Another library, or lent for one call ([`HostMemory::lent`]) until something keeps it
+    /// ([`Memory::keep_with`]).
+    Foreign(ForeignDeleter),
 }
 
 /// Host memory behind a lock.
@@ -152,7 +150,7 @@ impl HostMemory {
         HostMemory {
             lock: StorageLock::new(),
             base,
-            owner: Owner::Foreign(Mutex::new(Some(deleter))),
+            owner: Owner::Foreign(ForeignDeleter::new(deleter)),
             read_only,
         }
     }
@@ -165,48 +163,14 @@ impl HostMemory {
     /// As [`HostMemory::foreign`], until the lender's call returns; past it, only once
     /// [`keep_with`] has given the memory a deleter.
     ///
-    /// [`keep_with`]: HostMemory::keep_with
+    /// [`keep_with`]: Memory::keep_with
     pub(crate) unsafe fn lent(base: NonNull<u8>, read_only: bool) -> HostMemory {
         HostMemory {
             lock: StorageLock::new(),
             base,
-            owner: Owner::Foreign(Mutex::new(None)),
+            owner: Owner::Foreign(ForeignDeleter::lent()),
             read_only,
         }
-    }
-
-    /// Whether this is lent memory with no deleter yet.
-    pub(crate) fn is_relendable(&mut self) -> bool {
-        match &mut self.owner {
-            Owner::Foreign(deleter) => deleter.get_mut().is_ok_and(|d| d.is_none()),
-            _ => false,
-        }
-    }
-
-    /// Points lent memory with no deleter at another lent buffer (a reused import wrapper).
-    ///
-    /// # Safety
-    ///
-    /// The memory [is relendable](HostMemory::is_relendable) (opbox's own buffer, or one with a
-    /// deleter, must never be re-pointed), and as [`HostMemory::lent`] for the new bytes.
-    pub(crate) unsafe fn relend(&mut self, base: NonNull<u8>, read_only: bool) {
-        debug_assert!(self.is_relendable(), "relend of memory that is not lent");
-        self.base = base;
-        self.read_only = read_only;
-    }
-
-    /// Gives lent memory the deleter that now keeps it alive; `deleter` back, unrun, when the
-    /// memory already has one or is opbox's own.
-    pub(crate) fn keep_with(&self, deleter: Deleter) -> std::result::Result<(), Deleter> {
-        let Owner::Foreign(slot) = &self.owner else {
-            return Err(deleter);
-        };
-        let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_some() {
-            return Err(deleter);
-        }
-        *slot = Some(deleter);
-        Ok(())
     }
 
     /// The address of byte 0 (for `data_ptr`; reading through it bypasses the lock).
@@ -268,12 +232,8 @@ impl Drop for HostMemory {
             // SAFETY: `base..base + len` is the mapping `zeroed` made, unmapped only here, when
             // the last reference to its storage goes.
             Owner::Mapped(len) => unsafe { huge_pages::unmap(self.base, *len) },
-            Owner::Foreign(deleter) => {
-                let deleter = deleter.get_mut().unwrap_or_else(|p| p.into_inner()).take();
-                if let Some(deleter) = deleter {
-                    deleter.run();
-                }
-            }
+            // Its own drop runs the deleter.
+            Owner::Foreign(_) => {}
         }
     }
 }
@@ -287,12 +247,28 @@ impl Memory for HostMemory {
         Some(self)
     }
 
-    fn host_mut(&mut self) -> Option<&mut HostMemory> {
-        Some(self)
-    }
-
     fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    fn is_relendable(&mut self) -> bool {
+        match &mut self.owner {
+            Owner::Foreign(deleter) => deleter.is_lent(),
+            _ => false,
+        }
+    }
+
+    unsafe fn relend(&mut self, base: *mut u8, read_only: bool) {
+        debug_assert!(self.is_relendable(), "relend of memory that is not lent");
+        self.base = crate::tensor::foreign::host_base(base);
+        self.read_only = read_only;
+    }
+
+    fn keep_with(&self, deleter: Deleter) -> std::result::Result<(), Deleter> {
+        match &self.owner {
+            Owner::Foreign(slot) => slot.keep(deleter),
+            _ => Err(deleter),
+        }
     }
 
     fn no_host_access(&self, op: &str) -> Error {

@@ -12,7 +12,7 @@ use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr, DriverError};
 use super::context::{created, device, device_count, CudaDevice};
 use super::current::cuda_stream_for;
 use crate::tensor::lock::StorageLock;
-use crate::tensor::storage::{Deleter, Memory};
+use crate::tensor::storage::{Deleter, ForeignDeleter, Memory};
 use crate::tensor::Device;
 use crate::{Error, Result};
 
@@ -21,15 +21,16 @@ enum Backing {
     /// opbox's own allocation (at least one byte, so empty tensors have a valid pointer too).
     /// Only `with_slice` hands it out; copies use its address.
     Owned(Mutex<CudaSlice<u8>>),
-    /// Another library's: its deleter runs once, when the storage goes.
-    Foreign(Mutex<Option<Deleter>>),
+    /// Another library's (or lent for one call): its deleter runs once, when the storage goes.
+    Foreign(ForeignDeleter),
 }
 
 /// Device memory on one CUDA device.
 pub(crate) struct CudaMemory {
     ordinal: u32,
     device: &'static CudaDevice,
-    /// The allocation's device address, fixed for its life: launches read it without the lock.
+    /// The allocation's device address, fixed for its life (a lent wrapper's changes only while
+    /// it has one owner): launches read it without the lock.
     base: u64,
     lock: StorageLock,
     backing: Backing,
@@ -83,7 +84,26 @@ impl CudaMemory {
             device,
             base,
             lock: StorageLock::new(),
-            backing: Backing::Foreign(Mutex::new(Some(deleter))),
+            backing: Backing::Foreign(ForeignDeleter::new(deleter)),
+            read_only,
+        })
+    }
+
+    /// Device memory lent for the length of one call (a plugin kernel's input), as
+    /// [`HostMemory::lent`](crate::backend::cpu::memory::HostMemory::lent) is on the host: no
+    /// deleter until something keeps it ([`Memory::keep_with`]).
+    ///
+    /// # Safety
+    ///
+    /// As [`CudaMemory::foreign`], until the lender's call returns; past it, only once
+    /// [`Memory::keep_with`] has given the memory a deleter.
+    pub(crate) unsafe fn lent(base: u64, ordinal: u32, read_only: bool) -> Result<CudaMemory> {
+        Ok(CudaMemory {
+            ordinal,
+            device: usable_device(ordinal, "lend memory")?,
+            base,
+            lock: StorageLock::new(),
+            backing: Backing::Foreign(ForeignDeleter::lent()),
             read_only,
         })
     }
@@ -187,20 +207,30 @@ fn cuda_error(ordinal: u32, what: &str, e: DriverError) -> Error {
     }
 }
 
-impl Drop for CudaMemory {
-    fn drop(&mut self) {
-        if let Backing::Foreign(deleter) = &mut self.backing {
-            let deleter = deleter.get_mut().unwrap_or_else(|p| p.into_inner()).take();
-            if let Some(deleter) = deleter {
-                deleter.run();
-            }
-        }
-    }
-}
-
 impl Memory for CudaMemory {
     fn device(&self) -> Device {
         Device::Cuda(self.ordinal)
+    }
+
+    fn is_relendable(&mut self) -> bool {
+        match &mut self.backing {
+            Backing::Foreign(deleter) => deleter.is_lent(),
+            Backing::Owned(_) => false,
+        }
+    }
+
+    unsafe fn relend(&mut self, base: *mut u8, read_only: bool) {
+        debug_assert!(self.is_relendable(), "relend of memory that is not lent");
+        // A device address carried in a pointer: only its integer value means anything.
+        self.base = base.addr() as u64;
+        self.read_only = read_only;
+    }
+
+    fn keep_with(&self, deleter: Deleter) -> std::result::Result<(), Deleter> {
+        match &self.backing {
+            Backing::Foreign(slot) => slot.keep(deleter),
+            Backing::Owned(_) => Err(deleter),
+        }
     }
 
     fn no_host_access(&self, op: &str) -> Error {
