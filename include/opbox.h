@@ -44,7 +44,10 @@ extern "C" {
 #define OPBOX_ABI_V1_0 OPBOX_VERSION_PACK(1, 0, 0)
 #define OPBOX_ABI_V1_1 OPBOX_VERSION_PACK(1, 1, 0)
 #define OPBOX_ABI_V1_2 OPBOX_VERSION_PACK(1, 2, 0)
-#define OPBOX_ABI_VERSION OPBOX_ABI_V1_2
+/* 1.3: a kernel returning one of its tensor inputs unchanged may write that input's header, as
+ * lent (not retained), into the output slot; the host takes its own reference. Same table. */
+#define OPBOX_ABI_V1_3 OPBOX_VERSION_PACK(1, 3, 0)
+#define OPBOX_ABI_VERSION OPBOX_ABI_V1_3
 
 #ifndef OPBOX_TARGET_VERSION
 #define OPBOX_TARGET_VERSION OPBOX_ABI_VERSION

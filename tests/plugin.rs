@@ -159,11 +159,12 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
             "cplug::fails",
             "cplug::has_warn",
             "cplug::calls_host",
-            "cplug::stream_of"
+            "cplug::stream_of",
+            "cplug::identity"
         ]
     );
     assert_eq!(info.abi_version, ABI_VERSION);
-    assert_eq!(info.abi_version_string(), "1.2.0");
+    assert_eq!(info.abi_version_string(), "1.3.0");
     assert_eq!(info.opbox_version, 0, "not built with opbox's crates");
 
     let add_one = opbox::op("cplug::add_one").expect("resolves like an in-process op");
@@ -187,6 +188,14 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
         e.to_string(),
         "cplug::add_one: add_one takes a float32 CPU tensor"
     );
+
+    // A kernel returning its input writes the input's lent header back (ABI 1.3): the host
+    // gets its own tensor, and nothing is retained or released through the header.
+    let back: Tensor = opbox::op("cplug::identity").unwrap().call((&x,)).unwrap();
+    assert!(back.ptr_eq(&x), "the host's own tensor came back");
+    assert_eq!(x.ref_count(), 2);
+    drop(back);
+    assert_eq!(x.ref_count(), 1);
 
     assert_eq!(int_call("cplug::fails", (-4i64,)).unwrap(), 4);
     // An old call of a host op that has since grown a trailing default.
@@ -459,13 +468,21 @@ fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a
     let fallback = c_plugin("plugin.c", "cplug_old_host", &["-DCPLUG_NS=\"cplug_old\""]);
     plugin::load_with(&fallback, &old_host).expect("loads on a 1.0 host");
     assert_eq!(int_call("cplug_old::has_warn", ()).unwrap(), 0);
+    // A 1.0 host must be given an owned reference: the plugin retains the input it returns.
+    let back: Tensor = opbox::op("cplug_old::identity")
+        .unwrap()
+        .call((&x,))
+        .unwrap();
+    assert!(back.ptr_eq(&x));
+    drop(back);
+    assert_eq!(x.ref_count(), 1, "the retained header was released");
     assert_eq!(
         int_call("cplug_old::stream_of", (0i64,)).unwrap(),
         -1,
         "no current_stream on a 1.0 host"
     );
 
-    // On this (1.2) host the same plugin uses the function.
+    // On this (1.3) host the same plugin uses the function.
     plugin::load(c_plugin("plugin.c", "cplug", &[])).unwrap();
     let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
@@ -536,12 +553,12 @@ fn bad_plugins_are_refused_with_messages_that_say_why_and_the_host_stays_usable(
             "major",
             &["-DBAD_MAJOR"],
             "it was built for plugin ABI 2.0.0, but this host speaks major version 1 (it offers \
-             1.2.0); rebuild the plugin against this opbox",
+             1.3.0); rebuild the plugin against this opbox",
         ),
         (
             "size",
             &["-DBAD_SIZE"],
-            "its descriptor is 24 bytes, smaller than the 48 bytes its version 1.2.0 has",
+            "its descriptor is 24 bytes, smaller than the 48 bytes its version 1.3.0 has",
         ),
         (
             "refuses",

@@ -89,6 +89,7 @@ fn expected() -> Vec<String> {
         ("OPBOX_ABI_V1_0".into(), ABI_V1_0),
         ("OPBOX_ABI_V1_1".into(), ABI_V1_1),
         ("OPBOX_ABI_V1_2".into(), ABI_V1_2),
+        ("OPBOX_ABI_V1_3".into(), ABI_V1_3),
         ("OPBOX_ABI_VERSION".into(), ABI_VERSION),
         ("OPBOX_OK".into(), STATUS_OK as u64),
         ("OPBOX_ERROR".into(), STATUS_ERROR as u64),

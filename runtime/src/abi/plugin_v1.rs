@@ -35,7 +35,10 @@
 //! `release`, and a tensor header may live on the caller's stack. A kernel that keeps an input
 //! tensor calls its vtable's `retain`, which returns an owned reference (possibly a new header).
 //! Outputs are **owned**: each object carries the release function of the side that made it, and
-//! the receiver calls it exactly once. A tensor header has DLPack's `DLManagedTensorVersioned`
+//! the receiver calls it exactly once. One exception, since 1.3: a kernel that returns one of its
+//! tensor inputs unchanged may write that input's header, as lent and not retained, into the
+//! output slot; the host then takes its own reference to the tensor it lent (a host older than
+//! 1.3 must be given a retained header). A tensor header has DLPack's `DLManagedTensorVersioned`
 //! shape (a `DLTensor` plus manager fields), so its metadata is read with no call.
 //!
 //! # Errors
@@ -75,8 +78,11 @@ pub const ABI_V1_0: u64 = pack_version(1, 0, 0);
 pub const ABI_V1_1: u64 = pack_version(1, 1, 0);
 /// Adds [`HostV1::current_stream`].
 pub const ABI_V1_2: u64 = pack_version(1, 2, 0);
+/// Lets a kernel give back one of its tensor inputs as an output by writing the input's lent
+/// header, unretained (see the module docs); the table is 1.2's.
+pub const ABI_V1_3: u64 = pack_version(1, 3, 0);
 /// What this host offers and what plugins built from this crate are built against.
-pub const ABI_VERSION: u64 = ABI_V1_2;
+pub const ABI_VERSION: u64 = ABI_V1_3;
 
 /// Success.
 pub const STATUS_OK: i32 = crate::dispatch::STATUS_OK;

@@ -15,8 +15,8 @@ use super::schemas::SchemaCache;
 use super::tensor;
 use crate::abi::plugin_v1::{
     host_size_for, opbox_version, AbiString, HostV1, ImplDesc, LibraryDesc, OpDesc, Registrar,
-    StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_VERSION, LIBRARY_DEF, LIBRARY_FRAGMENT,
-    STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+    StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_V1_2, ABI_VERSION, LIBRARY_DEF,
+    LIBRARY_FRAGMENT, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
 };
 use crate::dispatch::foreign::{ForeignImpl, ForeignLibrary, ForeignOp};
 use crate::dispatch::{DispatchKey, LibraryKind};
@@ -53,7 +53,12 @@ pub(crate) fn take_error_text() -> Option<String> {
 /// The tables this host can offer, oldest first: the same functions, with `size` and `version`
 /// as a host of each minor version has them. A plugin is given the newest unless it must be
 /// shown an older host (`LoadOptions::host_version`).
-static TABLES: [HostV1; 3] = [table(ABI_V1_0), table(ABI_V1_1), table(ABI_VERSION)];
+static TABLES: [HostV1; 4] = [
+    table(ABI_V1_0),
+    table(ABI_V1_1),
+    table(ABI_V1_2),
+    table(ABI_VERSION),
+];
 
 /// The table of the newest version this host offers that is no newer than `version`.
 pub(crate) fn table_for(version: u64) -> &'static HostV1 {

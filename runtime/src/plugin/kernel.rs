@@ -201,7 +201,9 @@ impl PluginKernel {
         let outputs = rest.get_mut(..num_outputs).unwrap_or_default();
         convert::with_lent(inputs, num_outputs + 1, |values| {
             let status = self.run(op, values);
-            self.take_outputs(op, &self.plan, status, &values[num_args..], outputs)
+            let (lent, written) = values.split_at(num_args);
+            let given = Given { lent, inputs };
+            self.take_outputs(op, &self.plan, status, written, &given, outputs)
         })?
     }
 
@@ -214,6 +216,7 @@ impl PluginKernel {
         plan: &Plan,
         status: i32,
         written: &[Value],
+        given: &Given<'_>,
         outputs: &mut [StableValue],
     ) -> Result<()> {
         let num_outputs = outputs.len();
@@ -227,6 +230,10 @@ impl PluginKernel {
             if convert::is_plain(Tag::from_u32(v.tag)) {
                 // SAFETY: a plain tag, checked just above.
                 unsafe { outputs[i].overwrite_plain(v.tag, v.aux, v.payload) };
+                continue;
+            }
+            if let Some(input) = given.input_back(v) {
+                outputs[i] = StableValue::tensor(input.clone());
                 continue;
             }
             // SAFETY: an owned value the kernel wrote, taken once.
@@ -270,6 +277,25 @@ impl PluginKernel {
                 )
             }),
         )
+    }
+}
+
+/// A call's inputs as lent to the kernel and as the dispatcher passed them.
+struct Given<'a> {
+    lent: &'a [Value],
+    inputs: &'a [StableValue],
+}
+
+impl Given<'_> {
+    /// The input tensor whose lent header the kernel wrote back, unretained, as output `v`
+    /// (ABI 1.3): the host takes its own reference, and its header needs no release.
+    #[inline]
+    fn input_back(&self, v: &Value) -> Option<&crate::Tensor> {
+        if v.tag != Tag::Tensor as u32 {
+            return None;
+        }
+        let at = self.lent.iter().position(|l| l == v)?;
+        self.inputs.get(at)?.as_tensor()
     }
 }
 

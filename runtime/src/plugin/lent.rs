@@ -12,15 +12,16 @@
 //!   header as its origin, exactly what a retained import has from the start.
 //!
 //! A tensor the kernel returns that is exactly one of its inputs goes back as that input's
-//! header, retained ([`Lent::hand_back`]). Other headers (this image's own, memory on other
+//! header ([`Lent::hand_back`]): as lent to a host of ABI 1.3 or later, which takes its own
+//! reference, retained to an older one. Other headers (this image's own, memory on other
 //! devices) are imported as `tensor::borrow` does.
 
 use std::cell::RefCell;
 
 use smallvec::SmallVec;
 
-use super::tensor;
-use crate::abi::plugin_v1::{TensorHeader, TENSOR_FLAG_READ_ONLY};
+use super::{guest, tensor};
+use crate::abi::plugin_v1::{TensorHeader, ABI_V1_3, TENSOR_FLAG_READ_ONLY};
 use crate::tensor::dlpack::codes::from_dl_device;
 use crate::tensor::dlpack::import::dims_into;
 use crate::tensor::foreign::{checked_extent, lent, lent_base, Lend};
@@ -72,6 +73,12 @@ fn put_spare(t: Tensor) {
             }
         }
     });
+}
+
+/// Whether the host this plugin was loaded by takes an input's lent header back as an output,
+/// unretained (ABI 1.3).
+fn host_takes_lent_back() -> bool {
+    guest::host().is_some_and(|h| h.version >= ABI_V1_3)
 }
 
 /// The device of another image's header whose memory can be lent (cpu, and cuda with the
@@ -142,7 +149,8 @@ impl Lent {
     }
 
     /// The header to give back for `t` when it views exactly what one of this call's inputs
-    /// describes, retained by its maker; None otherwise.
+    /// describes: that header as lent when the host takes it so (ABI 1.3), else retained by its
+    /// maker; None otherwise.
     pub(crate) fn hand_back(&self, t: &Tensor) -> Option<*mut TensorHeader> {
         let import = self
             .imports
@@ -153,6 +161,9 @@ impl Lent {
         // The import itself (a tensor object never changes its view) is the header's view.
         if !import.tensor.ptr_eq(t) && !tensor::same_view(header, t) {
             return None;
+        }
+        if host_takes_lent_back() {
+            return Some(import.header);
         }
         // SAFETY: lent, so live, as above.
         unsafe { tensor::retained(import.header) }
