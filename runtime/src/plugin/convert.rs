@@ -135,11 +135,11 @@ pub(crate) fn with_lent<R>(
     for (i, v) in inputs.iter().enumerate() {
         let payload = match v.tag() {
             Some(Tag::Tensor) => {
-                let header = tensor::borrowed(v.as_tensor().ok_or_else(|| null("tensor"))?)?;
+                let t = v.as_tensor().ok_or_else(|| null("tensor"))?;
                 // SAFETY: `hi < tensors`, the number of slots behind `h` (counted above).
                 let slot = unsafe { h.add(hi) };
                 // SAFETY: as above; writing an uninitialised slot.
-                unsafe { slot.write(header) };
+                unsafe { tensor::lend_into(t, slot) }?;
                 hi += 1;
                 ptr_bits(slot)
             }
@@ -248,13 +248,15 @@ unsafe extern "C" fn release_list(l: *mut AbiList) {
 }
 
 /// `v` as an owned ABI value, whose objects this image releases when the receiver asks.
-pub(crate) fn give(v: StableValue) -> Result<Value> {
-    give_with(v, tensor::owned)
+pub(crate) fn give(mut v: StableValue) -> Result<Value> {
+    give_with(&mut v, tensor::owned)
 }
 
-/// [`give`] for a kernel's output, which goes back as its input's own header when it is exactly
-/// one of the call's lent inputs.
-pub(crate) fn give_in(v: StableValue, lent: &Lent) -> Result<Value> {
+/// [`give`] for a kernel's output, read in its slot (a tensor is taken out; the rest is copied
+/// and dropped with the slot): it goes back as its input's own header when it is exactly one of
+/// the call's lent inputs. In place, because a value the kernel just wrote in two halves stalls
+/// the CPU when moved out whole.
+pub(crate) fn give_in(v: &mut StableValue, lent: &Lent) -> Result<Value> {
     give_with(v, |t| match lent.hand_back(&t) {
         Some(header) => Ok(header),
         None => tensor::owned(t),
@@ -262,7 +264,7 @@ pub(crate) fn give_in(v: StableValue, lent: &Lent) -> Result<Value> {
 }
 
 fn give_with(
-    mut v: StableValue,
+    v: &mut StableValue,
     owned_tensor: impl FnOnce(crate::Tensor) -> Result<*mut TensorHeader>,
 ) -> Result<Value> {
     let (tag, aux) = (v.raw_tag(), v.aux());
@@ -306,6 +308,24 @@ fn give_with(
     };
     let aux = if tag == Tag::Tensor as u32 { 0 } else { aux };
     Ok(Value { tag, aux, payload })
+}
+
+/// Writes `v` to `dst` as two 8-byte halves, which is how it was just built: a 16-byte copy
+/// could not forward from those stores, and stalls.
+///
+/// # Safety
+/// `dst` is valid for writing one value.
+#[inline]
+pub(crate) unsafe fn write_value(dst: *mut Value, v: &Value) {
+    let header = crate::value::header_bits(v.tag, v.aux);
+    // SAFETY: `dst` is writable (the caller's contract); `repr(C)` puts `tag` then `aux` in its
+    // first 8 bytes (so the native-endian bytes of `header` are the two fields) and `payload` in
+    // the last 8. Volatile keeps the two stores from being merged into one 16-byte store of a
+    // 16-byte load.
+    unsafe {
+        std::ptr::write_volatile(dst.cast::<u64>(), header);
+        std::ptr::write_volatile(std::ptr::addr_of_mut!((*dst).payload), v.payload);
+    }
 }
 
 /// # Safety
@@ -425,7 +445,7 @@ pub(crate) unsafe fn take_string(p: *mut AbiString) -> Result<String> {
 /// `v` is a value per the ABI whose objects are live for the call.
 pub(crate) unsafe fn borrow(v: &Value) -> Result<StableValue> {
     // SAFETY: forwarded; `tensor::borrow` takes a live header.
-    unsafe { borrow_with(v, |h| tensor::borrow(h)) }
+    unsafe { borrow_with(v, |h| tensor::borrow(h).map(StableValue::tensor)) }
 }
 
 /// [`borrow`] for a kernel's input: a tensor is imported into `lent`, which settles it when the
@@ -442,12 +462,10 @@ pub(crate) unsafe fn borrow_in(v: &Value, lent: &mut Lent) -> Result<StableValue
 /// As [`borrow`]; `tensor` is called with a live header, or null.
 unsafe fn borrow_with(
     v: &Value,
-    tensor: impl FnOnce(*mut TensorHeader) -> Result<crate::Tensor>,
+    tensor: impl FnOnce(*mut TensorHeader) -> Result<StableValue>,
 ) -> Result<StableValue> {
     match Tag::from_u32(v.tag) {
-        Some(Tag::Tensor) => Ok(StableValue::tensor(tensor(bits_ptr::<TensorHeader>(
-            v.payload,
-        ))?)),
+        Some(Tag::Tensor) => tensor(bits_ptr::<TensorHeader>(v.payload)),
         // SAFETY: a live string, per the contract.
         Some(Tag::Str) => {
             unsafe { read_string(bits_ptr::<AbiString>(v.payload)) }.map(StableValue::str)

@@ -243,22 +243,25 @@ unsafe fn run_kernel(
         }));
     }
     let outputs = &mut local.as_mut_slice()[num_args..];
-    let mut given: SmallVec<[Value; 8]> = SmallVec::new();
-    for out in outputs.iter_mut() {
-        match convert::give_in(std::mem::take(out), &lent) {
-            Ok(v) => given.push(v),
+    for (i, out) in outputs.iter_mut().enumerate() {
+        // SAFETY: output slot `num_args + i` exists, per the contract.
+        let slot = unsafe { stack.add(num_args + i) };
+        match convert::give_in(out, &lent) {
+            // SAFETY: as above; it holds None, so nothing is overwritten.
+            Ok(v) => unsafe { convert::write_value(slot, &v) },
             Err(e) => {
-                for v in given {
-                    // SAFETY: owned values made just above, handed to no one.
-                    unsafe { convert::discard(v) };
+                for j in 0..i {
+                    // SAFETY: the owned values written just above, handed to no one yet: each
+                    // released once, and its slot set back to None.
+                    unsafe {
+                        let written = stack.add(num_args + j);
+                        convert::discard(*written);
+                        written.write(Value::default());
+                    }
                 }
                 return Err(e);
             }
         }
-    }
-    for (i, v) in given.into_iter().enumerate() {
-        // SAFETY: output slot `num_args + i` exists, per the contract, and holds None.
-        unsafe { stack.add(num_args + i).write(v) };
     }
     Ok(())
 }

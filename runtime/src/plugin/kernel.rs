@@ -233,17 +233,17 @@ impl PluginKernel {
                 continue;
             }
             if let Some(input) = given.input_back(v) {
-                outputs[i] = StableValue::tensor(input.clone());
+                outputs[i].set(StableValue::tensor(input.clone()));
                 continue;
             }
             // SAFETY: an owned value the kernel wrote, taken once.
-            outputs[i] = match unsafe { convert::take(*v) } {
-                Ok(value) => value,
+            match unsafe { convert::take(*v) } {
+                Ok(value) => outputs[i].set(value),
                 Err(e) => {
                     discard_from(written, i + 1);
                     return Err(failed(op.name(), format!("output #{i}: {e}")));
                 }
-            };
+            }
         }
         Ok(())
     }

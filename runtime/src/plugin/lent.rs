@@ -27,6 +27,7 @@ use crate::tensor::dlpack::import::dims_into;
 use crate::tensor::foreign::{checked_extent, lent, lent_base, Lend};
 use crate::tensor::layout::Layout;
 use crate::tensor::storage::Deleter;
+use crate::value::StableValue;
 use crate::{Device, Result, Tensor};
 
 /// How many set-aside wrappers a thread keeps: one per tensor input of the widest call it makes.
@@ -109,20 +110,20 @@ pub(crate) struct Lent {
 }
 
 impl Lent {
-    /// A tensor for `h`, a header lent for this call, which the kernel may keep past it.
+    /// A tensor value for `h`, a header lent for this call, which the kernel may keep past it.
     ///
     /// # Safety
     /// `h` is null (an error) or a live header, valid until this `Lent` is dropped.
-    pub(crate) unsafe fn import(&mut self, h: *mut TensorHeader) -> Result<Tensor> {
+    pub(crate) unsafe fn import(&mut self, h: *mut TensorHeader) -> Result<StableValue> {
         // SAFETY: null or live, per the contract.
         let Some(header) = (unsafe { h.as_ref() }) else {
             // SAFETY: `borrow`'s error for a null header.
-            return unsafe { tensor::borrow(h) };
+            return unsafe { tensor::borrow(h) }.map(StableValue::tensor);
         };
         let Some(device) = lendable_device(header) else {
             // Retained and wrapped (or this image's own): its storage's origin gives it back.
             // SAFETY: forwarded.
-            return unsafe { tensor::borrow(h) };
+            return unsafe { tensor::borrow(h) }.map(StableValue::tensor);
         };
         let read_only = header.flags & TENSOR_FLAG_READ_ONLY != 0;
         let mut fill = |layout: &mut Layout| {
@@ -141,11 +142,12 @@ impl Lent {
         // until the call returns; `settle` retains the header before then if anything keeps
         // the tensor.
         let tensor = unsafe { lent(device, take_spare(device), &mut fill) }?;
+        // A handle of its own for the value: one borrowed from the import measured slower.
         self.imports.push(Import {
             tensor: tensor.clone(),
             header: h,
         });
-        Ok(tensor)
+        Ok(StableValue::tensor(tensor))
     }
 
     /// The header to give back for `t` when it views exactly what one of this call's inputs
@@ -223,8 +225,9 @@ mod tests {
         let h: *mut TensorHeader = &mut a_header;
         let first = {
             let mut lent = Lent::default();
-            // SAFETY: `h` is live until `lent` drops, at the end of this block.
-            let t = unsafe { lent.import(h) }.unwrap();
+            // SAFETY: `h` is live until `lent` drops, at the end of this block, after `v`.
+            let v = unsafe { lent.import(h) }.unwrap();
+            let t = v.as_tensor().unwrap();
             assert_eq!(t.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
             assert_eq!(refs.load(Ordering::SeqCst), 0, "no reference taken");
             let back = lent.hand_back(&t.clone()).unwrap();
@@ -248,11 +251,12 @@ mod tests {
         let kept = {
             let mut lent = Lent::default();
             // SAFETY: as above.
-            let t = unsafe { lent.import(h) }.unwrap();
+            let v = unsafe { lent.import(h) }.unwrap();
+            let t = v.as_tensor().unwrap();
             assert_eq!(t.as_raw(), first, "the set-aside wrapper, re-pointed");
             assert_eq!(t.shape(), [2]);
             let view = t.narrow(0, 1, 1).unwrap();
-            drop((t, lent));
+            drop((v, lent));
             assert_eq!(refs.load(Ordering::SeqCst), 1, "a view kept it: retained");
             view
         };
@@ -270,9 +274,9 @@ mod tests {
         {
             let mut lent = Lent::default();
             // SAFETY: as above.
-            let t = unsafe { lent.import(&mut c_header) }.unwrap();
+            let v = unsafe { lent.import(&mut c_header) }.unwrap();
             assert_eq!(
-                t.to_vec::<f32>().unwrap(),
+                v.as_tensor().unwrap().to_vec::<f32>().unwrap(),
                 [6.0],
                 "a new wrapper: none was set aside"
             );

@@ -35,8 +35,14 @@ pub(super) fn is_ours(header: &TensorHeader) -> bool {
     std::ptr::eq(header.vtable, &VTABLE)
 }
 
-/// The header of `t`, refcount `refcount` (0: borrowed).
-fn header_of(t: &Tensor, refcount: u64) -> Result<TensorHeader> {
+/// Writes the header of `t`, refcount `refcount` (0: borrowed), into `slot`, field by field: a
+/// header built elsewhere and copied in would be read back in wide loads from the narrow stores
+/// that just made it, which stalls (a plugin call lends a header per tensor).
+///
+/// # Safety
+/// `slot` is valid for writing one header.
+#[inline]
+unsafe fn write_header(t: &Tensor, refcount: u64, slot: *mut TensorHeader) -> Result<()> {
     // Read-only for every reader (the ABI says so); the casts only match DLPack's types, and
     // point at the tensor's own shape and strides, so a borrowed header allocates nothing.
     let dl = dl_tensor(
@@ -45,22 +51,41 @@ fn header_of(t: &Tensor, refcount: u64) -> Result<TensorHeader> {
         t.strides().as_ptr().cast::<i64>().cast_mut(),
         "plugin ABI",
     )?;
-    Ok(TensorHeader {
-        vtable: &VTABLE,
-        manager_ctx: t.as_raw(),
-        refcount,
-        flags: if t.is_read_only() {
-            TENSOR_FLAG_READ_ONLY
-        } else {
-            0
-        },
-        dl,
-    })
+    let flags = if t.is_read_only() {
+        TENSOR_FLAG_READ_ONLY
+    } else {
+        0
+    };
+    // SAFETY: `slot` is writable, per the contract; each field is written once.
+    unsafe {
+        std::ptr::addr_of_mut!((*slot).vtable).write(&VTABLE);
+        std::ptr::addr_of_mut!((*slot).manager_ctx).write(t.as_raw());
+        std::ptr::addr_of_mut!((*slot).refcount).write(refcount);
+        std::ptr::addr_of_mut!((*slot).flags).write(flags);
+        std::ptr::addr_of_mut!((*slot).dl).write(dl);
+    }
+    Ok(())
 }
 
-/// A header that lends `t` for one call: no reference is taken, so it must not outlive `t`.
+/// Writes into `slot` a header that lends `t` for one call: no reference is taken, so it must
+/// not outlive `t`.
+///
+/// # Safety
+/// `slot` is valid for writing one header.
+pub(crate) unsafe fn lend_into(t: &Tensor, slot: *mut TensorHeader) -> Result<()> {
+    // SAFETY: forwarded.
+    unsafe { write_header(t, 0, slot) }
+}
+
+/// A header that lends `t` for one call, for tests.
+#[cfg(test)]
 pub(crate) fn borrowed(t: &Tensor) -> Result<TensorHeader> {
-    header_of(t, 0)
+    let mut header = std::mem::MaybeUninit::<TensorHeader>::uninit();
+    // SAFETY: a header's worth of writable memory, fully written on success.
+    unsafe {
+        lend_into(t, header.as_mut_ptr())?;
+        Ok(header.assume_init())
+    }
 }
 
 /// An owned header holding one reference to `t`. When `t` is exactly the view a header another
@@ -71,8 +96,18 @@ pub(crate) fn owned(t: Tensor) -> Result<*mut TensorHeader> {
     if let Some(h) = handed_back(&t) {
         return Ok(h);
     }
-    let header = header_of(&t, 1)?;
-    Ok(boxed(header, t))
+    // Box::new_uninit aborts rather than unwinds when out of memory, so no panic reaches a C
+    // edge.
+    let mut owned = Box::<Owned>::new_uninit();
+    let p = owned.as_mut_ptr();
+    // SAFETY: `p` is the box's memory: the header is written in place, then the tensor, so the
+    // box is whole before `assume_init`. The handle's address is the TensorImpl's, so
+    // `manager_ctx` and the shape pointers stay right when `t` moves into the box.
+    unsafe {
+        write_header(&t, 1, std::ptr::addr_of_mut!((*p).header))?;
+        std::ptr::addr_of_mut!((*p).tensor).write(t);
+        Ok(Box::into_raw(owned.assume_init()).cast::<TensorHeader>())
+    }
 }
 
 /// `header` and the reference to `tensor` it describes, as one owned header. The handle's

@@ -53,19 +53,13 @@ pub(crate) fn checked_extent(
     row_major: bool,
     dtype: DType,
 ) -> Result<Extent> {
-    let shape = &layout.shape;
-    let numel = checked_numel(shape)?;
-    checked_nbytes(shape, numel, dtype)?;
+    let numel = checked_numel(&layout.shape)?;
+    checked_nbytes(&layout.shape, numel, dtype)?;
     if row_major {
         // Its byte size was checked just above.
-        layout.strides = contiguous_strides(shape);
-    } else if layout.strides.len() != shape.len() {
-        return Err(Error::Shape(format!(
-            "from_blob: shape {shape:?} has {} dimensions but strides {:?} has {}",
-            shape.len(),
-            layout.strides,
-            layout.strides.len()
-        )));
+        layout.strides = contiguous_strides(&layout.shape);
+    } else if layout.strides.len() != layout.shape.len() {
+        return Err(rank_mismatch(layout));
     }
     let ext = if numel == 0 {
         layout.set_extent(0, 0);
@@ -74,40 +68,62 @@ pub(crate) fn checked_extent(
             below: 0,
         }
     } else {
-        let too_far = || {
-            Error::Shape(format!(
-                "from_blob: a {dtype} tensor of shape {:?} and strides {:?} reaches further \
-                 than isize::MAX bytes",
-                layout.shape, layout.strides
-            ))
-        };
-        let (lo, hi) = reach(&layout.shape, &layout.strides).ok_or_else(too_far)?;
         let size = dtype.size();
-        let elems = hi.checked_sub(lo).ok_or_else(too_far)?.unsigned_abs();
-        let nbytes = elems
-            .checked_mul(size)
-            .filter(|&n| n <= isize::MAX as usize)
-            .ok_or_else(too_far)?;
-        let offset = lo.unsigned_abs();
+        let Some((offset, nbytes)) = reach(&layout.shape, &layout.strides).and_then(|(lo, hi)| {
+            let nbytes = hi.checked_sub(lo)?.unsigned_abs().checked_mul(size)?;
+            (nbytes <= isize::MAX as usize).then_some((lo.unsigned_abs(), nbytes))
+        }) else {
+            return Err(too_far(layout, dtype));
+        };
         layout.set_extent(offset, numel);
         Extent {
             nbytes,
             below: offset * size,
         }
     };
-    if ptr.is_null() && ext.nbytes > 0 {
-        return Err(Error::InvalidArgument(format!(
-            "from_blob: the pointer is null, but a {dtype} tensor of shape {:?} has elements",
-            layout.shape
-        )));
-    }
-    if !(ptr as usize).is_multiple_of(dtype.size()) {
-        return Err(Error::InvalidArgument(format!(
-            "from_blob: the pointer {ptr:p} is not aligned for {dtype} (a multiple of {} bytes)",
-            dtype.size()
-        )));
+    // Every dtype's size is a power of two, so alignment is a mask, not a division.
+    debug_assert!(dtype.size().is_power_of_two());
+    if (ptr.is_null() && ext.nbytes > 0) || ptr.addr() & (dtype.size() - 1) != 0 {
+        return Err(bad_pointer(ptr, layout, dtype));
     }
     Ok(ext)
+}
+
+#[cold]
+#[inline(never)]
+fn rank_mismatch(layout: &Layout) -> Error {
+    Error::Shape(format!(
+        "from_blob: shape {:?} has {} dimensions but strides {:?} has {}",
+        layout.shape,
+        layout.shape.len(),
+        layout.strides,
+        layout.strides.len()
+    ))
+}
+
+#[cold]
+#[inline(never)]
+fn too_far(layout: &Layout, dtype: DType) -> Error {
+    Error::Shape(format!(
+        "from_blob: a {dtype} tensor of shape {:?} and strides {:?} reaches further than \
+         isize::MAX bytes",
+        layout.shape, layout.strides
+    ))
+}
+
+#[cold]
+#[inline(never)]
+fn bad_pointer(ptr: *mut c_void, layout: &Layout, dtype: DType) -> Error {
+    if ptr.is_null() {
+        return Error::InvalidArgument(format!(
+            "from_blob: the pointer is null, but a {dtype} tensor of shape {:?} has elements",
+            layout.shape
+        ));
+    }
+    Error::InvalidArgument(format!(
+        "from_blob: the pointer {ptr:p} is not aligned for {dtype} (a multiple of {} bytes)",
+        dtype.size()
+    ))
 }
 
 /// A cpu buffer's storage base: `below` bytes under the pointer to element `[0, ...]`.

@@ -22,31 +22,40 @@ pub(crate) struct Layout {
 }
 
 /// The number of elements of `shape`, or a shape error when the product overflows.
+#[inline]
 pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| {
-            Error::Shape(format!(
-                "shape {shape:?} has more elements than fit in usize (the product of its sizes \
-             overflows)"
-            ))
-        })
+    match shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) {
+        Some(n) => Ok(n),
+        None => Err(numel_overflows(shape)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn numel_overflows(shape: &[usize]) -> Error {
+    Error::Shape(format!(
+        "shape {shape:?} has more elements than fit in usize (the product of its sizes overflows)"
+    ))
 }
 
 /// The size in bytes of `numel` elements of `dtype`, which must fit in `isize` (Rust's limit on
 /// one allocation).
+#[inline]
 pub(crate) fn checked_nbytes(shape: &[usize], numel: usize, dtype: DType) -> Result<usize> {
-    numel
-        .checked_mul(dtype.size())
-        .filter(|&n| n <= isize::MAX as usize)
-        .ok_or_else(|| {
-            Error::Shape(format!(
-            "a {dtype} tensor of shape {shape:?} has {numel} elements of {} bytes each: more than \
-             isize::MAX bytes",
-            dtype.size()
-        ))
-        })
+    match numel.checked_mul(dtype.size()) {
+        Some(n) if n <= isize::MAX as usize => Ok(n),
+        _ => Err(too_big(shape, numel, dtype)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn too_big(shape: &[usize], numel: usize, dtype: DType) -> Error {
+    Error::Shape(format!(
+        "a {dtype} tensor of shape {shape:?} has {numel} elements of {} bytes each: more than \
+         isize::MAX bytes",
+        dtype.size()
+    ))
 }
 
 /// Row-major strides of `shape`. The caller has checked that its byte size fits in `isize`, so

@@ -42,6 +42,7 @@ pub use live::live_handles;
 /// The plugin ABI's owned string and list boxes count as live handles too.
 pub(crate) use live::{box_freed as live_box_freed, box_made as live_box_made};
 pub use slots::{IntoIter as StackIntoIter, INLINE_SLOTS};
+pub(crate) use stable_value::header_bits;
 pub use stable_value::StableValue;
 pub use stack::Stack;
 pub use tag::Tag;

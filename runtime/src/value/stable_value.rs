@@ -75,6 +75,15 @@ unsafe impl Send for StableValue {}
 // SAFETY: shared access only reads the payload (see Send above).
 unsafe impl Sync for StableValue {}
 
+/// A value's `tag` and `aux` as the one 8-byte word they fill at the start of a `repr(C)`
+/// value (this one, or the plugin ABI's): written as one store, so that the value is two.
+#[inline]
+pub(crate) const fn header_bits(tag: u32, aux: u32) -> u64 {
+    let [t0, t1, t2, t3] = tag.to_ne_bytes();
+    let [a0, a1, a2, a3] = aux.to_ne_bytes();
+    u64::from_ne_bytes([t0, t1, t2, t3, a0, a1, a2, a3])
+}
+
 impl StableValue {
     #[inline]
     const fn bits(tag: Tag, aux: u32, bits: u64) -> StableValue {
@@ -186,6 +195,21 @@ impl StableValue {
         }
     }
 
+    /// Replaces this value (released as any drop would) with `value`, stored as two 8-byte
+    /// halves: a value built just before is still two stores in flight, which a 16-byte copy
+    /// could not forward from (see [`move_by_halves`](Self::move_by_halves)).
+    #[inline]
+    pub(crate) fn set(&mut self, value: StableValue) {
+        let value = std::mem::ManuallyDrop::new(value);
+        let this: *mut StableValue = self;
+        // SAFETY: `this` is live: dropped once, then written without being read; `value` is
+        // moved into it exactly once (ManuallyDrop keeps it from being dropped here).
+        unsafe {
+            std::ptr::drop_in_place(this);
+            StableValue::move_by_halves(&*value, this);
+        }
+    }
+
     /// Replaces this value (released as any drop would) with the plain value `(tag, aux,
     /// payload)`, written in place as two 8-byte stores: building the value first and moving it
     /// in would read it back as one 16-byte load, which the CPU cannot forward from the smaller
@@ -197,9 +221,7 @@ impl StableValue {
     #[inline]
     pub(crate) unsafe fn overwrite_plain(&mut self, tag: u32, aux: u32, payload: u64) {
         let this: *mut StableValue = self;
-        let [t0, t1, t2, t3] = tag.to_ne_bytes();
-        let [a0, a1, a2, a3] = aux.to_ne_bytes();
-        let header = u64::from_ne_bytes([t0, t1, t2, t3, a0, a1, a2, a3]);
+        let header = header_bits(tag, aux);
         // SAFETY: `this` is a live, aligned value: it is dropped once and then overwritten
         // without being read. `repr(C)` puts `tag` then `aux` in the first 8 bytes (so the
         // native-endian bytes of `header` are the two fields) and `payload` in the last 8. The

@@ -45,6 +45,41 @@ pub(crate) fn to_dl_dtype(dtype: DType) -> DLDataType {
 
 /// The dtype DLPack's `t` names, or an error saying why opbox cannot hold it.
 pub(crate) fn from_dl_dtype(t: DLDataType) -> Result<DType> {
+    if t.lanes == 1 && t.bits.is_power_of_two() && (8..=128).contains(&t.bits) {
+        let by_bits = BY_DLPACK.get(usize::from(t.code));
+        if let Some(&Some(d)) = by_bits.and_then(|b| b.get((t.bits.trailing_zeros() - 3) as usize))
+        {
+            return Ok(d);
+        }
+    }
+    no_dtype(t)
+}
+
+/// The dtype of each DLPack `(code, bits)` the type table gives, indexed by code and by bits as
+/// 8 << i: built from the table at compile time, so that importing a header (a plugin call
+/// imports one per tensor) is an index, not a search.
+const BY_DLPACK: [[Option<DType>; 5]; 32] = {
+    let mut table = [[None; 5]; 32];
+    let mut i = 0;
+    while i < DType::ALL.len() {
+        let d = DType::ALL[i];
+        let (code, bits) = d.elem().dlpack();
+        assert!(
+            (code as usize) < 32 && bits.is_power_of_two() && bits >= 8 && bits <= 128,
+            "a DLPack code past the lookup table"
+        );
+        let slot = &mut table[code as usize][(bits.trailing_zeros() - 3) as usize];
+        assert!(slot.is_none(), "two dtypes with one DLPack (code, bits)");
+        *slot = Some(d);
+        i += 1;
+    }
+    table
+};
+
+/// Why `t`, which `BY_DLPACK` does not hold, is no opbox dtype.
+#[cold]
+#[inline(never)]
+fn no_dtype(t: DLDataType) -> Result<DType> {
     let named = || {
         format!(
             "DLPack dtype {{code {} ({}), bits {}, lanes {}}}",
@@ -61,12 +96,6 @@ pub(crate) fn from_dl_dtype(t: DLDataType) -> Result<DType> {
             named(),
             t.lanes
         )));
-    }
-    if let Some(d) = DType::ALL
-        .into_iter()
-        .find(|d| d.elem().dlpack() == (t.code, t.bits))
-    {
-        return Ok(d);
     }
     let same_code: Vec<String> = DType::ALL
         .into_iter()

@@ -37,7 +37,9 @@ pub(crate) fn describe(t: &Tensor, dims: &mut Vec<i64>) -> Result<DLTensor> {
 
 /// The `DLTensor` of `t` over the caller's `shape` and `strides` arrays (alive while it is
 /// used): what DLPack export and the plugin ABI's tensor header both hand out. `what` names the
-/// caller in the error for a rank past int32.
+/// caller in the error for a rank past int32. Inlined, so that a caller writing it into a
+/// header builds it there instead of copying it (a plugin call lends a header a tensor).
+#[inline]
 pub(crate) fn dl_tensor(
     t: &Tensor,
     shape: *mut i64,
