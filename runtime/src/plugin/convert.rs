@@ -101,7 +101,10 @@ fn list_view(list: &List) -> Result<(Tag, *const c_void, usize)> {
     })
 }
 
-/// Runs `f` on `inputs` lent as ABI values, followed by `extra` None values.
+/// Runs `f` on `inputs` lent as ABI values, followed by `extra` None values. Inlined into its
+/// two callers: returned through a call, `f`'s result was copied whole from the halves just
+/// written, a stall on every plugin call with a tensor.
+#[inline]
 pub(crate) fn with_lent<R>(
     inputs: &[StableValue],
     extra: usize,
