@@ -18,7 +18,8 @@
 //!   launch with its specialization lookup, and the lookup alone;
 //! - (e) the stack-typed launch (`launch_stack` from a StableValue stack) against (b).
 //!
-//! Without a GPU it prints "skipped: no GPU" and exits 0.
+//! Without a GPU it prints "skipped: no GPU" and exits 0. With `OPBOX_BENCH_LAUNCH_LOOP` set it
+//! only launches one row in a loop, for a profiler (see [`LOOP`]).
 //! `cargo bench --bench launch`; scripts/gpu-check runs it on the GPU machine.
 
 use std::ffi::c_void;
@@ -180,6 +181,31 @@ enum Timing {
 /// Median per-launch µs of each launcher over `rounds` rounds of `per_round` launches each.
 /// The launchers take turns within every round (in a rotating order), so clock and queue drift
 /// between phases cannot masquerade as a difference between them.
+/// Set to `<a0|a|b|c>[:<rounds>]`: that many rounds of 100 launches of one row (a synchronize
+/// after each, so the queue never fills), and exit: for `perf record` on the GPU machine, to see
+/// where a row's submission cost goes.
+const LOOP: &str = "OPBOX_BENCH_LAUNCH_LOOP";
+
+fn spin(spec: &str, launchers: &mut [Launcher<'_>]) -> opbox::Result<()> {
+    let (row, rounds) = spec.split_once(':').unwrap_or((spec, "10000"));
+    let rounds: usize = rounds
+        .parse()
+        .map_err(|_| Error::msg(format!("{LOOP}: '{rounds}' is not a number of rounds")))?;
+    // The order `launchers` holds them in.
+    let which = ["a", "b", "c", "a0"]
+        .iter()
+        .position(|r| *r == row)
+        .ok_or_else(|| Error::msg(format!("{LOOP}: no row '{row}' (a0, a, b or c)")))?;
+    let launch = &mut launchers[which];
+    for _ in 0..rounds {
+        for _ in 0..100 {
+            launch()?;
+        }
+        synchronize(0)?;
+    }
+    Ok(())
+}
+
 fn interleaved(
     rounds: usize,
     per_round: usize,
@@ -286,6 +312,9 @@ fn bench() -> opbox::Result<()> {
             .map_err(|e| Error::msg(e.to_string()))
         }),
     ];
+    if let Ok(spec) = std::env::var(LOOP) {
+        return spin(&spec, &mut launchers);
+    }
     let abc = interleaved(rounds, per_round, &mut launchers)?;
     // The same four, timed as submission cost: 100 launches a round stay far below the launch
     // queue's depth, so no call waits for the GPU.

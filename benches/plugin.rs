@@ -18,8 +18,9 @@
 //! With `OPBOX_BENCH_PLUGIN_LOOP=<row>[:<calls>]` it only makes `<calls>` (default 10^7) boxed
 //! calls of one row and exits, for `perf stat -e instructions` or `perf record`, which count
 //! what a call costs without the noise of a shared machine: rows `int-local`, `int-plugin`,
-//! `keep-local`, `keep-plugin`, `scale-local`, `scale-plugin`, and `int-…-typed` and
-//! `keep-…-typed` for the typed `op.call` of the same op.
+//! `keep-local`, `keep-plugin`, `scale-local`, `scale-plugin`, `noop-local` and `noop-plugin`
+//! (a CUDA tensor: a GPU only), and `int-…-typed` and `keep-…-typed` for the typed `op.call` of
+//! the same op.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -389,7 +390,12 @@ fn spin(spec: &str) {
         _ => panic!("no row {row}"),
     }
     .unwrap();
-    let x = cpu_tensor();
+    let x = match what {
+        "noop" => cpu_tensor()
+            .to(Device::Cuda(0))
+            .expect("a CUDA tensor (noop needs a GPU)"),
+        _ => cpu_tensor(),
+    };
     if typed {
         for _ in 0..calls {
             if what == "int" {
@@ -401,7 +407,11 @@ fn spin(spec: &str) {
         return;
     }
     let mut stack = Stack::new();
-    for _ in 0..calls {
+    for i in 0..calls {
+        // Launches in rounds of 100, as `cuda_paired` times them: a full queue would block.
+        if what == "noop" && i % 100 == 0 {
+            opbox::cuda::synchronize(0).expect("the launches ran");
+        }
         stack.clear();
         if what == "int" {
             stack.push(black_box(-3i64));
