@@ -286,32 +286,45 @@ fn cpu_tensor() -> Tensor {
     Tensor::from_vec(vec![1.0f32; 1024], &[1024]).expect("a CPU tensor")
 }
 
+/// `rplug::<name>` against `inproc::<name>`, boxed on `x` (and the float 3.0 when `args` is 2),
+/// interleaved: `rounds` batches of `calls` each, `settle` after each batch off the clock.
+fn tensor_op_pair(
+    name: &str,
+    args: usize,
+    x: &Tensor,
+    (rounds, calls): (usize, u32),
+    settle: impl Fn(),
+) -> (f64, f64) {
+    let plugin = opbox::op(&format!("rplug::{name}")).unwrap();
+    let local = opbox::op(&format!("inproc::{name}")).unwrap();
+    let push = |stack: &mut Stack| {
+        stack.clear();
+        stack.push(x.clone());
+        if args == 2 {
+            stack.push(3.0f64);
+        }
+    };
+    interleaved_settled(
+        rounds,
+        calls,
+        settle,
+        |stack| {
+            push(stack);
+            local.call_boxed(black_box(stack)).unwrap();
+        },
+        |stack| {
+            push(stack);
+            plugin.call_boxed(black_box(stack)).unwrap();
+        },
+    )
+}
+
 /// The Rust plugin's tensor ops on a CPU tensor against the same bodies in process, boxed,
 /// interleaved: `keep` (all boundary) and `scale` (boundary and 1024 floats of work).
 fn cpu_paired() {
     let x = cpu_tensor();
     for (name, args) in [("keep", 1), ("scale", 2)] {
-        let plugin = opbox::op(&format!("rplug::{name}")).unwrap();
-        let local = opbox::op(&format!("inproc::{name}")).unwrap();
-        let push = |stack: &mut Stack| {
-            stack.clear();
-            stack.push(x.clone());
-            if args == 2 {
-                stack.push(3.0f64);
-            }
-        };
-        let (a, b) = interleaved(
-            101,
-            2_000,
-            |stack| {
-                push(stack);
-                local.call_boxed(black_box(stack)).unwrap();
-            },
-            |stack| {
-                push(stack);
-                plugin.call_boxed(black_box(stack)).unwrap();
-            },
-        );
+        let (a, b) = tensor_op_pair(name, args, &x, (101, 2_000), || {});
         println!(
             "CPU {name} boxed, 1024 floats, interleaved medians: in process {a:.1} ns, plugin \
              {b:.1} ns, plugin / in process {:.3}",
@@ -337,28 +350,7 @@ fn cuda_paired() {
     let settle = || opbox::cuda::synchronize(0).expect("the launches ran");
     // noop: rounds of 100 launches, as benches/launch.rs times submission cost.
     for (name, args, rounds, calls) in [("noop", 1, 301, 100), ("scale", 2, 51, 200)] {
-        let plugin = opbox::op(&format!("rplug::{name}")).unwrap();
-        let local = opbox::op(&format!("inproc::{name}")).unwrap();
-        let push = |stack: &mut Stack| {
-            stack.clear();
-            stack.push(x.clone());
-            if args == 2 {
-                stack.push(3.0f64);
-            }
-        };
-        let (a, b) = interleaved_settled(
-            rounds,
-            calls,
-            settle,
-            |stack| {
-                push(stack);
-                local.call_boxed(black_box(stack)).unwrap();
-            },
-            |stack| {
-                push(stack);
-                plugin.call_boxed(black_box(stack)).unwrap();
-            },
-        );
+        let (a, b) = tensor_op_pair(name, args, &x, (rounds, calls), settle);
         println!(
             "CUDA {name} boxed on cuda:0, interleaved medians: in process {:.3} us, plugin \
              {:.3} us, plugin / in process {:.3}",
