@@ -9,9 +9,10 @@
 //! It also loads the Rust fixture plugin (`cargo build --release --example plugin_fixture`, or
 //! `$OPBOX_PLUGIN_DIR`) and prints its tensor ops against the same bodies registered in
 //! process, interleaved: `rplug::keep` and `rplug::scale` on a CPU tensor, and on a machine with
-//! a GPU `rplug::scale` on CUDA; without the fixture or without a GPU it prints why a line is
-//! skipped. On a GPU it also sets `rplug::noop` (one launch of an empty kernel) beside the same
-//! op in process: what the boundary adds to a CUDA op.
+//! a GPU `rplug::scale` and `rplug::keep` on CUDA; without the fixture or without a GPU it
+//! prints why a line is skipped. On a GPU it also sets `rplug::noop` (one launch of an empty
+//! kernel) beside the same op in process: what the boundary adds to a CUDA op, of which CUDA
+//! `keep` (no launch) is the boundary's share.
 //!
 //! `cargo bench --bench plugin -- --warm-up-time 1 --measurement-time 3`
 //!
@@ -35,6 +36,7 @@ fn inproc(m: &mut Library) {
     m.def("scale(Tensor x, float s) -> Tensor");
     m.def("keep(Tensor x) -> Tensor");
     m.def("noop(Tensor x) -> ()");
+    m.def("noop10(Tensor x) -> ()");
 }
 
 /// The fixture's empty kernel, launched by `noop` on both sides.
@@ -45,6 +47,15 @@ fn empty(x: In<[f32]>);
 #[stable_impl(inproc::noop, CUDA)]
 fn noop_cuda(x: &Tensor) -> opbox::Result<()> {
     empty::launch(LaunchConfig::single(), x)
+}
+
+/// As the fixture's `rplug::noop10`: ten launches a call.
+#[stable_impl(inproc::noop10, CUDA)]
+fn noop10_cuda(x: &Tensor) -> opbox::Result<()> {
+    for _ in 0..10 {
+        empty::launch(LaunchConfig::single(), x)?;
+    }
+    Ok(())
 }
 
 #[stable_impl(inproc, CPU)]
@@ -69,6 +80,13 @@ mod cpu {
     pub fn keep(x: &Tensor) -> Tensor {
         x.clone()
     }
+}
+
+/// On CUDA as the fixture's `rplug::keep` is: beside `noop`, it splits what the boundary costs
+/// a CUDA tensor from what the plugin's launch adds.
+#[stable_impl(inproc::keep, CUDA)]
+fn keep_cuda(x: &Tensor) -> Tensor {
+    cpu::keep(x)
 }
 
 /// On CUDA as the fixture's `rplug::scale` is.
@@ -335,7 +353,9 @@ fn cpu_paired() {
 
 /// A plugin's CUDA ops against the same bodies in process, boxed, interleaved (a GPU only):
 /// `noop`, whose whole work is one launch of an empty kernel (the boundary against a launch),
-/// and `scale`, which copies to the host and back.
+/// `noop10`, ten launches a call (what a launch costs in the plugin, apart from the boundary),
+/// `keep`, which returns its input with no launch (the boundary alone, on a CUDA tensor), and
+/// `scale`, which copies to the host and back.
 fn cuda_paired() {
     match opbox::cuda::device_count() {
         Ok(n) if n > 0 => {}
@@ -349,7 +369,13 @@ fn cuda_paired() {
         .expect("a CUDA tensor");
     let settle = || opbox::cuda::synchronize(0).expect("the launches ran");
     // noop: rounds of 100 launches, as benches/launch.rs times submission cost.
-    for (name, args, rounds, calls) in [("noop", 1, 301, 100), ("scale", 2, 51, 200)] {
+    let rows = [
+        ("noop", 1, 301, 100),
+        ("noop10", 1, 301, 10),
+        ("keep", 1, 301, 100),
+        ("scale", 2, 51, 200),
+    ];
+    for (name, args, rounds, calls) in rows {
         let (a, b) = tensor_op_pair(name, args, &x, (rounds, calls), settle);
         println!(
             "CUDA {name} boxed on cuda:0, interleaved medians: in process {:.3} us, plugin \
