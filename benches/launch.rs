@@ -178,12 +178,13 @@ enum Timing {
     Submission,
 }
 
-/// Median per-launch µs of each launcher over `rounds` rounds of `per_round` launches each.
-/// The launchers take turns within every round (in a rotating order), so clock and queue drift
-/// between phases cannot masquerade as a difference between them.
-/// Set to `<a0|a|b|c>[:<rounds>]`: that many rounds of 100 launches of one row (a synchronize
-/// after each, so the queue never fills), and exit: for `perf record` on the GPU machine, to see
-/// where a row's submission cost goes.
+/// Launches a submission-cost round makes: far below the launch queue's depth, so no call
+/// waits for the GPU.
+const SUBMISSION_ROUND: usize = 100;
+
+/// Set to `<a0|a|b|c>[:<rounds>]`: that many rounds of [`SUBMISSION_ROUND`] launches of one row
+/// (a synchronize after each, so the queue never fills), and exit: for `perf record` on the GPU
+/// machine, to see where a row's submission cost goes.
 const LOOP: &str = "OPBOX_BENCH_LAUNCH_LOOP";
 
 fn spin(spec: &str, launchers: &mut [Launcher<'_>]) -> opbox::Result<()> {
@@ -198,7 +199,7 @@ fn spin(spec: &str, launchers: &mut [Launcher<'_>]) -> opbox::Result<()> {
         .ok_or_else(|| Error::msg(format!("{LOOP}: no row '{row}' (a0, a, b or c)")))?;
     let launch = &mut launchers[which];
     for _ in 0..rounds {
-        for _ in 0..100 {
+        for _ in 0..SUBMISSION_ROUND {
             launch()?;
         }
         synchronize(0)?;
@@ -206,6 +207,9 @@ fn spin(spec: &str, launchers: &mut [Launcher<'_>]) -> opbox::Result<()> {
     Ok(())
 }
 
+/// Median per-launch µs of each launcher over `rounds` rounds of `per_round` launches each.
+/// The launchers take turns within every round (in a rotating order), so clock and queue drift
+/// between phases cannot masquerade as a difference between them.
 fn interleaved(
     rounds: usize,
     per_round: usize,
@@ -316,9 +320,8 @@ fn bench() -> opbox::Result<()> {
         return spin(&spec, &mut launchers);
     }
     let abc = interleaved(rounds, per_round, &mut launchers)?;
-    // The same four, timed as submission cost: 100 launches a round stay far below the launch
-    // queue's depth, so no call waits for the GPU.
-    let submit = interleaved_timed(Timing::Submission, 301, 100, &mut launchers)?;
+    // The same four, timed as submission cost.
+    let submit = interleaved_timed(Timing::Submission, 301, SUBMISSION_ROUND, &mut launchers)?;
     let (a, b, c) = (abc[0], abc[1], abc[2]);
     let a0 = abc[3];
     let (sa, sb, sc, sa0) = (submit[0], submit[1], submit[2], submit[3]);
