@@ -199,14 +199,8 @@ impl OpHandle {
     fn try_call(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Result<()> {
         let entry = self.entry;
         let num_args = entry.num_args();
-        if stack.len() < num_args {
-            fill_defaults(entry, stack)?;
-        }
-        if stack.len() != num_args {
-            return Err(arg_count_error(entry, stack.len()));
-        }
-        if !entry.fixed_lists.is_empty() {
-            fixed_list::check(entry.op(), entry.fixed_lists, stack.as_mut_slice())?;
+        if stack.len() != num_args || !entry.fixed_lists.is_empty() {
+            complete_arguments(entry, stack)?;
         }
         let key = match dispatch_device(entry, stack)? {
             Some(device) => DispatchKey::for_device(device),
@@ -231,6 +225,25 @@ impl OpHandle {
         stack.release_front(num_args);
         Ok(())
     }
+}
+
+/// The arguments' rare work, out of line so that the usual call (every argument given, no
+/// fixed-size list) tests two numbers and keeps a small frame: pushes the defaults of missing
+/// trailing arguments, refuses a wrong count, and checks fixed-size lists.
+#[cold]
+#[inline(never)]
+fn complete_arguments(entry: &OpEntry, stack: &mut Stack) -> Result<()> {
+    let num_args = entry.num_args();
+    if stack.len() < num_args {
+        fill_defaults(entry, stack)?;
+    }
+    if stack.len() != num_args {
+        return Err(arg_count_error(entry, stack.len()));
+    }
+    if !entry.fixed_lists.is_empty() {
+        fixed_list::check(entry.op(), entry.fixed_lists, stack.as_mut_slice())?;
+    }
+    Ok(())
 }
 
 /// A plugin's kernel (or, in a plugin, the host's): out of line, so the in-process path is one

@@ -125,10 +125,11 @@ impl<'a> Stack<'a> {
     /// pointer of the whole stack (arguments first).
     #[inline]
     pub(crate) fn reserve_outputs(&mut self, count: usize) -> *mut StableValue {
-        for _ in 0..count {
-            self.values.push(StableValue::none());
-        }
-        self.values.as_mut_ptr()
+        let len = self.values.len();
+        let base = self.spare_nones(count);
+        // SAFETY: `spare_nones` initialised the `count` slots past the top, within the capacity.
+        unsafe { self.values.set_len(len + count) };
+        base
     }
 
     /// Sets the `count` slots past the top to None without counting them (the length is
