@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use smallvec::SmallVec;
 
+use super::call_stream::CallScope;
 use super::convert;
 use super::lent::Lent;
 use super::tensor;
@@ -227,6 +228,7 @@ unsafe fn run_kernel(
     // Declared before `local`, so that it is dropped after it: its imports are settled once the
     // call's own handles to them are gone, on every path out (an error or a panic too).
     let mut lent = Lent::default();
+    let _stream = CallScope::enter();
     let mut local = Stack::new();
     for i in 0..num_args {
         // SAFETY: per the contract; the inputs are lent until this function returns.
@@ -386,22 +388,6 @@ pub(crate) fn host_empty(shape: &[usize], dtype: DType, device: Device) -> Optio
         // SAFETY: the host handed over one owned header.
         unsafe { tensor::take(out) }
     })())
-}
-
-/// In a loaded plugin on a host of ABI 1.2 or later, the CUDA stream (`CUstream`) the host has
-/// made current for `device` on this thread; None in a host, on an older host, and when the host
-/// has none scoped (its legacy default stream, which is this image's default too).
-#[cfg(feature = "cuda")]
-pub(crate) fn host_current_stream(device: usize) -> Option<*mut c_void> {
-    let host = host()?;
-    if !host_has(host_size_for(crate::abi::plugin_v1::ABI_V1_2)) {
-        return None;
-    }
-    let device = i32::try_from(device).ok()?;
-    let mut out: *mut c_void = std::ptr::null_mut();
-    // SAFETY: a 1.2 table (its size covers `current_stream`), with room for one pointer.
-    let status = unsafe { (host.current_stream)(device, &mut out) };
-    (status == STATUS_OK && !out.is_null()).then_some(out)
 }
 
 /// Sends a warning through the host's channel (ABI 1.1), or returns it when the host is older

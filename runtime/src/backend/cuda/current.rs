@@ -81,7 +81,7 @@ fn innermost(scopes: &[(u32, Arc<CudaStream>)], ordinal: usize) -> Option<Arc<Cu
 fn host_scoped(ordinal: usize) -> Option<Arc<CudaStream>> {
     /// Enough for a pool's streams on a device or two; the oldest goes first past it.
     const KEPT: usize = 16;
-    let raw = crate::plugin::guest::host_current_stream(ordinal)?;
+    let raw = crate::plugin::call_stream::host_current_stream(ordinal)?;
     BORROWED
         .try_with(|kept| {
             let mut kept = kept.borrow_mut();
