@@ -126,10 +126,11 @@ impl<'a> Stack<'a> {
     #[inline]
     pub(crate) fn reserve_outputs(&mut self, count: usize) -> *mut StableValue {
         let len = self.values.len();
-        let base = self.spare_nones(count);
+        self.spare_nones(count);
         // SAFETY: `spare_nones` initialised the `count` slots past the top, within the capacity.
         unsafe { self.values.set_len(len + count) };
-        base
+        // Taken after `set_len`, whose `&mut self` would invalidate a pointer taken before it.
+        self.values.as_mut_ptr()
     }
 
     /// Sets the `count` slots past the top to None without counting them (the length is
