@@ -225,10 +225,10 @@ unsafe fn run_kernel(
     num_args: usize,
     num_outputs: usize,
 ) -> Result<()> {
+    let _stream = CallScope::enter();
     // Declared before `local`, so that it is dropped after it: its imports are settled once the
     // call's own handles to them are gone, on every path out (an error or a panic too).
     let mut lent = Lent::default();
-    let _stream = CallScope::enter();
     let mut local = Stack::new();
     for i in 0..num_args {
         // SAFETY: per the contract; the inputs are lent until this function returns.

@@ -18,9 +18,9 @@
 //! `load.rs` the loader and the descriptor's checks; `host.rs` the host table and the registrar,
 //! which parses schemas through `schemas.rs`'s signature cache and keeps names in `arena.rs`;
 //! `kernel.rs` a plugin's kernel as the dispatcher calls it, with the checks `plan.rs` works out
-//! once per op; `convert.rs` values across the
-//! boundary; `tensor.rs` tensor headers; `guest.rs` the plugin side (`export_plugin!`), with `call_stream.rs` keeping the host's
-//! current stream for the length of a kernel call.
+//! once per op; `convert.rs` values across the boundary; `tensor.rs` tensor headers; `guest.rs`
+//! the plugin side (`export_plugin!`), with `call_stream.rs` keeping the host's current stream
+//! for the length of a kernel call.
 
 mod arena;
 pub(crate) mod call_stream;
