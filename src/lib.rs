@@ -52,6 +52,8 @@ pub use opbox_runtime::value::{StableValue, Stack, Tag};
 /// `f16` and `bf16` (half) and `F8E4M3`/`F8E5M2` (float8): the element crates of the type table.
 pub use opbox_runtime::{float8, half, num_complex};
 
+mod expansions;
+
 /// The boxed stack's values beyond [`StableValue`] and [`Stack`]: conversions, lists, and the
 /// live-handle count that leak tests read.
 pub mod value {
@@ -314,6 +316,10 @@ pub struct TutorialDoctests;
 /// What the macros' expansions name. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::{
+        __opbox_kernel_items as kernel_items, __opbox_op_markers as op_markers,
+        __opbox_op_table as op_table,
+    };
     pub use inventory;
     pub use opbox_runtime::dispatch::{
         boxed_entry_fn, BoxedOp, FixedList, KernelArgs, KernelGroup, KernelOutputs,

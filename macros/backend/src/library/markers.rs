@@ -2,7 +2,7 @@
 //! and the `Signature` `#[stable_impl]` checks a kernel's arity, parameters and return against,
 //! each with a message that names the op, the argument and the Rust types that fit.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::quote;
 
 use super::OpDef;
@@ -10,12 +10,12 @@ use crate::naming;
 use crate::rust_forms::{forms, spelled, Position};
 use opbox_codegen::rust_forms::unsupported;
 
-/// The marker type of one op, its `OpSpec`, and the signature kernels are checked against.
-/// `index` is the op's place in its library's table of `OpDef`s, which holds its static data.
+/// The entry of one op in its library's `op_markers!`: its marker module's name, and the
+/// signature kernels are checked against, with every message. `index` is the op's place in its
+/// library's table of `OpDef`s, which holds its static data.
 pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
     let span = op.lit.span();
     let marker_name = &op.marker;
-    let marker = naming::marker_type(span);
     let printed = op.text.as_str();
     let full = op.schema.qualified_name(ns);
     let arity = op.schema.arguments.len();
@@ -52,7 +52,7 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
         };
         let error = format!("{message}\n{note}");
         let fits = fits.iter().map(|f| f.code);
-        quote!(::opbox::__private::ParamSignature { fits: &[#(#fits),*], error: #error })
+        quote!(([#(#fits)*] #error))
     });
 
     let return_forms: Vec<_> = op
@@ -103,35 +103,27 @@ pub(super) fn items(op: &OpDef, index: usize, ns: &str) -> TokenStream {
     let returns_error = format!("{returns_message}\n{schema_note}");
     let returns = return_forms.iter().map(|forms| {
         let codes = forms.iter().map(|f| f.code);
-        quote!(&[#(#codes),*])
+        quote!([#(#codes)*])
     });
-    let signature = naming::signature_const(span);
     let op_module = naming::op_module(marker_name, span);
-    let boxed = naming::boxed_const(span);
-    let table = naming::op_table(span);
-    // No doc comments inside: at 1,000 ops each one is 1,000 attributes for rustc to lower on
-    // every build. The module's doc is the schema; `Op` is the marker for typed calls
-    // (`OpSpec`), `BOXED` the op's static data (its schema as text, parsed on first use) in its
-    // library's table, and `SIGNATURE` what `#[stable_impl]` checks each kernel against.
+    // One entry of `op_markers!`, which writes the module (see its docs).
     quote! {
-        #[doc = #printed]
-        #[allow(non_snake_case)]
-        pub mod #op_module {
-            pub struct #marker;
+        #printed #op_module [#index] #full [#(#params)*] #arity_error [#(#returns)*] #returns_error;
+    }
+}
 
-            pub const #boxed: &'static ::opbox::__private::BoxedOp = &super::#table[#index].op;
-
-            impl ::opbox::__private::OpSpec for #marker {
-                const NAME: &'static str = #full;
-                const BOXED: &'static ::opbox::__private::BoxedOp = #boxed;
-            }
-
-            pub const #signature: ::opbox::__private::Signature = ::opbox::__private::Signature {
-                params: &[#(#params),*],
-                arity_error: #arity_error,
-                returns: &[#(#returns),*],
-                returns_error: #returns_error,
-            };
+/// The marker modules of a library's ops: one `op_markers!`, with the names `#[stable_impl]`
+/// and the runtime read, from `naming`.
+pub(super) fn modules(entries: impl Iterator<Item = TokenStream>) -> TokenStream {
+    let span = Span::call_site();
+    let marker = naming::marker_type(span);
+    let boxed = naming::boxed_const(span);
+    let signature = naming::signature_const(span);
+    let table = naming::op_table(span);
+    quote! {
+        ::opbox::__private::op_markers! {
+            #marker, #boxed, #signature, #table;
+            #(#entries)*
         }
     }
 }

@@ -87,10 +87,11 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
     // The markers live in a module named after the function: a library and its fragments can
     // then sit side by side in one Rust module without their marker modules colliding.
     let markers_mod = &func.sig.ident;
-    let markers = ops
-        .iter()
-        .enumerate()
-        .map(|(i, op)| markers::items(op, i, ns));
+    let markers = markers::modules(
+        ops.iter()
+            .enumerate()
+            .map(|(i, op)| markers::items(op, i, ns)),
+    );
     let table = naming::op_table(Span::call_site());
     let cells = naming::schema_cells(Span::call_site());
     let count = ops.len();
@@ -130,20 +131,10 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
                 more_tensor_args: &[#(#more_tensor_args),*],
             }))
         };
-        quote_spanned! {op.lit.span()=>
-            ::opbox::__private::OpDef {
-                op: ::opbox::__private::BoxedOp {
-                    text: #text,
-                    name_len: #name_len,
-                    name_hash: #name_hash,
-                    num_args: #num_args,
-                    num_outputs: #num_outputs,
-                    parsed: &#cells[#index],
-                },
-                tensor_args: #tensor_args,
-                extras: #extras,
-                line: ::core::line!(),
-            }
+        // The line of the op's `m.def`.
+        let line = quote_spanned!(op.lit.span()=> ::core::line!());
+        quote! {
+            (#index #text #name_len #name_hash #num_args #num_outputs #tensor_args #extras, #line)
         }
     });
     let site = paths::site(func.sig.ident.span());
@@ -157,15 +148,12 @@ fn emit(ns: &str, func: &ItemFn, ops: &[OpDef], extras: &defs::Extras, kind: Kin
 
         #[allow(non_camel_case_types, dead_code)]
         #vis mod #markers_mod {
-            #(#markers)*
+            #markers
 
-            const __OPBOX_EMPTY: ::opbox::__private::SchemaCell =
-                ::opbox::__private::SchemaCell::new();
-            static #cells: [::opbox::__private::SchemaCell; #count] = [__OPBOX_EMPTY; #count];
-
-            /// The library's ops, as its registration lists them.
-            #[doc(hidden)]
-            pub static #table: [::opbox::__private::OpDef; #count] = [#(#op_defs),*];
+            ::opbox::__private::op_table! {
+                #cells, #table, #count;
+                #(#op_defs)*
+            }
         }
 
         ::opbox::__private::inventory::submit! {

@@ -28,59 +28,74 @@ fn a_library_emits_one_module_per_op_with_its_marker_and_checks() {
         &out,
         &[
             "mod mylib {",
-            "pub mod axpby {",
-            "pub mod add_Scalar {",
-            "pub struct Op;",
-            "impl ::opbox::__private::OpSpec for Op {",
-            "const NAME: &'static str = \"mylib::axpby\";",
-            "const NAME: &'static str = \"mylib::add.Scalar\";",
-            "pub const SIGNATURE: ::opbox::__private::Signature = ::opbox::__private::Signature {",
+            // The names the runtime and `#[stable_impl]` read, from `naming`, then per op its
+            // doc (the schema), module, place in the table and full name.
+            "::opbox::__private::op_markers! { Op, BOXED, SIGNATURE, __OPBOX_OPS;",
+            "\"mylib::axpby(Tensor x, Tensor y, float a=1.0) -> Tensor\" axpby[0usize] \"mylib::axpby\"",
+            "\"mylib::add.Scalar(Tensor(a!) x, float s) -> ()\" add_Scalar[1usize] \"mylib::add.Scalar\"",
             // add.Scalar returns nothing.
-            "returns: &[],",
+            "so its kernel must take 2 parameters\\nschema: mylib::add.Scalar(Tensor(a!) x, float s) -> ()\"[]",
             "kind: ::opbox::__private::LibraryKind::Def",
             "namespace: \"mylib\"",
-            // The op's static data, in the library's one table: the schema as text, with its
-            // name's length and its counts, and a zeroed cell it is parsed into on first use.
-            "pub static __OPBOX_OPS: [::opbox::__private::OpDef; 2usize] = [",
-            "static __OPBOX_SCHEMAS: [::opbox::__private::SchemaCell; 2usize] = [__OPBOX_EMPTY; 2usize];",
-            "op: ::opbox::__private::BoxedOp {",
-            "text: \"mylib::axpby(Tensor x, Tensor y, float a=1.0) -> Tensor\",",
-            "text: \"mylib::add.Scalar(Tensor(a!) x, float s) -> ()\",",
-            "name_len: 12u32,",
-            "name_len: 17u32,",
-            "num_args: 3u32,",
-            "num_outputs: 0u32,",
-            "parsed: &__OPBOX_SCHEMAS[0usize]",
-            "parsed: &__OPBOX_SCHEMAS[1usize]",
-            "pub const BOXED: &'static ::opbox::__private::BoxedOp = &super::__OPBOX_OPS[0usize].op;",
-            "const BOXED: &'static ::opbox::__private::BoxedOp = BOXED;",
+            // The library's one table of the ops' static data, and its schema cells.
+            "::opbox::__private::op_table! { __OPBOX_SCHEMAS, __OPBOX_OPS, 2usize;",
             "ops: &mylib::__OPBOX_OPS",
-            // Bit i for tensor argument i: x and y, then x; neither op has extras.
-            "tensor_args: 3u64,",
-            "tensor_args: 1u64,",
-            "extras: ::core::option::Option::None,",
         ],
     );
-    // Per argument, the codes of the forms that fit; per return too.
+    // Per op: its place (and its schema cell's), the schema as text, its name's length and
+    // hash (computed here so that registration reads no name), its counts, bit i for tensor
+    // argument i (x and y, then x), no extras, and the line of its `m.def`.
+    for (index, name, text, counts) in [
+        (
+            0,
+            "mylib::axpby",
+            "mylib::axpby(Tensor x, Tensor y, float a=1.0) -> Tensor",
+            "3u32 1u32 3u64",
+        ),
+        (
+            1,
+            "mylib::add.Scalar",
+            "mylib::add.Scalar(Tensor(a!) x, float s) -> ()",
+            "2u32 0u32 1u64",
+        ),
+    ] {
+        let hash = opbox_codegen::op_name_hash::op_name_hash(name);
+        assert_has(
+            &out,
+            &format!(
+                "({index}usize \"{text}\" {}u32 {hash}u32 {counts} ::core::option::Option::None, ::core::line!())",
+                name.len()
+            ),
+        );
+    }
+    // Per argument, the codes of the forms that fit and its message; per return, the codes.
     let code = |marker: &str| format!("{}u64", form_code(marker));
     assert_has_all(
         &out,
         &[
-            &format!("fits: &[{}, {}]", code("TensorRef"), code("TensorVal")),
-            &format!("fits: &[{}]", code("Float")),
-            &format!("returns: &[&[{}]],", code("TensorVal")),
-            "error: \"`mylib::axpby` expects argument #2 (a) to be `float`, taken as `f64`\\nschema: mylib::axpby(Tensor x, Tensor y, float a=1.0) -> Tensor\"",
-            "arity_error: \"`mylib::axpby` takes 3 arguments, so its kernel must take 3 parameters\\nschema: mylib::axpby(Tensor x, Tensor y, float a=1.0) -> Tensor\"",
+            &format!(
+                "([{} {}] \"`mylib::axpby` expects argument #0 (x)",
+                code("TensorRef"),
+                code("TensorVal")
+            ),
+            &format!(
+                "([{}] \"`mylib::axpby` expects argument #2 (a) to be `float`, taken as `f64`\\nschema: mylib::axpby(Tensor x, Tensor y, float a=1.0) -> Tensor\")",
+                code("Float")
+            ),
+            &format!(
+                "\"`mylib::axpby` takes 3 arguments, so its kernel must take 3 parameters\\nschema: mylib::axpby(Tensor x, Tensor y, float a=1.0) -> Tensor\"[[{}]]",
+                code("TensorVal")
+            ),
         ],
     );
-    // Each name's hash, computed here so that registration reads no name.
-    for name in ["mylib::axpby", "mylib::add.Scalar"] {
-        let hash = opbox_codegen::op_name_hash::op_name_hash(name);
-        assert_has(&out, &format!("name_hash: {hash}u32,"));
-    }
     // `Tensor(a!)` may only be borrowed: no by-value form for add.Scalar's argument 0.
-    let add = &out[out.find("pub mod add_Scalar").unwrap_or(0)..];
-    assert_has(add, &format!("fits: &[{}]", code("TensorRef")));
+    assert_has(
+        &out,
+        &format!(
+            "([{}] \"`mylib::add.Scalar` expects argument #0",
+            code("TensorRef")
+        ),
+    );
 }
 
 #[test]
@@ -92,7 +107,7 @@ fn the_stored_text_is_the_schema_printed_with_its_namespace() {
     });
     assert_has(
         &out,
-        "text: \"mylib::scale(Tensor x, float s=0.1, int[2] k=[1, 2], *, str? mode=None) -> Tensor\",",
+        "(0usize \"mylib::scale(Tensor x, float s=0.1, int[2] k=[1, 2], *, str? mode=None) -> Tensor\"",
     );
 }
 
@@ -124,24 +139,20 @@ fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
     assert_has_all(
         &out,
         &[
-            "use super::mylib::axpby as __opbox_op;",
-            // One const of checks, the arity first, each failing with the op's message for it.
-            "const _: () = {\n            __opbox_op::SIGNATURE.check_arity(3usize);",
-            ".check_param(2usize, <f64 as ::opbox::__private::RustParam>::FORM);",
-            ".check_returns(\n                    <Result<Tensor> as ::opbox::__private::KernelReturn>::FORMS,\n                );\n        };",
-            "unsafe extern \"C\" fn __opbox_boxed(",
-            // The shim calls the one non-generic entry with the op's static data.
-            "::opbox::__private::boxed_entry_fn(",
-            "__opbox_op::BOXED,",
-            // The body is a fn item, not a closure: no closure type and vtable per op.
-            "fn __opbox_body(",
-            "const __opbox_kernel_axpby_CPU: ::opbox::__private::KernelRegistration = {",
-            // Inside `submit!`, which prettyplease leaves as tokens.
+            // One `kernel_items!` for the module, told the name of each op's static data; per
+            // kernel its registration, the op's module, and the checks: the arity first, each
+            // failing with the op's message for it.
+            "::opbox::__private::kernel_items! { BOXED; __opbox_kernel_axpby_CPU[super::mylib::axpby] {",
+            "__opbox_op::SIGNATURE.check_arity(3usize);",
+            "__opbox_op::SIGNATURE.check_param(2usize, <f64 as ::opbox::__private::RustParam>::FORM);",
+            "__opbox_op::SIGNATURE.check_returns(<Result<Tensor> as ::opbox::__private::KernelReturn>::FORMS); }",
+            // Then the fn, the key, the line, the name of the body's arguments, each parameter
+            // with its index, scratch, type and the call that unboxes it, and the return.
+            "axpby CPU(::core::line!()) __opbox_args [(0 __opbox_s0 &Tensor = __opbox_args.lend::<&Tensor>(0usize, &mut __opbox_s0)?)",
+            "(2 __opbox_s2 f64 = __opbox_args.lend::<f64>(2usize, &mut __opbox_s2)?)] -> Result<Tensor>;",
+            // Inside `submit!`, which prettyplease leaves as tokens; each kernel's file and
+            // origin are its group's.
             "::opbox::__private::KernelGroup { file : :: core :: file! (), origin : :: core :: module_path! (), kernels : & [__opbox_kernel_axpby_CPU], }",
-            // Each kernel's line; its file and origin are its group's.
-            "line: ::core::line!()",
-            "key: ::opbox::__private::DispatchKey::CPU,",
-            "op: __opbox_op::BOXED,",
         ],
     );
 }
@@ -149,18 +160,18 @@ fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
 #[test]
 fn library_paths_are_rewritten_for_use_inside_the_impl_module() {
     for (written, inside) in [
-        (quote!(mylib, CPU), "use super::mylib::f as __opbox_op;"),
+        (quote!(mylib, CPU), "__opbox_kernel_f_CPU[super::mylib::f]"),
         (
             quote!(crate::ops::mylib, CPU),
-            "use crate::ops::mylib::f as __opbox_op;",
+            "__opbox_kernel_f_CPU[crate::ops::mylib::f]",
         ),
         (
             quote!(self::mylib, CPU),
-            "use super::mylib::f as __opbox_op;",
+            "__opbox_kernel_f_CPU[super::mylib::f]",
         ),
         (
             quote!(super::mylib, CPU),
-            "use super::super::mylib::f as __opbox_op;",
+            "__opbox_kernel_f_CPU[super::super::mylib::f]",
         ),
     ] {
         let out = pretty(stable_impl::expand(
@@ -215,11 +226,10 @@ fn keyword_ops_get_raw_or_underscored_modules_and_tags_are_registered() {
     assert_has_all(
         &out,
         &[
-            "pub mod r#where {",
-            "pub mod self_ {",
-            "pub const BOXED: &'static ::opbox::__private::BoxedOp = &super::__OPBOX_OPS[0usize].op;",
+            "r#where[0usize]",
+            "self_[1usize]",
             "tags: &[::opbox::__private::OpTag::Pt2Compliant, ::opbox::__private::OpTag::Core],",
-            "extras: ::core::option::Option::None,",
+            "1u64 ::core::option::Option::None, ::core::line!())",
         ],
     );
 }
@@ -234,7 +244,7 @@ fn a_kernel_named_r_where_finds_the_where_module() {
             }
         },
     ));
-    assert_has(&out, "use super::mylib::r#where as __opbox_op;");
+    assert_has(&out, "__opbox_kernel_where_CPU[super::mylib::r#where]");
 }
 
 #[test]
@@ -268,10 +278,19 @@ fn list_and_optional_forms_wrap_the_element_markers() {
     assert_has_all(
         &out,
         &[
-            &format!("fits: &[{}]", wrapped(Wrapper::List, "Str")),
-            &format!("fits: &[{}]", wrapped(Wrapper::List, "ScalarType")),
-            &format!("fits: &[{}]", wrapped(Wrapper::Optional, "TensorRef")),
-            &format!("returns: &[&[{}]],", wrapped(Wrapper::List, "Int")),
+            &format!(
+                "([{}] \"`mylib::f` expects argument #0",
+                wrapped(Wrapper::List, "Str")
+            ),
+            &format!(
+                "([{}] \"`mylib::f` expects argument #1",
+                wrapped(Wrapper::List, "ScalarType")
+            ),
+            &format!(
+                "([{}] \"`mylib::f` expects argument #2",
+                wrapped(Wrapper::Optional, "TensorRef")
+            ),
+            &format!("[[{}]] \"`mylib::f` returns", wrapped(Wrapper::List, "Int")),
             // A typed list can be borrowed; a list of dtypes only comes as a Vec.
             "taken as `&[&str]` or `Vec<&str>` or `&[String]` or `Vec<String>`",
             "taken as `Vec<DType>`",

@@ -1,0 +1,179 @@
+//! The boilerplate halves of `#[stable_library]`'s and `#[stable_impl]`'s expansions, as
+//! declarative macros the proc macros invoke.
+//!
+//! Cargo builds proc macros unoptimised, so every token a proc macro builds costs a debug-mode
+//! `quote!` and a trip across the compiler's proc-macro bridge: at 1,000 ops that was a quarter
+//! of a dev rebuild. The proc macros now emit what must carry the user's spans (the signature
+//! checks, whose errors are the ones a user sees) and short invocations of these macros, which
+//! rustc expands itself. Nothing here can fail once those checks pass, so the spans of what
+//! these macros write do not matter. Every name the runtime reads (the marker, `BOXED`,
+//! `SIGNATURE`, the op table) is passed in by the proc macro, which owns the naming rules.
+
+/// The registrations of one `#[stable_impl]`'s kernels, each a const with its checks, body,
+/// boxed shim and typed entry: `kernel_items!(BOXED; registration [op module path] {checks}
+/// kernel_fn KEY (line) args [(index scratch Type = lend)...] -> Return; ...)`. `BOXED` names
+/// each op's `&'static BoxedOp` in its module; the checks come as the proc macro spanned them;
+/// each parameter comes with its index (an unsuffixed literal, also a tuple index), the name of
+/// its scratch, its type, and the call that unboxes it from `args`, which the proc macro spans
+/// at the parameter's type so that a type that cannot be unboxed is one error there. One invocation per `#[stable_impl]`, not per kernel: each
+/// expansion is hygiene data that rustc hashes and stores on every incremental build.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __opbox_kernel_items {
+    (
+        $boxed:ident;
+        $(
+            $reg:ident [$($op:tt)*] {$($checks:tt)*} $f:ident $key:ident ($line:expr) $args:ident
+            [$(($i:tt $s:ident $ty:ty = $lend:expr))*] -> $ret:ty;
+        )*
+    ) => {$(
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        const $reg: $crate::__private::KernelRegistration = {
+            // Everything names the op through this one import: if the op does not exist, that
+            // is a single unresolved-import error, and rustc stays quiet about the paths
+            // through it.
+            use $($op)* as __opbox_op;
+
+            const _: () = { $($checks)* };
+
+            // Not generic over the op: the shared code behind the ABI (`boxed_entry_fn`) is
+            // compiled once, and this shim only hands it the op's static data and the
+            // unboxing call. One scratch per argument is declared before the call, so that
+            // what a kernel borrows from it (a `&[&str]`'s names) lives for the call.
+            #[allow(clippy::let_unit_value)]
+            fn __opbox_body(
+                $args: &$crate::__private::KernelArgs<'_>,
+                outs: &mut $crate::__private::KernelOutputs<'_>,
+            ) -> $crate::__private::Result<()> {
+                $(let mut $s = ::core::default::Default::default();)*
+                <$ret as $crate::__private::KernelReturn>::write($f($($lend),*), outs)
+            }
+
+            unsafe extern "C" fn __opbox_boxed(
+                stack: *mut $crate::__private::StableValue,
+                num_args: u64,
+                num_outputs: u64,
+            ) -> i32 {
+                // SAFETY: the dispatcher calls this through the BoxedKernelFn contract, which
+                // is exactly boxed_entry_fn's precondition.
+                unsafe {
+                    $crate::__private::boxed_entry_fn(
+                        __opbox_op::$boxed,
+                        stack,
+                        num_args,
+                        num_outputs,
+                        __opbox_body,
+                    )
+                }
+            }
+
+            // The typed entry: the parameters as one tuple, the value without its `Result`.
+            fn __opbox_typed(
+                args: ($($ty,)*),
+            ) -> $crate::__private::Result<<$ret as $crate::__private::KernelReturn>::Value> {
+                <$ret as $crate::__private::KernelReturn>::into_value($f($(args.$i),*))
+            }
+
+            $crate::__private::KernelRegistration {
+                op: __opbox_op::$boxed,
+                key: $crate::__private::DispatchKey::$key,
+                kernel: __opbox_boxed,
+                // SAFETY: the key is the TypedKey key of `__opbox_typed`'s parameter tuple,
+                // element by element (RustParam::Key is TypedKey::Key), and the fn's lifetimes
+                // are all its own (the proc macro wrote the parameter types with every lifetime
+                // elided). The tuple is spelled out too, so rustc checks the coercion instead
+                // of inferring it.
+                typed: ::core::option::Option::Some(unsafe {
+                    $crate::__private::TypedKernel::new::<
+                        ($(<$ty as $crate::__private::RustParam>::Key,)*),
+                        ($($ty,)*),
+                        <$ret as $crate::__private::KernelReturn>::Value,
+                    >(__opbox_typed)
+                }),
+                line: $line,
+            }
+        };
+    )*};
+}
+
+/// One marker module per op of a library: `op_markers!(Marker, BOXED, SIGNATURE, TABLE;
+/// "doc" module [index] "ns::name" [([fit codes] "param error")...] "arity error"
+/// [[return fit codes]...] "returns error"; ...)`. The marker is the op's type for typed calls
+/// (`OpSpec`), `BOXED` its static data in the library's table, and `SIGNATURE` what
+/// `#[stable_impl]` checks each kernel against. No doc comments inside: at 1,000 ops each one
+/// is 1,000 attributes for rustc to lower on every build.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __opbox_op_markers {
+    (
+        $marker:ident, $boxed:ident, $signature:ident, $table:ident;
+        $(
+            $doc:literal $module:ident [$index:literal] $full:literal
+            [$(([$($fit:literal)*] $error:literal))*] $arity_error:literal
+            [$([$($ret:literal)*])*] $returns_error:literal;
+        )*
+    ) => {
+        $(
+            #[doc = $doc]
+            #[allow(non_snake_case)]
+            pub mod $module {
+                pub struct $marker;
+
+                pub const $boxed: &'static $crate::__private::BoxedOp = &super::$table[$index].op;
+
+                impl $crate::__private::OpSpec for $marker {
+                    const NAME: &'static str = $full;
+                    const BOXED: &'static $crate::__private::BoxedOp = $boxed;
+                }
+
+                pub const $signature: $crate::__private::Signature = $crate::__private::Signature {
+                    params: &[$($crate::__private::ParamSignature {
+                        fits: &[$($fit),*],
+                        error: $error,
+                    }),*],
+                    arity_error: $arity_error,
+                    returns: &[$(&[$($ret),*]),*],
+                    returns_error: $returns_error,
+                };
+            }
+        )*
+    };
+}
+
+/// A library's table of ops and their schema cells: `op_table!(CELLS, TABLE, count; (index "text"
+/// name_len name_hash num_args num_outputs tensor_args extras, line)...)`, with the statics'
+/// visibility and names as `#[stable_library]` gives them.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __opbox_op_table {
+    (
+        $cells:ident, $table:ident, $count:literal;
+        $((
+            $index:literal $text:literal $name_len:literal $name_hash:literal $num_args:literal
+            $num_outputs:literal $tensor_args:literal $extras:expr, $line:expr
+        ))*
+    ) => {
+        const __OPBOX_EMPTY: $crate::__private::SchemaCell = $crate::__private::SchemaCell::new();
+        static $cells: [$crate::__private::SchemaCell; $count] =
+            [__OPBOX_EMPTY; $count];
+
+        /// The library's ops, as its registration lists them.
+        #[doc(hidden)]
+        pub static $table: [$crate::__private::OpDef; $count] = [$(
+            $crate::__private::OpDef {
+                op: $crate::__private::BoxedOp {
+                    text: $text,
+                    name_len: $name_len,
+                    name_hash: $name_hash,
+                    num_args: $num_args,
+                    num_outputs: $num_outputs,
+                    parsed: &$cells[$index],
+                },
+                tensor_args: $tensor_args,
+                extras: $extras,
+                line: $line,
+            }
+        ),*];
+    };
+}
