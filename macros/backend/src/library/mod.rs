@@ -1,6 +1,7 @@
 //! `#[stable_library(ns)]` and `#[stable_fragment(ns)]`: the `m.def("schema")` calls of the body
 //! (`defs.rs`, parsed and checked with opbox-codegen's schema parser), then a module of op
-//! markers with their signatures (`markers.rs`) and the library's registration.
+//! markers with their signatures (`markers.rs`) and the library's registration. The modules and
+//! the op table are written by the facade's `op_markers!` and `op_table!` from what this emits.
 
 mod defs;
 mod markers;

@@ -1,6 +1,6 @@
 //! One kernel: the checks rustc runs on its signature (arity, each parameter, the return, against
-//! the op's `SIGNATURE`, in consts) and its registration under the dispatch key, with the boxed shim the
-//! dispatcher calls.
+//! the op's `SIGNATURE`, in consts), and what the facade's `kernel_items!` needs to write its
+//! registration under the dispatch key, with the boxed shim the dispatcher calls.
 
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
