@@ -4,8 +4,8 @@
 //! Cargo builds proc macros unoptimised, so every token a proc macro builds costs a debug-mode
 //! `quote!` and a trip across the compiler's proc-macro bridge: at 1,000 ops that was a quarter
 //! of a dev rebuild. The proc macros now emit what must carry the user's spans (the signature
-//! checks, whose errors are the ones a user sees) and short invocations of these macros, which
-//! rustc expands itself. Nothing here can fail once those checks pass, so the spans of what
+//! checks and the calls that unbox each argument, whose errors are the ones a user sees) and
+//! short invocations of these macros, which rustc expands itself. Nothing here can fail once those checks pass, so the spans of what
 //! these macros write do not matter. Every name the runtime reads (the marker, `BOXED`,
 //! `SIGNATURE`, the op table) is passed in by the proc macro, which owns the naming rules.
 
@@ -15,8 +15,9 @@
 /// each op's `&'static BoxedOp` in its module; the checks come as the proc macro spanned them;
 /// each parameter comes with its index (an unsuffixed literal, also a tuple index), the name of
 /// its scratch, its type, and the call that unboxes it from `args`, which the proc macro spans
-/// at the parameter's type so that a type that cannot be unboxed is one error there. One invocation per `#[stable_impl]`, not per kernel: each
-/// expansion is hygiene data that rustc hashes and stores on every incremental build.
+/// at the parameter's type so that a type that cannot be unboxed is one error there. One
+/// invocation per `#[stable_impl]`, not per kernel: each expansion is hygiene data that rustc
+/// hashes and stores on every incremental build.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __opbox_kernel_items {
