@@ -26,6 +26,7 @@ use smallvec::SmallVec;
 use super::{guest, tensor};
 use crate::abi::plugin_v1::{TensorHeader, ABI_V1_3, TENSOR_FLAG_READ_ONLY};
 use crate::tensor::dlpack::codes::from_dl_device;
+use crate::tensor::dlpack::ffi::{DLDataType, DLDevice};
 use crate::tensor::dlpack::import::dims_into;
 use crate::tensor::foreign::{checked_extent, lent, lent_base, Lend};
 use crate::tensor::layout::Layout;
@@ -37,7 +38,71 @@ use crate::{Device, Result, Tensor};
 const SPARES: usize = 8;
 
 /// Wrappers set aside, each the only reference to its object and storage, not counted live.
-struct Spares(Vec<Tensor>);
+struct Spares(Vec<SetAside>);
+
+/// A set-aside wrapper, with what the header it views said of it.
+struct SetAside {
+    tensor: Tensor,
+    seen: Seen,
+}
+
+/// A header's scalar fields, as bits: two headers that agree on them and on their shape and
+/// strides describe the same elements.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    /// The first element's address (`data + byte_offset`).
+    first: usize,
+    dtype: DLDataType,
+    device: DLDevice,
+    ndim: i32,
+    flags: u64,
+}
+
+impl Seen {
+    fn of(header: &TensorHeader) -> Seen {
+        let dl = &header.dl;
+        Seen {
+            first: (dl.data as usize).wrapping_add(dl.byte_offset as usize),
+            dtype: dl.dtype,
+            device: dl.device,
+            ndim: dl.ndim,
+            flags: header.flags & TENSOR_FLAG_READ_ONLY,
+        }
+    }
+}
+
+/// Whether `t`, which viewed what a header with `seen` described, views what `header`
+/// describes: the same scalar fields, and its own shape and strides (read from that header)
+/// equal to this header's.
+fn views(header: &TensorHeader, seen: Seen, t: &Tensor) -> bool {
+    if Seen::of(header) != seen {
+        return false;
+    }
+    let dl = &header.dl;
+    let ndim = t.dim();
+    if ndim == 0 {
+        return true;
+    }
+    if dl.shape.is_null() || dl.strides.is_null() {
+        return false;
+    }
+    // SAFETY: a live header's shape and strides (checked non-null) hold `ndim` values each
+    // (`ndim` is the header's: `seen` matched it).
+    let (shape, strides) = unsafe {
+        (
+            std::slice::from_raw_parts(dl.shape, ndim),
+            std::slice::from_raw_parts(dl.strides, ndim),
+        )
+    };
+    shape
+        .iter()
+        .zip(t.shape())
+        .all(|(&a, &b)| a as u64 == b as u64)
+        && strides
+            .iter()
+            .zip(t.strides())
+            .all(|(&a, &b)| a == b as i64)
+}
 
 impl Drop for Spares {
     fn drop(&mut self) {
@@ -58,11 +123,11 @@ fn take_spare(header: &TensorHeader, device: Device) -> Spare {
     let spare = SPARE
         .try_with(|s| {
             let spares = &mut s.try_borrow_mut().ok()?.0;
-            if let Some(at) = spares.iter().position(|t| tensor::same_view(header, t)) {
-                return Some(Spare::Exact(spares.swap_remove(at)));
+            if let Some(at) = spares.iter().position(|s| views(header, s.seen, &s.tensor)) {
+                return Some(Spare::Exact(spares.swap_remove(at).tensor));
             }
-            let at = spares.iter().rposition(|t| t.device() == device)?;
-            Some(Spare::Other(spares.swap_remove(at)))
+            let at = spares.iter().rposition(|s| s.tensor.device() == device)?;
+            Some(Spare::Other(spares.swap_remove(at).tensor))
         })
         .ok()
         .flatten()
@@ -82,14 +147,16 @@ enum Spare {
     None,
 }
 
-/// Sets `t` aside, or drops it when this thread keeps enough.
-fn put_spare(t: Tensor) {
-    let mut t = Some(t);
+/// Sets `tensor`, which views what `header` describes, aside, or drops it when this thread
+/// keeps enough.
+fn put_spare(tensor: Tensor, header: &TensorHeader) {
+    let mut tensor = Some(tensor);
+    let seen = Seen::of(header);
     let _ = SPARE.try_with(|s| {
         if let Ok(mut s) = s.try_borrow_mut() {
             if s.0.len() < SPARES {
                 crate::tensor::set_aside();
-                s.0.extend(t.take());
+                s.0.extend(tensor.take().map(|tensor| SetAside { tensor, seen }));
             }
         }
     });
@@ -214,7 +281,9 @@ impl Drop for Lent {
 /// Sets a lent import aside when nothing else references it, or keeps it: see the module docs.
 fn settle(mut tensor: Tensor, h: *mut TensorHeader) {
     if tensor.is_sole_reference() {
-        put_spare(tensor);
+        // SAFETY: the header is still lent (the call has not returned), and `tensor` was
+        // imported for it.
+        put_spare(tensor, unsafe { &*h });
         return;
     }
     // SAFETY: the header is still lent (the call has not returned).
