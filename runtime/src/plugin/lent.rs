@@ -75,33 +75,8 @@ impl Seen {
 /// describes: the same scalar fields, and its own shape and strides (read from that header)
 /// equal to this header's.
 fn views(header: &TensorHeader, seen: Seen, t: &Tensor) -> bool {
-    if Seen::of(header) != seen {
-        return false;
-    }
-    let dl = &header.dl;
-    let ndim = t.dim();
-    if ndim == 0 {
-        return true;
-    }
-    if dl.shape.is_null() || dl.strides.is_null() {
-        return false;
-    }
-    // SAFETY: a live header's shape and strides (checked non-null) hold `ndim` values each
-    // (`ndim` is the header's: `seen` matched it).
-    let (shape, strides) = unsafe {
-        (
-            std::slice::from_raw_parts(dl.shape, ndim),
-            std::slice::from_raw_parts(dl.strides, ndim),
-        )
-    };
-    shape
-        .iter()
-        .zip(t.shape())
-        .all(|(&a, &b)| a as u64 == b as u64)
-        && strides
-            .iter()
-            .zip(t.strides())
-            .all(|(&a, &b)| a == b as i64)
+    // The same `ndim` as the header `t` was made from, so `t.dim()`.
+    Seen::of(header) == seen && tensor::same_dims(header, t)
 }
 
 impl Drop for Spares {

@@ -163,6 +163,12 @@ pub(super) fn same_view(header: &TensorHeader, t: &Tensor) -> bool {
     {
         return false;
     }
+    same_dims(header, t)
+}
+
+/// Whether `header`'s shape and strides are `t`'s, given that its `ndim` is `t.dim()`.
+pub(super) fn same_dims(header: &TensorHeader, t: &Tensor) -> bool {
+    let dl = &header.dl;
     let ndim = t.dim();
     if ndim == 0 {
         return true;
@@ -170,7 +176,8 @@ pub(super) fn same_view(header: &TensorHeader, t: &Tensor) -> bool {
     if dl.shape.is_null() || dl.strides.is_null() {
         return false;
     }
-    // SAFETY: a live header's shape and strides (checked non-null) hold `ndim` values each.
+    // SAFETY: a live header's shape and strides (checked non-null) hold `ndim` values each
+    // (`ndim` is the header's, per the contract).
     let (shape, strides) = unsafe {
         (
             std::slice::from_raw_parts(dl.shape, ndim),
