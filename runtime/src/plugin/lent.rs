@@ -71,12 +71,14 @@ impl Seen {
     }
 }
 
-/// Whether `t`, which viewed what a header with `seen` described, views what `header`
-/// describes: the same scalar fields, and its own shape and strides (read from that header)
-/// equal to this header's.
-fn views(header: &TensorHeader, seen: Seen, t: &Tensor) -> bool {
-    // The same `ndim` as the header `t` was made from, so `t.dim()`.
-    Seen::of(header) == seen && tensor::same_dims(header, t)
+impl SetAside {
+    /// Whether the wrapper views what `header`, whose scalar fields are `now`, describes: the
+    /// same scalar fields as the header it was made from, and its own shape and strides (read
+    /// from that header) equal to this one's.
+    fn views(&self, header: &TensorHeader, now: Seen) -> bool {
+        // The same `ndim` as the header the wrapper was made from, so `tensor.dim()`.
+        now == self.seen && tensor::same_dims(header, &self.tensor)
+    }
 }
 
 impl Drop for Spares {
@@ -98,7 +100,8 @@ fn take_spare(header: &TensorHeader, device: Device) -> Spare {
     let spare = SPARE
         .try_with(|s| {
             let spares = &mut s.try_borrow_mut().ok()?.0;
-            if let Some(at) = spares.iter().position(|s| views(header, s.seen, &s.tensor)) {
+            let now = Seen::of(header);
+            if let Some(at) = spares.iter().position(|s| s.views(header, now)) {
                 return Some(Spare::Exact(spares.swap_remove(at).tensor));
             }
             let at = spares.iter().rposition(|s| s.tensor.device() == device)?;
