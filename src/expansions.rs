@@ -6,8 +6,9 @@
 //! of a dev rebuild. The proc macros now emit what must carry the user's spans (the signature
 //! checks and the calls that unbox each argument, whose errors are the ones a user sees) and
 //! short invocations of these macros, which rustc expands itself. Nothing here can fail once
-//! those checks pass, so the spans of what these macros write do not matter. Every name the runtime reads (the marker, `BOXED`,
-//! `SIGNATURE`, the op table) is passed in by the proc macro, which owns the naming rules.
+//! those checks pass, so the spans of what these macros write do not matter. Every name the
+//! runtime reads (the marker, `BOXED`, `SIGNATURE`, the op table) is passed in by the proc
+//! macro, which owns the naming rules.
 
 /// The registrations of one `#[stable_impl]`'s kernels, each a const with its checks, body,
 /// boxed shim and typed entry: `kernel_items!(BOXED; registration [op module path] {checks}
