@@ -73,7 +73,19 @@ impl CudaSlots {
 /// The CUDA side of a kernel handle: its kernel loaded on a device.
 impl KernelHandle {
     /// The kernel (no `#[constexpr]` params) loaded on device `ordinal`.
+    #[inline]
     pub fn get(&self, ordinal: usize) -> Result<&LoadedKernel> {
+        if let Some(k) = self.cuda.plain.get(ordinal).and_then(|slot| slot.get()) {
+            return Ok(k);
+        }
+        self.load_plain(ordinal)
+    }
+
+    /// [`get`](Self::get)'s first call on a device (or its error): out of line, so that what
+    /// every later launch runs is two loads and a test, with no frame for the loading.
+    #[cold]
+    #[inline(never)]
+    fn load_plain(&self, ordinal: usize) -> Result<&LoadedKernel> {
         let slot = self
             .cuda
             .plain
