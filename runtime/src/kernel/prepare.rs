@@ -270,8 +270,9 @@ pub fn prepare<'a>(
                 format_args!(" has more than {MAX_LAUNCH_ARGS} launch parameters"),
             ));
         }
-        let word: [u8; 8];
-        let bytes: &[u8] = match (param.kind, arg) {
+        // Every parameter but a struct fits one 8-byte word, which goes to a chunk of its own
+        // as one store (the driver reads only the parameter's own size of it).
+        let word: [u8; 8] = match (param.kind, arg) {
             (kind, &LaunchArg::Tensor(x)) if kind.is_slice() => {
                 let device = x.device();
                 let on_cuda = device.is_cuda();
@@ -295,15 +296,11 @@ pub fn prepare<'a>(
                     vector_aligned(&decl.rust_name, &param.name, method, x)?;
                 }
                 // The CPU build reads its tensors itself (`Buffers::lock`), not this word.
-                word = if on_cuda { x.device_ptr()? } else { 0 }.to_ne_bytes();
-                &word
+                if on_cuda { x.device_ptr()? } else { 0 }.to_ne_bytes()
             }
-            (kind, LaunchArg::Null) if kind.is_slice() && param.nullable => &[0; 8],
+            (kind, LaunchArg::Null) if kind.is_slice() && param.nullable => [0; 8],
             (ParamKind::Scalar(t), a) => match a.scalar() {
-                Some((given, raw)) if given == t => {
-                    word = raw;
-                    &word[..t.size()]
-                }
+                Some((given, raw)) if given == t => raw,
                 _ => return Err(wrong_arg(decl, decl_index, arg)),
             },
             (ParamKind::Native(p), LaunchArg::Native(n))
@@ -317,16 +314,15 @@ pub fn prepare<'a>(
             }
             _ => return Err(wrong_arg(decl, decl_index, arg)),
         };
-        let chunks = bytes.len().div_ceil(CHUNK).max(1);
-        if used + chunks > arena.len() {
+        let Some(chunk) = arena.get_mut(used) else {
             return Err(invalid(
                 decl,
                 format_args!(" has more than {MAX_PARAM_BYTES} bytes of launch parameters"),
             ));
-        }
-        copy_bytes(chunk_bytes(&mut arena[used..used + chunks]), bytes);
+        };
+        put(chunk, word);
         starts[index] = used as u16;
-        used += chunks;
+        used += 1;
         count = index + 1;
     }
     if params.next().is_some() {
@@ -572,7 +568,7 @@ fn pack_lens(
                 decl.rust_name
             )));
         }
-        copy_bytes(chunk_bytes(&mut arena[used..used + 1]), &len.to_ne_bytes());
+        put(&mut arena[used], len.to_ne_bytes());
         starts[count] = used as u16;
         used += 1;
         count += 1;
@@ -580,11 +576,11 @@ fn pack_lens(
     Ok((used, count))
 }
 
-/// Writes `bytes` at the start of `region` (which the caller sized to hold them) in one copy.
-fn copy_bytes(region: &mut [MaybeUninit<u8>], bytes: &[u8]) {
-    let n = bytes.len().min(region.len());
-    // SAFETY: `n` bytes are readable at `bytes` and writable at `region`, two distinct borrows.
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), region.as_mut_ptr().cast::<u8>(), n) };
+/// Writes `bytes` (at most a chunk's 16) at the start of `chunk`: a fixed-size copy, which
+/// compiles to one store where a length known only at run time was a call to `memcpy`.
+fn put<const N: usize>(chunk: &mut Chunk, bytes: [u8; N]) {
+    const { assert!(N <= CHUNK) };
+    chunk.0[..N].copy_from_slice(&bytes.map(MaybeUninit::new));
 }
 
 /// The bytes of a run of chunks.
