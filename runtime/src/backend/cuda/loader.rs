@@ -82,7 +82,9 @@ impl KernelHandle {
     }
 
     /// [`get`](Self::get)'s first call on a device (or its error): out of line, so that what
-    /// every later launch runs is two loads and a test, with no frame for the loading.
+    /// every later launch runs is two loads and a test, with no frame for the loading. `get`
+    /// has just found the slot empty; under the lock it is looked at again, since another
+    /// thread may have loaded it meanwhile.
     #[cold]
     #[inline(never)]
     fn load_plain(&self, ordinal: usize) -> Result<&LoadedKernel> {
@@ -91,9 +93,6 @@ impl KernelHandle {
             .plain
             .get(ordinal)
             .ok_or_else(|| self.error(format!("device ordinal {ordinal} is out of range")))?;
-        if let Some(k) = slot.get() {
-            return Ok(k);
-        }
         let _guard = self.cuda.loading.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(k) = slot.get() {
             return Ok(k);
