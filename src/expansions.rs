@@ -10,23 +10,23 @@
 //! runtime reads (the marker, `BOXED`, `SIGNATURE`, the op table) is passed in by the proc
 //! macro, which owns the naming rules.
 
-/// The registrations of one `#[stable_impl]`'s kernels, each a const with its checks, body,
-/// boxed shim and typed entry: `kernel_items!(BOXED; registration [op module path] {checks}
-/// kernel_fn KEY (line) args [(index scratch Type = lend)...] -> Return; ...)`. `BOXED` names
-/// each op's `&'static BoxedOp` in its module; the checks come as the proc macro spanned them;
-/// each parameter comes with its index (an unsuffixed literal, also a tuple index), the name of
-/// its scratch, its type, and the call that unboxes it from `args`, which the proc macro spans
-/// at the parameter's type so that a type that cannot be unboxed is one error there. One
-/// invocation per `#[stable_impl]`, not per kernel: each expansion is hygiene data that rustc
-/// hashes and stores on every incremental build.
+/// The registrations of one `#[stable_impl]`'s kernels, each a const with its checks, boxed shim
+/// and typed entry: `kernel_items!(BOXED; registration [op module path] {checks} {items}
+/// kernel_fn KEY (line) [(index Type)...] -> Return, List, kernel;...)`. `BOXED` names each op's
+/// `&'static BoxedOp` in its module; the checks come as the proc macro spanned them; each
+/// parameter comes with its index (an unsuffixed literal, also a tuple index) and its type.
+/// `List` is the kernel's `ParamList` and `kernel` what the shared shim of that list calls: the
+/// kernel fn itself, or, for a parameter list too long to share a shim, a body among `items`
+/// (`UnboxedBody`). One invocation per `#[stable_impl]`, not per kernel: each expansion is
+/// hygiene data that rustc hashes and stores on every incremental build.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __opbox_kernel_items {
     (
         $boxed:ident;
         $(
-            $reg:ident [$($op:tt)*] {$($checks:tt)*} $f:ident $key:ident ($line:expr) $args:ident
-            [$(($i:tt $s:ident $ty:ty = $lend:expr))*] -> $ret:ty;
+            $reg:ident [$($op:tt)*] {$($checks:tt)*} {$($items:item)*} $f:ident $key:ident
+            ($line:expr) [$(($i:tt $ty:ty))*] -> $ret:ty, $list:ty, $kernel:ident;
         )*
     ) => {$(
         #[doc(hidden)]
@@ -39,33 +39,25 @@ macro_rules! __opbox_kernel_items {
 
             const _: () = { $($checks)* };
 
-            // Not generic over the op: the shared code behind the ABI (`boxed_entry_fn`) is
-            // compiled once, and this shim only hands it the op's static data and the
-            // unboxing call. One scratch per argument is declared before the call, so that
-            // what a kernel borrows from it (a `&[&str]`'s names) lives for the call.
-            #[allow(clippy::let_unit_value)]
-            fn __opbox_body(
-                $args: &$crate::__private::KernelArgs<'_>,
-                outs: &mut $crate::__private::KernelOutputs<'_>,
-            ) -> $crate::__private::Result<()> {
-                $(let mut $s = ::core::default::Default::default();)*
-                <$ret as $crate::__private::KernelReturn>::write($f($($lend),*), outs)
-            }
+            $($items)*
 
+            // Not generic over the op, nor unboxing for it: the shim hands the op's static data
+            // and the kernel to the shim shared by every kernel of its parameter list and
+            // return, which is compiled once.
             unsafe extern "C" fn __opbox_boxed(
                 stack: *mut $crate::__private::StableValue,
                 num_args: u64,
                 num_outputs: u64,
             ) -> i32 {
                 // SAFETY: the dispatcher calls this through the BoxedKernelFn contract, which
-                // is exactly boxed_entry_fn's precondition.
+                // is exactly boxed_entry_shared's precondition.
                 unsafe {
-                    $crate::__private::boxed_entry_fn(
+                    $crate::__private::boxed_entry_shared::<$list, $ret>(
                         __opbox_op::$boxed,
                         stack,
                         num_args,
                         num_outputs,
-                        __opbox_body,
+                        $kernel,
                     )
                 }
             }

@@ -322,9 +322,9 @@ pub mod __private {
     };
     pub use inventory;
     pub use opbox_runtime::dispatch::{
-        boxed_entry_fn, BoxedOp, FixedList, KernelArgs, KernelGroup, KernelOutputs,
+        boxed_entry_shared, BoxedOp, FixedList, KernelArgs, KernelGroup, KernelOutputs,
         KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpExtras, OpSpec, SchemaCell,
-        TypedKernel,
+        TypedKernel, UnboxedBody,
     };
     pub use opbox_runtime::schema;
     pub use opbox_runtime::typemap::{KernelReturn, ParamSignature, RustParam, Signature};

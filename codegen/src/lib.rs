@@ -13,4 +13,5 @@ pub mod op_name_hash;
 pub mod op_tag;
 pub mod rust_forms;
 pub mod schema;
+pub mod shared_shim;
 pub mod types;

@@ -75,7 +75,7 @@ macro_rules! impl_rust_forms {
 opbox_codegen::rust_forms!(impl_rust_forms);
 
 // Rust types with no schema type. `#[stable_impl]`'s signature check rejects them at compile
-// time with a message naming the op and argument; their `FromStable` impls never unbox anything
+// time with a message naming the op and argument; their `FromStable` (and `Unboxed`) impls never unbox anything
 // and only keep the boxing shim from adding a second, less helpful error for the same parameter.
 macro_rules! not_schema {
     ($($rust:ty),+) => {$(
@@ -84,6 +84,9 @@ macro_rules! not_schema {
             fn from_stable(_: &'a StableValue) -> Result<Self, Mismatch> {
                 Err(Mismatch)
             }
+        }
+        impl crate::value::Unboxed for $rust {
+            type Of<'a> = $rust;
         }
     )+};
 }

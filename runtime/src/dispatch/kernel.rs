@@ -4,7 +4,7 @@ use std::cell::RefCell;
 
 use super::boxed_op::BoxedOp;
 use super::registration::OpSpec;
-use crate::value::{FromStable, Lend, StableValue};
+use crate::value::{FromStable, ParamFamily, StableValue};
 use crate::{Error, Result};
 
 /// A boxed kernel: `extern "C"`, so a plugin built by another compiler can provide one.
@@ -56,17 +56,20 @@ impl<'a> KernelArgs<'a> {
         }
     }
 
-    /// Unboxes argument `index` as `T` as [`get`](Self::get) does, for a `T` that may borrow
-    /// `scratch` too (a `&[&str]`): what generated shims call, with a scratch per argument that
-    /// lives for the kernel call.
+    /// Unboxes argument `index` as a parameter of family `K` as [`get`](Self::get) does, for a
+    /// type that may borrow `scratch` too (a `&[&str]`): what generated shims call, with a
+    /// scratch per argument that lives for the kernel call.
     #[inline]
-    pub fn lend<'x, T: Lend<'a, 'x>>(
+    pub fn lend<'x, K: ParamFamily>(
         &self,
         index: usize,
-        scratch: &'x mut T::Scratch,
-    ) -> Result<T> {
+        scratch: &'x mut K::Scratch<'a>,
+    ) -> Result<K::Of<'x>>
+    where
+        'a: 'x,
+    {
         match self.values.get(index) {
-            Some(value) => match T::lend(value, scratch) {
+            Some(value) => match K::lend(value, scratch) {
                 Ok(v) => Ok(v),
                 Err(_) => Err(self.type_error(index, value)),
             },
@@ -198,7 +201,7 @@ pub unsafe fn boxed_entry(
 /// # Safety
 /// As [`boxed_entry`].
 #[inline(always)]
-unsafe fn run_boxed(
+pub(super) unsafe fn run_boxed(
     op: &'static BoxedOp,
     stack: *mut StableValue,
     num_args: u64,

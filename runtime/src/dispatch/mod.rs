@@ -13,6 +13,7 @@ mod library;
 mod op;
 mod registration;
 pub(crate) mod registry;
+mod shared_shim;
 pub(crate) mod suggest;
 mod table;
 mod typed;
@@ -31,4 +32,5 @@ pub use registration::{
     KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpExtras, OpSpec,
 };
 pub use registry::registered_ops;
+pub use shared_shim::{boxed_entry_shared, ParamList, UnboxedBody};
 pub use typed::TypedKernel;

@@ -1,9 +1,10 @@
 //! Conversions between Rust values and [`StableValue`]s: [`IntoStable`] boxes, [`FromStable`]
 //! unboxes (borrowing where it can, so `&Tensor`, `&str` and `&[i64]` cost no copy).
 
+use super::lend::unboxed;
 use super::list::List;
 use super::stable_value::StableValue;
-use super::typed_key::TypedKey;
+use super::typed_key::{RefKey, SliceKey, StrKey, TypedKey};
 use crate::{DType, Device, Generator, Layout, MemoryFormat, Scalar, Stream, Tensor};
 
 /// A value of the wrong kind; the caller knows what it expected and builds the error.
@@ -86,6 +87,7 @@ macro_rules! plain {
                 }
             }
         }
+        unboxed!($ty => $ty, RefKey<SliceKey<$ty>> => &'a [$ty]);
     };
 }
 
@@ -116,6 +118,7 @@ impl<'a> FromStable<'a> for f64 {
         }
     }
 }
+unboxed!(f64 => f64);
 impl IntoStable for f64 {
     fn into_stable(self) -> StableValue {
         StableValue::float(self)
@@ -132,6 +135,7 @@ impl<'a> FromStable<'a> for &'a [f64] {
         }
     }
 }
+unboxed!(RefKey<SliceKey<f64>> => &'a [f64]);
 
 impl<'a> FromStable<'a> for &'a Tensor {
     fn from_stable(v: &'a StableValue) -> Result<Self, Mismatch> {
@@ -145,6 +149,7 @@ impl<'a> FromStable<'a> for &'a Tensor {
         }
     }
 }
+unboxed!(RefKey<Tensor> => &'a Tensor);
 impl IntoStable for &Tensor {
     fn into_stable(self) -> StableValue {
         StableValue::tensor(self.clone())
@@ -170,6 +175,7 @@ impl<'a> FromStable<'a> for &'a str {
         }
     }
 }
+unboxed!(RefKey<StrKey> => &'a str);
 impl<'a> FromStable<'a> for String {
     fn from_stable(v: &'a StableValue) -> Result<Self, Mismatch> {
         v.as_str().map(str::to_string).ok_or(Mismatch)
@@ -182,6 +188,7 @@ impl<'a> FromStable<'a> for String {
         }
     }
 }
+unboxed!(String => String);
 impl<'a> FromStable<'a> for &'a [String] {
     fn from_stable(v: &'a StableValue) -> Result<Self, Mismatch> {
         match v.as_list() {
@@ -190,6 +197,7 @@ impl<'a> FromStable<'a> for &'a [String] {
         }
     }
 }
+unboxed!(RefKey<SliceKey<String>> => &'a [String]);
 impl IntoStable for String {
     fn into_stable(self) -> StableValue {
         StableValue::str(self)
@@ -219,6 +227,7 @@ macro_rules! untyped_list {
                 $make(self)
             }
         }
+        unboxed!($ty => $ty);
     };
 }
 untyped_list!(DType, as_dtype, StableValue::dtype);
@@ -239,6 +248,7 @@ macro_rules! int_coded {
                 StableValue::int($to(self))
             }
         }
+        unboxed!($ty => $ty);
     };
 }
 int_coded!(Layout, Layout::from_code, Layout::code);
@@ -256,6 +266,7 @@ impl<'a> FromStable<'a> for Scalar {
             .ok_or(Mismatch)
     }
 }
+unboxed!(Scalar => Scalar);
 impl IntoStable for Scalar {
     fn into_stable(self) -> StableValue {
         StableValue::scalar(self)

@@ -36,7 +36,7 @@ mod typed_key;
 pub(crate) mod tests;
 
 pub use convert::{FromStable, IntoStable, Mismatch};
-pub use lend::{Lend, StrScratch};
+pub use lend::{ParamFamily, StrScratch, Unboxed};
 pub use list::List;
 pub use live::live_handles;
 /// The plugin ABI's owned string and list boxes count as live handles too.

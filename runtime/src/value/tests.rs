@@ -818,29 +818,47 @@ fn overwrite_plain_releases_the_old_value_and_writes_the_new_one() {
 
 #[test]
 fn lend_borrows_a_str_list_for_the_call() {
-    use super::{Lend, StrScratch};
+    use super::{ParamFamily, StrScratch, TypedKey};
+    // Each parameter type's family is its typed key, as generated shims name it.
+    type Names = <&'static [&'static str] as TypedKey>::Key;
+    type MaybeNames = <Option<&'static [&'static str]> as TypedKey>::Key;
     let typed = StableValue::list(List::Str(vec!["N".into(), "C".into()]));
     let boxed = StableValue::list(List::Values(vec![
         StableValue::str("H"),
         StableValue::str("W"),
     ]));
     let mut scratch = StrScratch::default();
-    let names = <&[&str]>::lend(&typed, &mut scratch).unwrap();
+    let names = Names::lend(&typed, &mut scratch).unwrap();
     assert_eq!(names, ["N", "C"]);
     let mut scratch = StrScratch::default();
-    let names = <&[&str]>::lend(&boxed, &mut scratch).unwrap();
+    let names = Names::lend(&boxed, &mut scratch).unwrap();
     assert_eq!(names, ["H", "W"]);
     let (none, int) = (StableValue::none(), StableValue::int(1));
     let mut scratch = StrScratch::default();
-    assert_eq!(<Option<&[&str]>>::lend(&none, &mut scratch), Ok(None));
+    assert_eq!(MaybeNames::lend(&none, &mut scratch), Ok(None));
+    let mut scratch = StrScratch::default();
+    assert_eq!(
+        MaybeNames::lend(&typed, &mut scratch),
+        Ok(Some(&["N", "C"][..]))
+    );
     let mixed = StableValue::list(List::Values(vec![
         StableValue::str("a"),
         StableValue::int(1),
     ]));
     let mut scratch = StrScratch::default();
-    assert_eq!(<&[&str]>::lend(&mixed, &mut scratch), Err(Mismatch));
+    assert_eq!(Names::lend(&mixed, &mut scratch), Err(Mismatch));
     let mut scratch = StrScratch::default();
-    assert_eq!(<&[&str]>::lend(&int, &mut scratch), Err(Mismatch));
-    // Every other type lends straight from the value.
-    assert_eq!(<i64 as Lend>::lend(&StableValue::int(4), &mut ()), Ok(4));
+    assert_eq!(Names::lend(&int, &mut scratch), Err(Mismatch));
+    // Every other type lends straight from the value, as `FromStable` unboxes it.
+    assert_eq!(
+        <i64 as ParamFamily>::lend(&StableValue::int(4), &mut ()),
+        Ok(4)
+    );
+    type MaybeInts = <Option<Vec<i64>> as TypedKey>::Key;
+    let ints = StableValue::list(List::Int(vec![1, 2]));
+    assert_eq!(MaybeInts::lend(&ints, &mut ()), Ok(Some(vec![1, 2])));
+    assert_eq!(MaybeInts::lend(&none, &mut ()), Ok(None));
+    assert_eq!(MaybeInts::lend(&typed, &mut ()), Err(Mismatch));
+    type Text = <&'static str as TypedKey>::Key;
+    assert_eq!(Text::lend(&StableValue::str("x"), &mut ()), Ok("x"));
 }

@@ -2,15 +2,16 @@
 //! the op's `SIGNATURE`, in consts), and what the facade's `kernel_items!` needs to write its
 //! registration under the dispatch key, with the boxed shim the dispatcher calls.
 
+use opbox_codegen::shared_shim::SHARED_SHIM_MAX_PARAMS;
 use proc_macro2::{Literal, Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned, ToTokens};
+use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{FnArg, Ident, Path, ReturnType, Signature, Type};
 
 use crate::errors::Errors;
 use crate::naming;
-use crate::paths::{join, respan, respan_tokens};
+use crate::paths::{join, respan};
 
 /// Replaces every lifetime with `'_`, so a parameter type can be named inside a check fn
 /// where the kernel's own lifetime parameters are not in scope.
@@ -45,8 +46,9 @@ pub(super) fn check(sig: &Signature, errors: &mut Errors) {
 
 /// The kernel's entry in its `#[stable_impl]`'s `kernel_items!` (`super::registrations_of`), for
 /// a fn that passed [`check`]: the name of its registration const (returned too), the op's
-/// module, the signature checks with the user's spans, and what the macro writes the body,
-/// boxed shim, typed entry and registration from. The caller submits the consts of one
+/// module, the signature checks with the user's spans, and what the macro writes the boxed
+/// shim, typed entry and registration from (with a body of the kernel's own where its parameter
+/// list is too long to share a shim). The caller submits the consts of one
 /// `#[stable_impl]` together (`super::submit`).
 pub(super) fn items(
     library: &Path,
@@ -106,20 +108,48 @@ pub(super) fn items(
         ret_span,
         quote_spanned!(ret_span=> check_returns(#returns::FORMS)),
     );
-    // Each parameter as its index (unsuffixed, so it is a tuple index too), a fresh name for its
-    // scratch, its type, and the call that unboxes it. The call names its type, so rustc selects
-    // one impl instead of inferring it (a fifth of the type-checking of 1,000 kernels), and it is
-    // spanned at that type, so that a type that cannot be lent is one error there, not one for
-    // the bound and one for the scratch. `__opbox_args` and the scratches are named here, so the
-    // call and the bindings `kernel_items!` writes agree.
-    let args = format_ident!("__opbox_args");
-    let params = params.iter().enumerate().map(|(i, (span, ty))| {
+    // Each parameter as its index (unsuffixed, so it is a tuple index too) and its type, for
+    // the typed entry `kernel_items!` writes.
+    let params_list = params.iter().enumerate().map(|(i, (_, ty))| {
         let index = Literal::usize_unsuffixed(i);
-        let scratch = format_ident!("__opbox_s{}", i);
-        let lent = respan_tokens(ty.to_token_stream(), *span);
-        let lend = quote_spanned!(*span=> #args.lend::<#lent>(#i, &mut #scratch)?);
-        quote!((#index #scratch #ty = #lend))
+        quote!((#index #ty))
     });
+    // Each parameter's family (`ParamFamily`), named through `RustParam::Key` as the typed entry
+    // names it, so a type that is not a parameter is one error, and spanned at the type.
+    let families: Vec<TokenStream> = params
+        .iter()
+        .map(|(span, ty)| quote_spanned!(*span=> <#ty as ::opbox::__private::RustParam>::Key))
+        .collect();
+    // The boxed shim: the shared one of the kernel's parameter list when there is one, else a
+    // body of its own that the shared entry calls (`UnboxedBody`).
+    let (list, kernel, body) = if arity <= SHARED_SHIM_MAX_PARAMS {
+        (
+            quote!((#(#families,)*)),
+            fn_ident.clone(),
+            TokenStream::new(),
+        )
+    } else {
+        let body = format_ident!("__opbox_body");
+        let args = format_ident!("__opbox_args");
+        let scratches: Vec<Ident> = (0..arity)
+            .map(|i| format_ident!("__opbox_s{}", i))
+            .collect();
+        let lends = families.iter().enumerate().map(|(i, family)| {
+            let scratch = &scratches[i];
+            quote!(#args.lend::<#family>(#i, &mut #scratch)?)
+        });
+        let item = quote! {
+            fn #body(
+                #args: &::opbox::__private::KernelArgs<'_>,
+                outs: &mut ::opbox::__private::KernelOutputs<'_>,
+            ) -> ::opbox::__private::Result<()> {
+                #(let mut #scratches = ::core::default::Default::default();)*
+                let returned = #fn_ident(#(#lends),*);
+                #returns::write(returned, outs)
+            }
+        };
+        (quote!(::opbox::__private::UnboxedBody), body, item)
+    };
     let line = quote_spanned!(sig.ident.span()=> ::core::line!());
     let registration = format_ident!("__opbox_kernel_{}_{}", fn_ident, key);
     let tokens = quote! {
@@ -127,8 +157,8 @@ pub(super) fn items(
             #arity_check
             #(#arg_checks)*
             #returns_check
-        }
-        #fn_ident #key (#line) #args [#(#params)*] -> #ret_ty;
+        } {#body}
+        #fn_ident #key (#line) [#(#params_list)*] -> #ret_ty, #list, #kernel;
     };
     (tokens, registration)
 }

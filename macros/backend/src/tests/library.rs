@@ -146,13 +146,48 @@ fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
             "__opbox_op::SIGNATURE.check_arity(3usize);",
             "__opbox_op::SIGNATURE.check_param(2usize, <f64 as ::opbox::__private::RustParam>::FORM);",
             "__opbox_op::SIGNATURE.check_returns(<Result<Tensor> as ::opbox::__private::KernelReturn>::FORMS); }",
-            // Then the fn, the key, the line, the name of the body's arguments, each parameter
-            // with its index, scratch, type and the call that unboxes it, and the return.
-            "axpby CPU(::core::line!()) __opbox_args [(0 __opbox_s0 &Tensor = __opbox_args.lend::<&Tensor>(0usize, &mut __opbox_s0)?)",
-            "(2 __opbox_s2 f64 = __opbox_args.lend::<f64>(2usize, &mut __opbox_s2)?)] -> Result<Tensor>;",
+            // Then no items of its own, the fn, the key, the line, each parameter with its index
+            // and type, the return, and the parameter list whose shared shim calls the fn.
+            "} {} axpby CPU(::core::line!()) [(0 &Tensor) (1 &Tensor) (2 f64)] -> Result<Tensor>,",
+            "(<&Tensor as ::opbox::__private::RustParam>::Key, <&Tensor as ::opbox::__private::RustParam>::Key, <f64 as ::opbox::__private::RustParam>::Key,), axpby;",
             // Inside `submit!`, which prettyplease leaves as tokens; each kernel's file and
             // origin are its group's.
             "::opbox::__private::KernelGroup { file : :: core :: file! (), origin : :: core :: module_path! (), kernels : & [__opbox_kernel_axpby_CPU], }",
+        ],
+    );
+}
+
+#[test]
+fn a_kernel_too_long_to_share_a_shim_gets_a_body_of_its_own() {
+    use opbox_codegen::shared_shim::SHARED_SHIM_MAX_PARAMS;
+    let fits: Vec<TokenStream> = (0..SHARED_SHIM_MAX_PARAMS)
+        .map(|i| {
+            let name = quote::format_ident!("a{}", i);
+            quote!(#name: i64)
+        })
+        .collect();
+    let shared = pretty(stable_impl::expand(
+        quote!(mylib, CPU),
+        quote!(mod cpu { pub fn wide(#(#fits),*) -> i64 { 0 } }),
+    ));
+    assert_has(&shared, "::Key,), wide;");
+    let longer: Vec<TokenStream> = (0..=SHARED_SHIM_MAX_PARAMS)
+        .map(|i| {
+            let name = quote::format_ident!("a{}", i);
+            quote!(#name: i64)
+        })
+        .collect();
+    let own = pretty(stable_impl::expand(
+        quote!(mylib, CPU),
+        quote!(mod cpu { pub fn wide(#(#longer),*) -> i64 { 0 } }),
+    ));
+    let last = SHARED_SHIM_MAX_PARAMS;
+    assert_has_all(
+        &own,
+        &[
+            "fn __opbox_body(",
+            &format!("__opbox_args.lend::<<i64 as ::opbox::__private::RustParam>::Key>({last}usize, &mut __opbox_s{last})?"),
+            "-> i64, ::opbox::__private::UnboxedBody, __opbox_body;",
         ],
     );
 }

@@ -1,0 +1,104 @@
+//! One boxing shim per kernel shape, not per op: [`boxed_entry_shared`] is generic over the
+//! families of a kernel's parameters and its return, and takes the kernel as a function pointer.
+//! The 1,000 ops of the scale bench's crate have 18 shapes, so LLVM compiles 18 unboxing bodies
+//! instead of 1,000; each op keeps only an `extern "C"` function that hands its static data and
+//! kernel to the shared one (issue 19).
+
+use super::boxed_op::BoxedOp;
+use super::kernel::{run_boxed, KernelArgs, KernelBodyFn, KernelOutputs};
+use crate::typemap::KernelReturn;
+use crate::value::{ParamFamily, StableValue};
+use crate::Result;
+
+/// A kernel's parameter list as a tuple of [`ParamFamily`] keys, up to
+/// `opbox_codegen::shared_shim::SHARED_SHIM_MAX_PARAMS` long.
+pub trait ParamList: 'static {
+    /// A kernel of these parameters returning `R`, over every lifetime its parameters borrow
+    /// for: a kernel fn item coerces to it.
+    type Kernel<R: KernelReturn>: Copy;
+
+    /// Unboxes the arguments, calls `kernel` and writes its results.
+    fn call<R: KernelReturn>(
+        args: &KernelArgs<'_>,
+        outs: &mut KernelOutputs<'_>,
+        kernel: Self::Kernel<R>,
+    ) -> Result<()>;
+}
+
+macro_rules! param_list {
+    ($(($p:ident $i:tt $s:ident))*) => {
+        impl<$($p: ParamFamily),*> ParamList for ($($p,)*) {
+            type Kernel<R: KernelReturn> = for<'x> fn($($p::Of<'x>),*) -> R;
+
+            #[inline(always)]
+            #[allow(unused_variables)]
+            fn call<R: KernelReturn>(
+                args: &KernelArgs<'_>,
+                outs: &mut KernelOutputs<'_>,
+                kernel: Self::Kernel<R>,
+            ) -> Result<()> {
+                // One scratch per argument, declared before the call, so that what a kernel
+                // borrows from it (a `&[&str]`'s names) lives for the call.
+                $(let mut $s = <$p::Scratch<'_>>::default();)*
+                // Bound, not the block's tail: a tail's temporaries (the `?`s' results, which
+                // may borrow the scratches) would outlive the scratches.
+                let returned = kernel($(args.lend::<$p>($i, &mut $s)?),*);
+                returned.write(outs)
+            }
+        }
+    };
+}
+
+/// `param_list!` for every prefix of the list, the empty one included.
+macro_rules! param_lists {
+    (@done [$($done:tt)*]) => {
+        param_list!($($done)*);
+    };
+    (@done [$($done:tt)*] $next:tt $($rest:tt)*) => {
+        param_list!($($done)*);
+        param_lists!(@done [$($done)* $next] $($rest)*);
+    };
+    ($($param:tt)*) => {
+        param_lists!(@done [] $($param)*);
+    };
+}
+opbox_codegen::shared_shim_params!(param_lists);
+
+/// The parameter list of a kernel with more parameters than a shared shim takes: its kernel is
+/// a body of its own that unboxes them, which `#[stable_impl]` writes.
+pub struct UnboxedBody;
+
+impl ParamList for UnboxedBody {
+    type Kernel<R: KernelReturn> = KernelBodyFn;
+    #[inline(always)]
+    fn call<R: KernelReturn>(
+        args: &KernelArgs<'_>,
+        outs: &mut KernelOutputs<'_>,
+        body: KernelBodyFn,
+    ) -> Result<()> {
+        body(args, outs)
+    }
+}
+
+/// The boxed ABI entry shared by every kernel of parameter list `P` and return `R`: checks the
+/// counts against `op`'s schema, unboxes, calls `kernel`, writes its results, and turns its
+/// errors and panics into a status, as `boxed_entry` does.
+///
+/// # Safety
+/// As `boxed_entry`: `stack` must point to `num_args + num_outputs` initialised values that stay
+/// valid and unaliased for the call.
+#[inline(never)]
+pub unsafe fn boxed_entry_shared<P: ParamList, R: KernelReturn>(
+    op: &'static BoxedOp,
+    stack: *mut StableValue,
+    num_args: u64,
+    num_outputs: u64,
+    kernel: P::Kernel<R>,
+) -> i32 {
+    // SAFETY: the caller's contract is run_boxed's.
+    unsafe {
+        run_boxed(op, stack, num_args, num_outputs, |args, outs| {
+            P::call(args, outs, kernel)
+        })
+    }
+}
