@@ -11,13 +11,12 @@
 //! macro, which owns the naming rules.
 
 /// The registrations of one `#[stable_impl]`'s kernels, each a const with its checks, boxed shim
-/// and typed entry: `kernel_items!(BOXED; registration [op module path] {checks} {items}
-/// kernel_fn KEY (line) [(index Type)...] -> Return, List, kernel;...)`. `BOXED` names each op's
-/// `&'static BoxedOp` in its module; the checks come as the proc macro spanned them; each
-/// parameter comes with its index (an unsuffixed literal, also a tuple index) and its type.
-/// `List` is the kernel's `ParamList` and `kernel` what the shared shim of that list calls: the
-/// kernel fn itself, or, for a parameter list too long to share a shim, a body among `items`
-/// (`UnboxedBody`). One invocation per `#[stable_impl]`, not per kernel: each expansion is
+/// and typed entry: `kernel_items!(BOXED; registration [op module path] {checks} {items} KEY
+/// (line) -> Return, List, kernel;...)`. `BOXED` names each op's `&'static BoxedOp` in its
+/// module; the checks come as the proc macro spanned them. `List` is the kernel's `ParamList`
+/// (its parameters' families) and `kernel` what the shims shared by that list call: the kernel
+/// fn itself, or, for a parameter list too long to share a shim, a body among `items`
+/// (`UnboxedBody`, with no typed entry). One invocation per `#[stable_impl]`, not per kernel: each expansion is
 /// hygiene data that rustc hashes and stores on every incremental build.
 #[doc(hidden)]
 #[macro_export]
@@ -25,8 +24,8 @@ macro_rules! __opbox_kernel_items {
     (
         $boxed:ident;
         $(
-            $reg:ident [$($op:tt)*] {$($checks:tt)*} {$($items:item)*} $f:ident $key:ident
-            ($line:expr) [$(($i:tt $ty:ty))*] -> $ret:ty, $list:ty, $kernel:ident;
+            $reg:ident [$($op:tt)*] {$($checks:tt)*} {$($items:item)*} $key:ident ($line:expr)
+            -> $ret:ty, $list:ty, $kernel:ident;
         )*
     ) => {$(
         #[doc(hidden)]
@@ -62,29 +61,12 @@ macro_rules! __opbox_kernel_items {
                 }
             }
 
-            // The typed entry: the parameters as one tuple, the value without its `Result`.
-            fn __opbox_typed(
-                args: ($($ty,)*),
-            ) -> $crate::__private::Result<<$ret as $crate::__private::KernelReturn>::Value> {
-                <$ret as $crate::__private::KernelReturn>::into_value($f($(args.$i),*))
-            }
-
             $crate::__private::KernelRegistration {
                 op: __opbox_op::$boxed,
                 key: $crate::__private::DispatchKey::$key,
                 kernel: __opbox_boxed,
-                // SAFETY: the key is the TypedKey key of `__opbox_typed`'s parameter tuple,
-                // element by element (RustParam::Key is TypedKey::Key), and the fn's lifetimes
-                // are all its own (the proc macro wrote the parameter types with every lifetime
-                // elided). The tuple is spelled out too, so rustc checks the coercion instead
-                // of inferring it.
-                typed: ::core::option::Option::Some(unsafe {
-                    $crate::__private::TypedKernel::new::<
-                        ($(<$ty as $crate::__private::RustParam>::Key,)*),
-                        ($($ty,)*),
-                        <$ret as $crate::__private::KernelReturn>::Value,
-                    >(__opbox_typed)
-                }),
+                // The typed entry shared by the kernels of the list, and this kernel.
+                typed: $crate::__private::TypedKernel::of::<$list, $ret>($kernel),
                 line: $line,
             }
         };

@@ -11,7 +11,7 @@ use super::kernel::{self, panic_error, take_last_error, STATUS_OK};
 use super::key::DispatchKey;
 use super::registry::{check, OpEntry};
 use super::suggest::closest;
-use super::typed::{restore, type_id};
+use super::typed::{restore, type_id, ErasedFn, TypedEntry};
 use crate::value::{Devices, List, StableValue, Stack};
 use crate::{DType, Device, Error, Result};
 
@@ -122,12 +122,13 @@ impl OpHandle {
         if let (Some(device), true) = (devices.single(), self.entry.fixed_lists.is_empty()) {
             let key = device.map_or(DispatchKey::CPU, DispatchKey::for_device);
             if let Some((_, slot)) = self.entry.slot_for(key) {
-                if let Some((id, erased)) = slot.typed {
-                    if id == type_id::<(A::Key, R)>() {
-                        // SAFETY: the slot's key is `(A's key, R)`, which TypedKernel's contract
-                        // ties to exactly this fn type.
-                        let kernel = unsafe { restore::<A, R>(erased) };
-                        return self.run_typed(kernel, args);
+                if let Some(typed) = slot.typed {
+                    if typed.key() == type_id::<(A::Key, R)>() {
+                        let (entry, kernel) = typed.erased();
+                        // SAFETY: the slot's key is `(A's key, R)`, which TypedKernel ties to
+                        // exactly this entry type, up to lifetimes.
+                        let entry = unsafe { restore::<A, R>(entry) };
+                        return self.run_typed(entry, kernel, args);
                     }
                 }
             }
@@ -139,10 +140,10 @@ impl OpHandle {
     /// path names them. The kernel's (error-sized) Result stays inside the closure, which hands
     /// back only the value: wrapping the Result in catch_unwind's would copy it on every call.
     #[inline]
-    fn run_typed<A, R>(&self, kernel: fn(A) -> Result<R>, args: A) -> Result<R> {
+    fn run_typed<A, R>(&self, entry: TypedEntry<A, R>, kernel: ErasedFn, args: A) -> Result<R> {
         let mut failure = None;
         let caught =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match kernel(args) {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match entry(kernel, args) {
                 Ok(value) => Some(value),
                 Err(error) => {
                     failure = Some(error);

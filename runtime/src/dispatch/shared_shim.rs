@@ -12,10 +12,18 @@ use crate::Result;
 
 /// A kernel's parameter list as a tuple of [`ParamFamily`] keys, up to
 /// `opbox_codegen::shared_shim::SHARED_SHIM_MAX_PARAMS` long.
-pub trait ParamList: 'static {
+///
+/// # Safety
+/// `Kernel<R>` is a fn pointer type (`TypedKernel::of` erases it to `fn()` and back), and with
+/// `TYPED`, `Args<'x>` is a tuple whose keys, element by element, are `Self`'s.
+pub unsafe trait ParamList: 'static {
     /// A kernel of these parameters returning `R`, over every lifetime its parameters borrow
     /// for: a kernel fn item coerces to it.
     type Kernel<R: KernelReturn>: Copy;
+    /// The parameters as one tuple, as a typed call passes them.
+    type Args<'x>;
+    /// Whether a typed call can call the kernel with `Args`.
+    const TYPED: bool;
 
     /// Unboxes the arguments, calls `kernel` and writes its results.
     fn call<R: KernelReturn>(
@@ -23,12 +31,22 @@ pub trait ParamList: 'static {
         outs: &mut KernelOutputs<'_>,
         kernel: Self::Kernel<R>,
     ) -> Result<()>;
+
+    /// Calls `kernel` with a typed call's arguments; its value without the `Result`.
+    fn call_typed<R: KernelReturn>(
+        kernel: Self::Kernel<R>,
+        args: Self::Args<'_>,
+    ) -> Result<R::Value>;
 }
 
 macro_rules! param_list {
     ($(($p:ident $i:tt $s:ident))*) => {
-        impl<$($p: ParamFamily),*> ParamList for ($($p,)*) {
+        // SAFETY: `Kernel` is a fn pointer, and `Args` the tuple of the families' `Of`, each
+        // keyed by its family (`ParamFamily::Of`'s bound).
+        unsafe impl<$($p: ParamFamily),*> ParamList for ($($p,)*) {
             type Kernel<R: KernelReturn> = for<'x> fn($($p::Of<'x>),*) -> R;
+            type Args<'x> = ($($p::Of<'x>,)*);
+            const TYPED: bool = true;
 
             #[inline(always)]
             #[allow(unused_variables)]
@@ -44,6 +62,15 @@ macro_rules! param_list {
                 // may borrow the scratches) would outlive the scratches.
                 let returned = kernel($(args.lend::<$p>($i, &mut $s)?),*);
                 returned.write(outs)
+            }
+
+            #[inline(always)]
+            fn call_typed<R: KernelReturn>(
+                kernel: Self::Kernel<R>,
+                args: Self::Args<'_>,
+            ) -> Result<R::Value> {
+                let ($($s,)*) = args;
+                R::into_value(kernel($($s),*))
             }
         }
     };
@@ -68,8 +95,12 @@ opbox_codegen::shared_shim_params!(param_lists);
 /// a body of its own that unboxes them, which `#[stable_impl]` writes.
 pub struct UnboxedBody;
 
-impl ParamList for UnboxedBody {
+// SAFETY: `Kernel` is a fn pointer; without `TYPED`, `Args` is never a typed call's.
+unsafe impl ParamList for UnboxedBody {
     type Kernel<R: KernelReturn> = KernelBodyFn;
+    type Args<'x> = ();
+    // Typed calls take up to 12 arguments (`IntoStack`), and this list is longer.
+    const TYPED: bool = false;
     #[inline(always)]
     fn call<R: KernelReturn>(
         args: &KernelArgs<'_>,
@@ -77,6 +108,12 @@ impl ParamList for UnboxedBody {
         body: KernelBodyFn,
     ) -> Result<()> {
         body(args, outs)
+    }
+
+    fn call_typed<R: KernelReturn>(_: KernelBodyFn, _: ()) -> Result<R::Value> {
+        Err(crate::Error::Unsupported(
+            "a kernel with more parameters than a shared shim takes has no typed entry".into(),
+        ))
     }
 }
 

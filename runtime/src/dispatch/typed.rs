@@ -6,18 +6,26 @@
 
 use std::any::TypeId;
 
+use super::shared_shim::ParamList;
+use crate::typemap::KernelReturn;
 use crate::Result;
 
-/// The type-erased form of `fn(A) -> Result<R>`.
-type ErasedFn = fn();
+/// The type-erased form of a fn pointer: a typed entry or the kernel it calls.
+pub(crate) type ErasedFn = fn();
 
-/// A kernel's typed entry, as `#[stable_impl]` registers it. The key is computed at compile
-/// time: stored as data, it costs start-up neither a relocation nor a call into each kernel's
-/// code.
+/// A typed entry, as a typed call restores it: the kernel (erased) and the call's argument tuple
+/// in, the kernel's value out.
+pub(crate) type TypedEntry<A, R> = fn(ErasedFn, A) -> Result<R>;
+
+/// A kernel's typed entry, as `#[stable_impl]` registers it: the entry shared by every kernel of
+/// the same parameter list and return ([`TypedKernel::of`]) and the kernel it calls. The key is
+/// computed at compile time: stored as data, it costs start-up neither a relocation nor a call
+/// into each kernel's code.
 #[derive(Clone, Copy, Debug)]
 pub struct TypedKernel {
     key: TypeId,
-    erased: ErasedFn,
+    entry: ErasedFn,
+    kernel: ErasedFn,
 }
 
 /// Both sides of the erasure: every `fn` pointer has the same size and representation.
@@ -27,30 +35,49 @@ union Erase<F: Copy> {
 }
 
 impl TypedKernel {
-    /// Erases `f` behind the key of its parameters `K` and its return `R`.
-    ///
-    /// # Safety
-    /// `K` must be the [`TypedKey`](crate::value::TypedKey) key of `A`, element by element (what
-    /// `IntoStack::Key` computes for a tuple `A`), and `f` must accept `A` with any lifetimes in
-    /// it (a fn whose parameters' lifetimes are all its own generic ones): a typed call turns a
-    /// matching key back into `fn(A) -> Result<R>` at the caller's lifetimes.
-    pub const unsafe fn new<K: 'static, A, R: 'static>(f: fn(A) -> Result<R>) -> TypedKernel {
-        TypedKernel {
-            key: TypeId::of::<(K, R)>(),
-            // SAFETY: both fields are fn pointers; the erased one is only ever turned back into
-            // this type (see `restore`).
-            erased: unsafe { Erase { typed: f }.erased },
+    /// The typed entry of `kernel`, a kernel of parameter list `P` returning `R`: keyed by `P`
+    /// (the keys of the kernel's parameter types, element by element, as `IntoStack::Key` keys
+    /// a call's argument tuple) and `R`'s value. `None` for a list with no typed entry.
+    pub const fn of<P: ParamList, R: KernelReturn>(kernel: P::Kernel<R>) -> Option<TypedKernel> {
+        if !P::TYPED {
+            return None;
         }
+        // ParamList's contract: its kernels are fn pointers, so the erasure keeps every bit.
+        assert!(size_of::<P::Kernel<R>>() == size_of::<ErasedFn>());
+        let entry: for<'x> fn(ErasedFn, P::Args<'x>) -> Result<R::Value> = typed_entry::<P, R>;
+        Some(TypedKernel {
+            key: TypeId::of::<(P, R::Value)>(),
+            // SAFETY: both are fn pointers (the size is asserted above for the kernel); each is
+            // only ever turned back into its own type: the entry by `restore`, whose caller's
+            // key is this one, and the kernel by the entry itself.
+            entry: unsafe { Erase { typed: entry }.erased },
+            kernel: unsafe { Erase { typed: kernel }.erased },
+        })
     }
 
     /// The key of the kernel's parameters and return.
+    #[inline]
     pub(crate) fn key(&self) -> TypeId {
         self.key
     }
 
-    pub(crate) fn erased(&self) -> ErasedFn {
-        self.erased
+    /// The erased entry and the kernel to hand it.
+    #[inline]
+    pub(crate) fn erased(&self) -> (ErasedFn, ErasedFn) {
+        (self.entry, self.kernel)
     }
+}
+
+/// The typed entry of every kernel of parameter list `P` returning `R`: the kernel back from its
+/// erased pointer, called with the argument tuple.
+fn typed_entry<P: ParamList, R: KernelReturn>(
+    kernel: ErasedFn,
+    args: P::Args<'_>,
+) -> Result<R::Value> {
+    // SAFETY: `TypedKernel::of::<P, R>` erased `kernel` from `P::Kernel<R>` and paired it with
+    // this entry, which is all that calls it.
+    let kernel = unsafe { Erase::<P::Kernel<R>> { erased: kernel }.typed };
+    P::call_typed::<R>(kernel, args)
 }
 
 /// The key of a typed call with arguments keyed `K` and result `R`.
@@ -59,16 +86,18 @@ pub(crate) fn type_id<T: 'static>() -> TypeId {
     TypeId::of::<T>()
 }
 
-/// `erased` as `fn(A) -> Result<R>`.
+/// `erased`, a typed entry, as taking `A` and returning `R`.
 ///
 /// # Safety
-/// `erased` must come from a [`TypedKernel`] whose key is `(A's key, R)`: then `A` is the
-/// kernel's parameter tuple up to lifetimes, and the function (generic over every lifetime in its
-/// parameters, since kernels are plain fns) accepts `A`'s.
+/// `erased` must be the entry of a [`TypedKernel`] whose key is `(A's key, R)`. Then `A` is the
+/// entry's argument tuple `P::Args<'x>` up to lifetimes: `A`'s key is `P`, and each family's
+/// `Of<'x>` has its family as key (`ParamFamily`'s bound). The entry is generic over `'x`, and
+/// every family is covariant in it, so it accepts `A`'s at the lifetime they share for the call;
+/// it keeps nothing of them past it.
 #[inline]
-pub(crate) unsafe fn restore<A, R>(erased: ErasedFn) -> fn(A) -> Result<R> {
-    // SAFETY: the caller's contract: `erased` was made from exactly this type.
-    unsafe { Erase::<fn(A) -> Result<R>> { erased }.typed }
+pub(crate) unsafe fn restore<A, R>(erased: ErasedFn) -> TypedEntry<A, R> {
+    // SAFETY: the caller's contract: `erased` was made from this type, up to lifetimes.
+    unsafe { Erase::<TypedEntry<A, R>> { erased }.typed }
 }
 
 #[cfg(test)]
@@ -76,7 +105,7 @@ mod tests {
     use super::*;
     use crate::value::TypedKey;
 
-    fn concat((a, b): (&str, i64)) -> Result<String> {
+    fn concat(a: &str, b: i64) -> Result<String> {
         Ok(format!("{a}{b}"))
     }
 
@@ -84,13 +113,24 @@ mod tests {
 
     #[test]
     fn an_erased_entry_is_restored_at_the_callers_lifetimes_and_called() {
-        // SAFETY: `Key` is the key of `(&str, i64)`, and `concat` is generic over the lifetime.
-        let entry = unsafe { TypedKernel::new::<Key, _, String>(concat) };
+        let entry = TypedKernel::of::<Key, Result<String>>(concat).unwrap();
         assert_eq!(entry.key(), type_id::<(Key, String)>());
         let local = String::from("n=");
+        let (erased, kernel) = entry.erased();
         // SAFETY: the key matches, as asserted above.
-        let f = unsafe { restore::<(&str, i64), String>(entry.erased()) };
-        assert_eq!(f((local.as_str(), 4)).ok(), Some("n=4".to_string()));
+        let f = unsafe { restore::<(&str, i64), String>(erased) };
+        assert_eq!(f(kernel, (local.as_str(), 4)).ok(), Some("n=4".to_string()));
+    }
+
+    #[test]
+    fn a_body_of_its_own_has_no_typed_entry() {
+        fn body(
+            _: &crate::dispatch::KernelArgs<'_>,
+            _: &mut crate::dispatch::KernelOutputs<'_>,
+        ) -> Result<()> {
+            Ok(())
+        }
+        assert!(TypedKernel::of::<super::super::UnboxedBody, ()>(body).is_none());
     }
 
     #[test]

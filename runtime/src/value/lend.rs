@@ -17,7 +17,7 @@ use smallvec::SmallVec;
 use super::convert::{FromStable, Mismatch};
 use super::list::List;
 use super::stable_value::StableValue;
-use super::typed_key::{RefKey, SliceKey, StrKey};
+use super::typed_key::{RefKey, SliceKey, StrKey, TypedKey};
 
 /// The `&str`s a `&[&str]` parameter borrows: inline for up to 8 names, so a call with a short
 /// list (dimension names) allocates nothing.
@@ -30,8 +30,9 @@ pub type StrScratch<'a> = SmallVec<[&'a str; 8]>;
     label = "use a type from the schema table: &Tensor or Tensor, i64, f64, bool, &str or String, DType, Device, Scalar, Layout, MemoryFormat, Generator, i8, Stream, &[T] or Vec<T>, Option<T>"
 )]
 pub trait ParamFamily: 'static {
-    /// The parameter type, borrowing for `'x`.
-    type Of<'x>;
+    /// The parameter type, borrowing for `'x`; its typed key is the family, so a typed call's
+    /// argument of that key is this type up to lifetimes.
+    type Of<'x>: TypedKey<Key = Self>;
     /// What the shim holds while the kernel runs (`()` for a type that borrows the stack only).
     type Scratch<'a>: Default;
     /// The parameter from stack value `v`, or `Mismatch` when `v` holds another type.
@@ -45,7 +46,7 @@ pub trait ParamFamily: 'static {
 /// beside each `FromStable` impl, with `unboxed!`.
 pub trait Unboxed: 'static {
     /// The parameter type, borrowing the stack value for `'a`.
-    type Of<'a>: FromStable<'a>;
+    type Of<'a>: FromStable<'a> + TypedKey<Key = Self>;
 }
 
 impl<K: Unboxed> ParamFamily for K {

@@ -3,7 +3,7 @@
 //! registration under the dispatch key, with the boxed shim the dispatcher calls.
 
 use opbox_codegen::shared_shim::SHARED_SHIM_MAX_PARAMS;
-use proc_macro2::{Literal, Span, TokenStream};
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
@@ -108,14 +108,8 @@ pub(super) fn items(
         ret_span,
         quote_spanned!(ret_span=> check_returns(#returns::FORMS)),
     );
-    // Each parameter as its index (unsuffixed, so it is a tuple index too) and its type, for
-    // the typed entry `kernel_items!` writes.
-    let params_list = params.iter().enumerate().map(|(i, (_, ty))| {
-        let index = Literal::usize_unsuffixed(i);
-        quote!((#index #ty))
-    });
-    // Each parameter's family (`ParamFamily`), named through `RustParam::Key` as the typed entry
-    // names it, so a type that is not a parameter is one error, and spanned at the type.
+    // Each parameter's family (`ParamFamily`), named through `RustParam::Key` and spanned as the
+    // signature check names the type, so a type that is not a parameter is one error, there.
     let families: Vec<TokenStream> = params
         .iter()
         .map(|(span, ty)| quote_spanned!(*span=> <#ty as ::opbox::__private::RustParam>::Key))
@@ -158,7 +152,7 @@ pub(super) fn items(
             #(#arg_checks)*
             #returns_check
         } {#body}
-        #fn_ident #key (#line) [#(#params_list)*] -> #ret_ty, #list, #kernel;
+        #key (#line) -> #ret_ty, #list, #kernel;
     };
     (tokens, registration)
 }

@@ -146,9 +146,9 @@ fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
             "__opbox_op::SIGNATURE.check_arity(3usize);",
             "__opbox_op::SIGNATURE.check_param(2usize, <f64 as ::opbox::__private::RustParam>::FORM);",
             "__opbox_op::SIGNATURE.check_returns(<Result<Tensor> as ::opbox::__private::KernelReturn>::FORMS); }",
-            // Then no items of its own, the fn, the key, the line, each parameter with its index
-            // and type, the return, and the parameter list whose shared shim calls the fn.
-            "} {} axpby CPU(::core::line!()) [(0 &Tensor) (1 &Tensor) (2 f64)] -> Result<Tensor>,",
+            // Then no items of its own, the key, the line, the return, and the parameter list
+            // whose shared shim and typed entry call the fn.
+            "} {} CPU(::core::line!()) -> Result<Tensor>,",
             "(<&Tensor as ::opbox::__private::RustParam>::Key, <&Tensor as ::opbox::__private::RustParam>::Key, <f64 as ::opbox::__private::RustParam>::Key,), axpby;",
             // Inside `submit!`, which prettyplease leaves as tokens; each kernel's file and
             // origin are its group's.
