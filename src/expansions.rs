@@ -10,11 +10,11 @@
 //! runtime reads (the marker, `BOXED`, `SIGNATURE`, the op table) is passed in by the proc
 //! macro, which owns the naming rules.
 
-/// The registrations of one `#[stable_impl]`'s kernels, each a const with its checks, boxed shim
-/// and typed entry: `kernel_items!(BOXED; registration [op module path] {checks} {items} KEY
+/// The registrations of one `#[stable_impl]`'s kernels, each a const with its checks and its boxed
+/// and typed entries: `kernel_items!(BOXED; registration [op module path] {checks} {items} KEY
 /// (line) -> Return, List, kernel;...)`. `BOXED` names each op's `&'static BoxedOp` in its
 /// module; the checks come as the proc macro spanned them. `List` is the kernel's `ParamList`
-/// (its parameters' families) and `kernel` what the shims shared by that list call: the kernel
+/// (its parameters' families) and `kernel` what the entries shared by that list call: the kernel
 /// fn itself, or, for a parameter list too long to share a shim, a body among `items`
 /// (`UnboxedBody`, with no typed entry). One invocation per `#[stable_impl]`, not per kernel: each expansion is
 /// hygiene data that rustc hashes and stores on every incremental build.
@@ -40,35 +40,14 @@ macro_rules! __opbox_kernel_items {
 
             $($items)*
 
-            // Not generic over the op, nor unboxing for it: the shim hands the op's static data
-            // and the kernel to the shim shared by every kernel of its parameter list and
-            // return, which is compiled once.
-            unsafe extern "C" fn __opbox_boxed(
-                stack: *mut $crate::__private::StableValue,
-                num_args: u64,
-                num_outputs: u64,
-            ) -> i32 {
-                // SAFETY: the dispatcher calls this through the BoxedKernelFn contract, which
-                // is exactly boxed_entry_shared's precondition.
-                unsafe {
-                    $crate::__private::boxed_entry_shared::<$list, $ret>(
-                        __opbox_op::$boxed,
-                        stack,
-                        num_args,
-                        num_outputs,
-                        $kernel,
-                    )
-                }
-            }
-
-            $crate::__private::KernelRegistration {
-                op: __opbox_op::$boxed,
-                key: $crate::__private::DispatchKey::$key,
-                kernel: __opbox_boxed,
-                // The typed entry shared by the kernels of the list, and this kernel.
-                typed: $crate::__private::TypedKernel::of::<$list, $ret>($kernel),
-                line: $line,
-            }
+            // No function of the op's own: the boxed and typed entries shared by the kernels of
+            // its list and return, each with this kernel.
+            $crate::__private::KernelRegistration::of::<$list, $ret>(
+                __opbox_op::$boxed,
+                $crate::__private::DispatchKey::$key,
+                $line,
+                $kernel,
+            )
         };
     )*};
 }

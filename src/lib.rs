@@ -88,7 +88,7 @@ pub mod warnings {
 /// The boxed kernel ABI and the registry, for code that registers or calls kernels by hand.
 pub mod dispatch {
     pub use opbox_runtime::dispatch::{
-        boxed_call, boxed_entry, boxed_entry_fn, registered_ops, take_last_error, BoxedKernelFn,
+        boxed_call, boxed_entry, registered_ops, take_last_error, BoxedKernel, BoxedKernelFn,
         BoxedOp, FixedList, FromStack, IntoStack, KernelArgs, KernelBody, KernelBodyFn,
         KernelGroup, KernelOutputs, KernelRegistration, LibraryKind, LibraryRegistration, OpDef,
         OpExtras, OpSpec, SchemaCell, TypedKernel, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
@@ -322,9 +322,9 @@ pub mod __private {
     };
     pub use inventory;
     pub use opbox_runtime::dispatch::{
-        boxed_entry_shared, BoxedOp, FixedList, KernelArgs, KernelGroup, KernelOutputs,
-        KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpExtras, OpSpec, SchemaCell,
-        TypedKernel, UnboxedBody,
+        BoxedOp, FixedList, KernelArgs, KernelGroup, KernelOutputs, KernelRegistration,
+        LibraryKind, LibraryRegistration, OpDef, OpExtras, OpSpec, SchemaCell, TypedKernel,
+        UnboxedBody,
     };
     pub use opbox_runtime::schema;
     pub use opbox_runtime::typemap::{KernelReturn, ParamSignature, RustParam, Signature};

@@ -4,7 +4,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use opbox::dispatch::{KernelGroup, KernelRegistration, STATUS_ERROR};
+use opbox::dispatch::{BoxedKernel, KernelGroup, KernelRegistration, STATUS_ERROR};
 use opbox::prelude::*;
 use opbox::value::{live_handles, IntoStable, List};
 use opbox::Tag;
@@ -113,7 +113,7 @@ opbox::__private::inventory::submit! {
             op: leaks::manual::BOXED,
             key: DispatchKey::CPU,
             line: line!(),
-            kernel: manual_kernel,
+            kernel: BoxedKernel::raw(manual_kernel),
             typed: None,
         }],
     }

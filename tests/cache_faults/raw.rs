@@ -1,4 +1,5 @@
-//! The raw kernel entry (`BoxedKernelFn`) and raw values:
+//! The raw kernel entry (a registration's `BoxedKernel`, as the dispatcher calls it) and raw
+//! values:
 //! 5. a kernel panics with a payload whose drop panics too: the payload is leaked on purpose
 //!    and counted, and the process lives (a child process, so that the old abort would show as
 //!    its exit status, not end this binary);
@@ -9,7 +10,8 @@
 use std::process::ExitCode;
 
 use opbox::dispatch::{
-    leaked_panic_payloads, take_last_error, BoxedKernelFn, KernelGroup, STATUS_ERROR, STATUS_OK,
+    leaked_panic_payloads, take_last_error, KernelGroup, KernelRegistration, STATUS_ERROR,
+    STATUS_OK,
 };
 use opbox::prelude::*;
 use opbox::tensor::live_tensors_on_this_thread;
@@ -46,26 +48,26 @@ pub fn child(args: &[String]) -> Option<ExitCode> {
     Some(ExitCode::SUCCESS)
 }
 
-fn kernel_of(op: &str) -> Result<BoxedKernelFn, String> {
+/// The op's registered kernel, which the dispatcher calls with the op's static data.
+fn kernel_of(op: &str) -> Result<&'static KernelRegistration, String> {
     // Each #[stable_impl] registers its kernels as one group.
     inventory::iter::<KernelGroup>
         .into_iter()
         .flat_map(|group| group.kernels)
         .find(|r| r.op.name() == op)
-        .map(|r| r.kernel)
         .ok_or_else(|| format!("no kernel registered for {op}"))
 }
 
 pub fn null_stack() -> TestResult {
     let nothing = kernel_of("cache_faults::nothing")?;
     // SAFETY: a call with no arguments and no outputs reads no stack, null or not.
-    let status = unsafe { nothing(std::ptr::null_mut(), 0, 0) };
+    let status = unsafe { nothing.kernel.call(nothing.op, std::ptr::null_mut(), 0, 0) };
     ensure(status == STATUS_OK, || {
         format!("status {status}: {:?}", take_last_error())
     })?;
     let one = kernel_of("cache_faults::one")?;
     // SAFETY: the entry must refuse a null stack before reading it.
-    let status = unsafe { one(std::ptr::null_mut(), 1, 1) };
+    let status = unsafe { one.kernel.call(one.op, std::ptr::null_mut(), 1, 1) };
     let message = take_last_error().map(|e| e.to_string()).unwrap_or_default();
     ensure(
         status == STATUS_ERROR

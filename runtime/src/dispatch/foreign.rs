@@ -26,6 +26,7 @@ use super::boxed_op::{operator_name, BoxedOp};
 use super::key::DispatchKey;
 use super::registration::{LibraryKind, LibraryRegistration, OpDef};
 use super::registry::{check, ForeignSlots, KernelSlot, OpEntry};
+use super::shared_shim::BoxedKernel;
 use crate::error::Site;
 use crate::value::{StableValue, Stack};
 use crate::{Error, Result};
@@ -476,7 +477,7 @@ fn entry(
     }));
     let def: &'static OpDef = Box::leak(Box::new(OpDef::at_run_time(op, site.line)));
     let slot = KernelSlot {
-        kernel: foreign_only,
+        kernel: BoxedKernel::raw(foreign_only),
         typed: None,
     };
     let mut entry = OpEntry::new(library, def, Some(image));

@@ -157,28 +157,13 @@ pub unsafe fn boxed_call<S: OpSpec>(
     unsafe { boxed_entry(S::BOXED, stack, num_args, num_outputs, &mut body) }
 }
 
-/// A kernel body as a plain function: what generated shims hand to [`boxed_entry_fn`]. A
-/// function item adds no closure type and no vtable (three relocated pointers) per op.
+/// A kernel body as a plain function: what a kernel too long to share a shim unboxes in
+/// (`UnboxedBody`).
 pub type KernelBodyFn = fn(&KernelArgs<'_>, &mut KernelOutputs<'_>) -> Result<()>;
-
-/// [`boxed_entry`] for a body that is a plain function, as every generated shim's is.
-///
-/// # Safety
-/// As [`boxed_entry`].
-pub unsafe fn boxed_entry_fn(
-    op: &'static BoxedOp,
-    stack: *mut StableValue,
-    num_args: u64,
-    num_outputs: u64,
-    body: KernelBodyFn,
-) -> i32 {
-    // SAFETY: the caller's contract is run_boxed's.
-    unsafe { run_boxed(op, stack, num_args, num_outputs, body) }
-}
 
 /// Runs a kernel body behind the boxed ABI: checks the counts against the op's schema, runs
 /// `body` once, and turns its errors and panics into a status (the error is left for
-/// [`take_last_error`]). Not generic, so every op's shim shares this one copy.
+/// [`take_last_error`]). Not generic, so every hand-written shim shares this one copy.
 ///
 /// # Safety
 /// `stack` must point to `num_args + num_outputs` initialised values that stay valid and
@@ -194,9 +179,10 @@ pub unsafe fn boxed_entry(
     unsafe { run_boxed(op, stack, num_args, num_outputs, body) }
 }
 
-/// The one body of [`boxed_entry`] and [`boxed_entry_fn`], instantiated for those two: the
-/// function-pointer one then calls the body directly, not through a `dyn FnMut` shim around the
-/// pointer (a second indirect call, +10 ns a boxed call in the scale bench).
+/// The one body of [`boxed_entry`] and of the entries shared by the kernels of one shape
+/// (`shared_shim`), instantiated for each: the shared ones then call their kernel directly, not
+/// through a `dyn FnMut` shim around it (a second indirect call, +10 ns a boxed call in the
+/// scale bench).
 ///
 /// # Safety
 /// As [`boxed_entry`].

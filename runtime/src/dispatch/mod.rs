@@ -22,8 +22,8 @@ pub use boxed_op::{BoxedOp, SchemaCell};
 pub use call::{FromOutput, FromStack, IntoStack};
 pub use fixed_list::FixedList;
 pub use kernel::{
-    boxed_call, boxed_entry, boxed_entry_fn, take_last_error, BoxedKernelFn, KernelArgs,
-    KernelBody, KernelBodyFn, KernelOutputs, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+    boxed_call, boxed_entry, take_last_error, BoxedKernelFn, KernelArgs, KernelBody, KernelBodyFn,
+    KernelOutputs, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
 };
 pub use key::DispatchKey;
 pub use library::Library;
@@ -32,5 +32,5 @@ pub use registration::{
     KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpExtras, OpSpec,
 };
 pub use registry::registered_ops;
-pub use shared_shim::{boxed_entry_shared, ParamList, UnboxedBody};
+pub use shared_shim::{BoxedKernel, ParamList, UnboxedBody};
 pub use typed::TypedKernel;

@@ -217,9 +217,9 @@ impl OpHandle {
         let kernel = slot.kernel;
         let base = stack.reserve_outputs(num_outputs);
         // SAFETY: `base` points at the stack's `num_args + num_outputs` initialised values (the
-        // outputs were just set to None), which nothing else touches during the call; the
-        // kernel honours the BoxedKernelFn contract (generated shims do, via `boxed_call`).
-        let status = unsafe { kernel(base, num_args as u64, num_outputs as u64) };
+        // outputs were just set to None), which nothing else touches during the call, and the
+        // slot's kernel was registered for this entry's op.
+        let status = unsafe { kernel.call(entry.op(), base, num_args as u64, num_outputs as u64) };
         if status != STATUS_OK {
             return Err(kernel_error(entry, status));
         }
@@ -488,6 +488,7 @@ mod tests {
         KernelRegistration, LibraryKind, LibraryRegistration, OpDef, OpSpec,
     };
     use crate::dispatch::registry::{collect, lone_kernel};
+    use crate::dispatch::BoxedKernel;
     use crate::error::Site;
     use crate::value::StableValue;
     use crate::Tensor;
@@ -547,7 +548,7 @@ mod tests {
                 op: Pick::BOXED,
                 key: DispatchKey::CPU,
                 line: site.line,
-                kernel: pick,
+                kernel: BoxedKernel::raw(pick),
                 typed: None,
             },
         );

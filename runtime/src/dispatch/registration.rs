@@ -4,10 +4,11 @@ use opbox_codegen::op_tag::OpTag;
 
 use super::boxed_op::BoxedOp;
 use super::fixed_list::FixedList;
-use super::kernel::BoxedKernelFn;
 use super::key::DispatchKey;
+use super::shared_shim::{BoxedKernel, ParamList};
 use super::typed::TypedKernel;
 use crate::error::Site;
+use crate::typemap::KernelReturn;
 
 /// Implemented by the marker type `#[stable_library]` generates for each op.
 pub trait OpSpec {
@@ -135,11 +136,31 @@ pub struct KernelRegistration {
     pub key: DispatchKey,
     /// The line of the implementing function, in its group's file.
     pub line: u32,
-    /// The boxed entry the dispatcher calls.
-    pub kernel: BoxedKernelFn,
+    /// What the dispatcher calls for a boxed call: the entry shared by the kernels of its shape
+    /// and the kernel, or a hand-written boxed kernel ([`BoxedKernel::raw`]).
+    pub kernel: BoxedKernel,
     /// The Rust function itself, for typed calls of exactly its parameter types; None for a
     /// hand-written boxed kernel.
     pub typed: Option<TypedKernel>,
+}
+
+impl KernelRegistration {
+    /// `kernel`, a kernel of parameter list `P` returning `R`, for `op` under `key`: behind the
+    /// boxed and typed entries shared by every kernel of that list and return.
+    pub const fn of<P: ParamList, R: KernelReturn>(
+        op: &'static BoxedOp,
+        key: DispatchKey,
+        line: u32,
+        kernel: P::Kernel<R>,
+    ) -> KernelRegistration {
+        KernelRegistration {
+            op,
+            key,
+            line,
+            kernel: BoxedKernel::of::<P, R>(kernel),
+            typed: TypedKernel::of::<P, R>(kernel),
+        }
+    }
 }
 
 /// The kernels of one `#[stable_impl]` (a module, or one fn): one inventory item for all of

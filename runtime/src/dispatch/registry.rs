@@ -12,11 +12,11 @@ use opbox_codegen::schema::Schema;
 use super::boxed_op::BoxedOp;
 use super::fixed_list::FixedList;
 use super::foreign::{self, ForeignKernel};
-use super::kernel::BoxedKernelFn;
 use super::key::DispatchKey;
 use super::registration::{
     KernelGroup, KernelRegistration, LibraryKind, LibraryRegistration, OpDef,
 };
+use super::shared_shim::BoxedKernel;
 use super::table::Table;
 use super::typed::TypedKernel;
 use crate::error::Site;
@@ -24,7 +24,7 @@ use crate::{Error, Result};
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KernelSlot {
-    pub(crate) kernel: BoxedKernelFn,
+    pub(crate) kernel: BoxedKernel,
     /// The typed entry (its key, the entry shared by the kernels of its shape, and the
     /// kernel), in the registration's static data: one pointer here keeps 10,000 op entries in
     /// one huge page, for one more load on a typed call.
@@ -537,7 +537,7 @@ mod tests {
             op,
             key,
             line,
-            kernel: noop,
+            kernel: BoxedKernel::raw(noop),
             typed: None,
         };
         lone_kernel("src/lib.rs", origin, kernel)

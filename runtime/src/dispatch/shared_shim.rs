@@ -1,11 +1,12 @@
 //! One boxing shim per kernel shape, not per op: [`boxed_entry_shared`] is generic over the
 //! families of a kernel's parameters and its return, and takes the kernel as a function pointer.
 //! The 1,000 ops of the scale bench's crate have 18 shapes, so LLVM compiles 18 unboxing bodies
-//! instead of 1,000; each op keeps only an `extern "C"` function that hands its static data and
-//! kernel to the shared one (issue 19).
+//! instead of 1,000, and an op adds no function at all: its registration pairs the shared entry
+//! with its kernel ([`BoxedKernel`]), and the dispatcher passes the op's static data (issue 19).
 
 use super::boxed_op::BoxedOp;
-use super::kernel::{run_boxed, KernelArgs, KernelBodyFn, KernelOutputs};
+use super::kernel::{run_boxed, BoxedKernelFn, KernelArgs, KernelBodyFn, KernelOutputs};
+use super::typed::{erase, unerase, ErasedFn};
 use crate::typemap::KernelReturn;
 use crate::value::{ParamFamily, StableValue};
 use crate::Result;
@@ -117,21 +118,90 @@ unsafe impl ParamList for UnboxedBody {
     }
 }
 
-/// The boxed ABI entry shared by every kernel of parameter list `P` and return `R`: checks the
+/// A kernel as the dispatcher calls it boxed: the entry shared by the kernels of its shape, and
+/// the kernel that entry runs. No op has a function of its own for this.
+#[derive(Clone, Copy, Debug)]
+pub struct BoxedKernel {
+    entry: SharedEntryFn,
+    kernel: ErasedFn,
+}
+
+/// The entry of a [`BoxedKernel`]: the op it runs for, its kernel (erased), and the stack as
+/// [`BoxedKernelFn`] takes it.
+type SharedEntryFn = unsafe fn(&'static BoxedOp, ErasedFn, *mut StableValue, u64, u64) -> i32;
+
+impl BoxedKernel {
+    /// `kernel`, a kernel of parameter list `P` returning `R`, behind the entry shared by every
+    /// kernel of that list and return.
+    pub const fn of<P: ParamList, R: KernelReturn>(kernel: P::Kernel<R>) -> BoxedKernel {
+        BoxedKernel {
+            entry: boxed_entry_shared::<P, R>,
+            // SAFETY: a fn pointer (ParamList's contract), turned back into `P::Kernel<R>` by
+            // the entry it is paired with here, and by nothing else.
+            kernel: unsafe { erase(kernel) },
+        }
+    }
+
+    /// A hand-written boxed kernel, called as it is: it names its op itself.
+    pub const fn raw(kernel: BoxedKernelFn) -> BoxedKernel {
+        BoxedKernel {
+            entry: raw_entry,
+            // SAFETY: a fn pointer, turned back into a BoxedKernelFn by `raw_entry` only.
+            kernel: unsafe { erase(kernel) },
+        }
+    }
+
+    /// Runs the kernel on `stack` for `op`.
+    ///
+    /// # Safety
+    /// `op` is the op the kernel was registered for, and `stack` points to `num_args +
+    /// num_outputs` initialised values that stay valid and unaliased for the call, as
+    /// [`BoxedKernelFn`] describes.
+    #[inline]
+    pub unsafe fn call(
+        &self,
+        op: &'static BoxedOp,
+        stack: *mut StableValue,
+        num_args: u64,
+        num_outputs: u64,
+    ) -> i32 {
+        // SAFETY: the caller's contract is the entry's, and the entry was paired with this
+        // kernel by `of` or `raw`.
+        unsafe { (self.entry)(op, self.kernel, stack, num_args, num_outputs) }
+    }
+}
+
+/// The entry of a hand-written boxed kernel.
+///
+/// # Safety
+/// As [`BoxedKernel::call`], with `kernel` erased from a [`BoxedKernelFn`].
+unsafe fn raw_entry(
+    _: &'static BoxedOp,
+    kernel: ErasedFn,
+    stack: *mut StableValue,
+    num_args: u64,
+    num_outputs: u64,
+) -> i32 {
+    // SAFETY: `BoxedKernel::raw` erased it from this type; the stack is the caller's contract.
+    unsafe { unerase::<BoxedKernelFn>(kernel)(stack, num_args, num_outputs) }
+}
+
+/// The boxed entry shared by every kernel of parameter list `P` and return `R`: checks the
 /// counts against `op`'s schema, unboxes, calls `kernel`, writes its results, and turns its
 /// errors and panics into a status, as `boxed_entry` does.
 ///
 /// # Safety
-/// As `boxed_entry`: `stack` must point to `num_args + num_outputs` initialised values that stay
-/// valid and unaliased for the call.
+/// As [`BoxedKernel::call`], with `kernel` erased from a `P::Kernel<R>`.
 #[inline(never)]
-pub unsafe fn boxed_entry_shared<P: ParamList, R: KernelReturn>(
+unsafe fn boxed_entry_shared<P: ParamList, R: KernelReturn>(
     op: &'static BoxedOp,
+    kernel: ErasedFn,
     stack: *mut StableValue,
     num_args: u64,
     num_outputs: u64,
-    kernel: P::Kernel<R>,
 ) -> i32 {
+    // SAFETY: `BoxedKernel::of::<P, R>` erased `kernel` from this type.
+    let kernel = unsafe { unerase::<P::Kernel<R>>(kernel) };
     // SAFETY: the caller's contract is run_boxed's.
     unsafe {
         run_boxed(op, stack, num_args, num_outputs, |args, outs| {

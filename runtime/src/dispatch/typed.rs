@@ -34,6 +34,26 @@ union Erase<F: Copy> {
     erased: ErasedFn,
 }
 
+/// `f`, a fn pointer, erased.
+///
+/// # Safety
+/// `F` must be a fn pointer type (the size is checked, at compile time where `f` is a const).
+pub(crate) const unsafe fn erase<F: Copy>(f: F) -> ErasedFn {
+    assert!(size_of::<F>() == size_of::<ErasedFn>());
+    // SAFETY: the caller's contract: both are fn pointers.
+    unsafe { Erase { typed: f }.erased }
+}
+
+/// `erased` back as the fn pointer type it was erased from.
+///
+/// # Safety
+/// `erased` must come from [`erase`] of an `F`, up to lifetimes the call can meet.
+#[inline(always)]
+pub(crate) unsafe fn unerase<F: Copy>(erased: ErasedFn) -> F {
+    // SAFETY: the caller's contract.
+    unsafe { Erase::<F> { erased }.typed }
+}
+
 impl TypedKernel {
     /// The typed entry of `kernel`, a kernel of parameter list `P` returning `R`: keyed by `P`
     /// (the keys of the kernel's parameter types, element by element, as `IntoStack::Key` keys
@@ -42,16 +62,14 @@ impl TypedKernel {
         if !P::TYPED {
             return None;
         }
-        // ParamList's contract: its kernels are fn pointers, so the erasure keeps every bit.
-        assert!(size_of::<P::Kernel<R>>() == size_of::<ErasedFn>());
         let entry: for<'x> fn(ErasedFn, P::Args<'x>) -> Result<R::Value> = typed_entry::<P, R>;
         Some(TypedKernel {
             key: TypeId::of::<(P, R::Value)>(),
-            // SAFETY: both are fn pointers (the size is asserted above for the kernel); each is
-            // only ever turned back into its own type: the entry by `restore`, whose caller's
-            // key is this one, and the kernel by the entry itself.
-            entry: unsafe { Erase { typed: entry }.erased },
-            kernel: unsafe { Erase { typed: kernel }.erased },
+            // SAFETY: both are fn pointers (ParamList's contract for the kernel); each is only
+            // ever turned back into its own type: the entry by `restore`, whose caller's key is
+            // this one, and the kernel by the entry itself.
+            entry: unsafe { erase(entry) },
+            kernel: unsafe { erase(kernel) },
         })
     }
 
@@ -76,7 +94,7 @@ fn typed_entry<P: ParamList, R: KernelReturn>(
 ) -> Result<R::Value> {
     // SAFETY: `TypedKernel::of::<P, R>` erased `kernel` from `P::Kernel<R>` and paired it with
     // this entry, which is all that calls it.
-    let kernel = unsafe { Erase::<P::Kernel<R>> { erased: kernel }.typed };
+    let kernel = unsafe { unerase::<P::Kernel<R>>(kernel) };
     P::call_typed::<R>(kernel, args)
 }
 
@@ -97,7 +115,7 @@ pub(crate) fn type_id<T: 'static>() -> TypeId {
 #[inline]
 pub(crate) unsafe fn restore<A, R>(erased: ErasedFn) -> TypedEntry<A, R> {
     // SAFETY: the caller's contract: `erased` was made from this type, up to lifetimes.
-    unsafe { Erase::<TypedEntry<A, R>> { erased }.typed }
+    unsafe { unerase::<TypedEntry<A, R>>(erased) }
 }
 
 #[cfg(test)]

@@ -236,8 +236,11 @@ unsafe fn run_kernel(
     }
     let base = local.reserve_outputs(num_outputs);
     // SAFETY: `base` points at the local stack's `num_args + num_outputs` values, per the
-    // boxed kernel ABI, which the registration's kernel keeps.
-    let status = unsafe { (reg.kernel)(base, num_args as u64, num_outputs as u64) };
+    // boxed kernel ABI, and the registration's kernel is for its op.
+    let status = unsafe {
+        reg.kernel
+            .call(reg.op, base, num_args as u64, num_outputs as u64)
+    };
     if status != STATUS_OK {
         return Err(take_last_error().unwrap_or_else(|| Error::Kernel {
             op: reg.op.name().to_string(),
