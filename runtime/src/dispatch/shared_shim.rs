@@ -1,4 +1,4 @@
-//! One boxing shim per kernel shape, not per op: [`boxed_entry_shared`] is generic over the
+//! One boxing shim per kernel shape, not per op: `boxed_entry_shared` is generic over the
 //! families of a kernel's parameters and its return, and takes the kernel as a function pointer.
 //! The 1,000 ops of the scale bench's crate have 18 shapes, so LLVM compiles 18 unboxing bodies
 //! instead of 1,000, and an op adds no function at all: its registration pairs the shared entry
