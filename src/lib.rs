@@ -91,7 +91,7 @@ pub mod dispatch {
         boxed_call, boxed_entry, registered_ops, take_last_error, BoxedKernel, BoxedKernelFn,
         BoxedOp, FixedList, FromStack, IntoStack, KernelArgs, KernelBody, KernelBodyFn,
         KernelGroup, KernelOutputs, KernelRegistration, LibraryKind, LibraryRegistration, OpDef,
-        OpExtras, OpSpec, SchemaCell, TypedKernel, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+        OpExtras, OpSpec, SchemaCell, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
     };
     /// Panic payloads leaked because dropping them panicked too (the process lives on).
     pub use opbox_runtime::panic::leaked_panic_payloads;
@@ -323,8 +323,7 @@ pub mod __private {
     pub use inventory;
     pub use opbox_runtime::dispatch::{
         BoxedOp, FixedList, KernelArgs, KernelGroup, KernelOutputs, KernelRegistration,
-        LibraryKind, LibraryRegistration, OpDef, OpExtras, OpSpec, SchemaCell, TypedKernel,
-        UnboxedBody,
+        LibraryKind, LibraryRegistration, OpDef, OpExtras, OpSpec, SchemaCell, UnboxedBody,
     };
     pub use opbox_runtime::schema;
     pub use opbox_runtime::typemap::{KernelReturn, ParamSignature, RustParam, Signature};

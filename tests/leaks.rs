@@ -114,7 +114,6 @@ opbox::__private::inventory::submit! {
             key: DispatchKey::CPU,
             line: line!(),
             kernel: BoxedKernel::raw(manual_kernel),
-            typed: None,
         }],
     }
 }

@@ -478,7 +478,6 @@ fn entry(
     let def: &'static OpDef = Box::leak(Box::new(OpDef::at_run_time(op, site.line)));
     let slot = KernelSlot {
         kernel: BoxedKernel::raw(foreign_only),
-        typed: None,
     };
     let mut entry = OpEntry::new(library, def, Some(image));
     entry.kernels = foreign.map(|k| k.map(|_| slot));

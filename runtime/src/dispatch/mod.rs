@@ -33,4 +33,3 @@ pub use registration::{
 };
 pub use registry::registered_ops;
 pub use shared_shim::{BoxedKernel, ParamList, UnboxedBody};
-pub use typed::TypedKernel;

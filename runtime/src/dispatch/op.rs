@@ -11,7 +11,7 @@ use super::kernel::{self, panic_error, take_last_error, STATUS_OK};
 use super::key::DispatchKey;
 use super::registry::{check, OpEntry};
 use super::suggest::closest;
-use super::typed::{restore, type_id, ErasedFn, TypedEntry};
+use super::typed::{restore, type_id, ErasedFn, TypedFn};
 use crate::value::{Devices, List, StableValue, Stack};
 use crate::{DType, Device, Error, Result};
 
@@ -122,12 +122,11 @@ impl OpHandle {
         if let (Some(device), true) = (devices.single(), self.entry.fixed_lists.is_empty()) {
             let key = device.map_or(DispatchKey::CPU, DispatchKey::for_device);
             if let Some((_, slot)) = self.entry.slot_for(key) {
-                if let Some(typed) = slot.typed {
+                if let Some((typed, kernel)) = slot.kernel.typed() {
                     if typed.key() == type_id::<(A::Key, R)>() {
-                        let (entry, kernel) = typed.erased();
-                        // SAFETY: the slot's key is `(A's key, R)`, which TypedKernel ties to
+                        // SAFETY: the entry's key is `(A's key, R)`, which TypedEntry ties to
                         // exactly this entry type, up to lifetimes.
-                        let entry = unsafe { restore::<A, R>(entry) };
+                        let entry = unsafe { restore::<A, R>(typed.entry()) };
                         return self.run_typed(entry, kernel, args);
                     }
                 }
@@ -140,7 +139,7 @@ impl OpHandle {
     /// path names them. The kernel's (error-sized) Result stays inside the closure, which hands
     /// back only the value: wrapping the Result in catch_unwind's would copy it on every call.
     #[inline]
-    fn run_typed<A, R>(&self, entry: TypedEntry<A, R>, kernel: ErasedFn, args: A) -> Result<R> {
+    fn run_typed<A, R>(&self, entry: TypedFn<A, R>, kernel: ErasedFn, args: A) -> Result<R> {
         let mut failure = None;
         let caught =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match entry(kernel, args) {
@@ -549,7 +548,6 @@ mod tests {
                 key: DispatchKey::CPU,
                 line: site.line,
                 kernel: BoxedKernel::raw(pick),
-                typed: None,
             },
         );
         let registry = Box::leak(Box::new(collect(&[lib], &[kernel])));

@@ -6,7 +6,6 @@ use super::boxed_op::BoxedOp;
 use super::fixed_list::FixedList;
 use super::key::DispatchKey;
 use super::shared_shim::{BoxedKernel, ParamList};
-use super::typed::TypedKernel;
 use crate::error::Site;
 use crate::typemap::KernelReturn;
 
@@ -126,7 +125,8 @@ impl LibraryRegistration {
 
 /// One kernel of one op for one dispatch key, as `#[stable_impl]` registers it: in a
 /// [`KernelGroup`], which holds what its kernels share (file and origin), so that each kernel
-/// is three relocated pointers and 48 bytes of static data.
+/// is three relocated pointers (its op, its kernel and its shape's entries) and 32 bytes of static
+/// data.
 #[derive(Debug)]
 pub struct KernelRegistration {
     /// The op, from its marker: its `BoxedOp` in its library's table, where the registry finds
@@ -136,12 +136,9 @@ pub struct KernelRegistration {
     pub key: DispatchKey,
     /// The line of the implementing function, in its group's file.
     pub line: u32,
-    /// What the dispatcher calls for a boxed call: the entry shared by the kernels of its shape
-    /// and the kernel, or a hand-written boxed kernel ([`BoxedKernel::raw`]).
+    /// The kernel, with the boxed and typed entries shared by the kernels of its shape, or a
+    /// hand-written boxed kernel ([`BoxedKernel::raw`]).
     pub kernel: BoxedKernel,
-    /// The Rust function itself, for typed calls of exactly its parameter types; None for a
-    /// hand-written boxed kernel.
-    pub typed: Option<TypedKernel>,
 }
 
 impl KernelRegistration {
@@ -158,7 +155,6 @@ impl KernelRegistration {
             key,
             line,
             kernel: BoxedKernel::of::<P, R>(kernel),
-            typed: TypedKernel::of::<P, R>(kernel),
         }
     }
 }

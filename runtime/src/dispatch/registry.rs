@@ -18,17 +18,14 @@ use super::registration::{
 };
 use super::shared_shim::BoxedKernel;
 use super::table::Table;
-use super::typed::TypedKernel;
 use crate::error::Site;
 use crate::{Error, Result};
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KernelSlot {
+    /// The kernel and its shape's boxed and typed entries, behind one pointer: 16 bytes a
+    /// slot, so 10,000 op entries fit one huge page.
     pub(crate) kernel: BoxedKernel,
-    /// The typed entry (its key, the entry shared by the kernels of its shape, and the
-    /// kernel), in the registration's static data: one pointer here keeps 10,000 op entries in
-    /// one huge page, for one more load on a typed call.
-    pub(crate) typed: Option<&'static TypedKernel>,
 }
 
 /// A plugin op's kernels (or, in a plugin, the host's), by dispatch key: behind another
@@ -347,10 +344,7 @@ fn build(libraries: &[&'static LibraryRegistration], kernels: &[Kernel]) -> Buil
         };
         let slot = &mut entry.kernels[reg.key.index()];
         if slot.is_none() {
-            *slot = Some(KernelSlot {
-                kernel: reg.kernel,
-                typed: reg.typed.as_ref(),
-            });
+            *slot = Some(KernelSlot { kernel: reg.kernel });
             continue;
         }
         // The slot was filled by the first registration for this op and key, in this order;
@@ -538,7 +532,6 @@ mod tests {
             key,
             line,
             kernel: BoxedKernel::raw(noop),
-            typed: None,
         };
         lone_kernel("src/lib.rs", origin, kernel)
     }
@@ -627,6 +620,15 @@ mod tests {
         // position-independent executable (see OpDef); the README gives this size.
         let size = std::mem::size_of::<OpDef>();
         assert!(size <= 64, "an OpDef is {size} bytes, more than 64");
+    }
+
+    #[test]
+    fn a_kernel_registration_is_three_pointers_and_its_key_and_line() {
+        let size = std::mem::size_of::<KernelRegistration>();
+        assert!(
+            size <= 32,
+            "a KernelRegistration is {size} bytes, more than 32"
+        );
     }
 
     #[test]

@@ -4,9 +4,11 @@
 //! instead of 1,000, and an op adds no function at all: its registration pairs the shared entry
 //! with its kernel ([`BoxedKernel`]), and the dispatcher passes the op's static data (issue 19).
 
+use std::marker::PhantomData;
+
 use super::boxed_op::BoxedOp;
 use super::kernel::{run_boxed, BoxedKernelFn, KernelArgs, KernelBodyFn, KernelOutputs};
-use super::typed::{erase, unerase, ErasedFn};
+use super::typed::{erase, unerase, ErasedFn, TypedEntry};
 use crate::typemap::KernelReturn;
 use crate::value::{ParamFamily, StableValue};
 use crate::Result;
@@ -15,7 +17,7 @@ use crate::Result;
 /// `opbox_codegen::shared_shim::SHARED_SHIM_MAX_PARAMS` long.
 ///
 /// # Safety
-/// `Kernel<R>` is a fn pointer type (`TypedKernel::of` erases it to `fn()` and back), and with
+/// `Kernel<R>` is a fn pointer type (`BoxedKernel::of` erases it to `fn()` and back), and with
 /// `TYPED`, `Args<'x>` is a tuple whose keys, element by element, are `Self`'s.
 pub unsafe trait ParamList: 'static {
     /// A kernel of these parameters returning `R`, over every lifetime its parameters borrow
@@ -118,36 +120,61 @@ unsafe impl ParamList for UnboxedBody {
     }
 }
 
-/// A kernel as the dispatcher calls it boxed: the entry shared by the kernels of its shape, and
-/// the kernel that entry runs. No op has a function of its own for this.
+/// A kernel as the dispatcher calls it: the kernel, and the entries shared by the kernels of
+/// its shape. No op has a function of its own for this.
 #[derive(Clone, Copy, Debug)]
 pub struct BoxedKernel {
-    entry: SharedEntryFn,
     kernel: ErasedFn,
+    entries: &'static ShapeEntries,
 }
 
-/// The entry of a [`BoxedKernel`]: the op it runs for, its kernel (erased), and the stack as
-/// [`BoxedKernelFn`] takes it.
+/// What the kernels of one parameter list and return share: the entry of a boxed call, and the
+/// typed entry. One static per shape, so a kernel holds one pointer to both.
+#[derive(Debug)]
+struct ShapeEntries {
+    boxed: SharedEntryFn,
+    typed: Option<TypedEntry>,
+}
+
+/// The boxed entry of a [`BoxedKernel`]: the op it runs for, its kernel (erased), and the stack
+/// as [`BoxedKernelFn`] takes it.
 type SharedEntryFn = unsafe fn(&'static BoxedOp, ErasedFn, *mut StableValue, u64, u64) -> i32;
 
+/// The entries of parameter list `P` and return `R`.
+struct Shape<P, R>(PhantomData<fn() -> (P, R)>);
+
+impl<P: ParamList, R: KernelReturn> Shape<P, R> {
+    const ENTRIES: &'static ShapeEntries = &ShapeEntries {
+        boxed: boxed_entry_shared::<P, R>,
+        typed: TypedEntry::of::<P, R>(),
+    };
+}
+
+/// The entries of hand-written boxed kernels, which have no typed entry.
+static RAW_ENTRIES: ShapeEntries = ShapeEntries {
+    boxed: raw_entry,
+    typed: None,
+};
+
 impl BoxedKernel {
-    /// `kernel`, a kernel of parameter list `P` returning `R`, behind the entry shared by every
+    /// `kernel`, a kernel of parameter list `P` returning `R`, with the entries shared by every
     /// kernel of that list and return.
     pub const fn of<P: ParamList, R: KernelReturn>(kernel: P::Kernel<R>) -> BoxedKernel {
         BoxedKernel {
-            entry: boxed_entry_shared::<P, R>,
             // SAFETY: a fn pointer (ParamList's contract), turned back into `P::Kernel<R>` by
-            // the entry it is paired with here, and by nothing else.
+            // the entries it is paired with here, and by nothing else.
             kernel: unsafe { erase(kernel) },
+            entries: Shape::<P, R>::ENTRIES,
         }
     }
 
-    /// A hand-written boxed kernel, called as it is: it names its op itself.
+    /// A hand-written boxed kernel, called as it is (it names its op itself), with no typed
+    /// entry.
     pub const fn raw(kernel: BoxedKernelFn) -> BoxedKernel {
         BoxedKernel {
-            entry: raw_entry,
             // SAFETY: a fn pointer, turned back into a BoxedKernelFn by `raw_entry` only.
             kernel: unsafe { erase(kernel) },
+            entries: &RAW_ENTRIES,
         }
     }
 
@@ -167,7 +194,17 @@ impl BoxedKernel {
     ) -> i32 {
         // SAFETY: the caller's contract is the entry's, and the entry was paired with this
         // kernel by `of` or `raw`.
-        unsafe { (self.entry)(op, self.kernel, stack, num_args, num_outputs) }
+        unsafe { (self.entries.boxed)(op, self.kernel, stack, num_args, num_outputs) }
+    }
+
+    /// The typed entry of the kernel's shape, and the kernel to hand it; `None` for a kernel
+    /// with no typed entry.
+    #[inline]
+    pub(crate) fn typed(&self) -> Option<(&'static TypedEntry, ErasedFn)> {
+        match &self.entries.typed {
+            Some(typed) => Some((typed, self.kernel)),
+            None => None,
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! A kernel's typed entry: the Rust function itself, behind a key of its parameter and return
-//! types. A typed `OpHandle::call` whose argument tuple has the same key calls it directly, as
+//! A kernel's typed entry: the entry shared by the kernels of its parameter and return types,
+//! behind a key of those types, and the kernel it calls. A typed `OpHandle::call` whose argument tuple has the same key calls it directly, as
 //! PyTorch's `typed().call()` calls the unboxed kernel, so it pays for no boxing it can prove
 //! unneeded. Every other call (other argument types, defaults left out, mixed devices, an op
 //! from a plugin) takes the boxed path, whose checks and messages stay the only ones.
@@ -15,17 +15,15 @@ pub(crate) type ErasedFn = fn();
 
 /// A typed entry, as a typed call restores it: the kernel (erased) and the call's argument tuple
 /// in, the kernel's value out.
-pub(crate) type TypedEntry<A, R> = fn(ErasedFn, A) -> Result<R>;
+pub(crate) type TypedFn<A, R> = fn(ErasedFn, A) -> Result<R>;
 
-/// A kernel's typed entry, as `#[stable_impl]` registers it: the entry shared by every kernel of
-/// the same parameter list and return ([`TypedKernel::of`]) and the kernel it calls. The key is
-/// computed at compile time: stored as data, it costs start-up neither a relocation nor a call
-/// into each kernel's code.
+/// The typed entry shared by the kernels of one parameter list and return, behind the key of
+/// those types; the kernel comes with the call. The key is computed at compile time: stored as
+/// data, it costs start-up neither a relocation nor a call into each kernel's code.
 #[derive(Clone, Copy, Debug)]
-pub struct TypedKernel {
+pub(crate) struct TypedEntry {
     key: TypeId,
     entry: ErasedFn,
-    kernel: ErasedFn,
 }
 
 /// Both sides of the erasure: every `fn` pointer has the same size and representation.
@@ -54,35 +52,33 @@ pub(crate) unsafe fn unerase<F: Copy>(erased: ErasedFn) -> F {
     unsafe { Erase::<F> { erased }.typed }
 }
 
-impl TypedKernel {
-    /// The typed entry of `kernel`, a kernel of parameter list `P` returning `R`: keyed by `P`
-    /// (the keys of the kernel's parameter types, element by element, as `IntoStack::Key` keys
-    /// a call's argument tuple) and `R`'s value. `None` for a list with no typed entry.
-    pub const fn of<P: ParamList, R: KernelReturn>(kernel: P::Kernel<R>) -> Option<TypedKernel> {
+impl TypedEntry {
+    /// The typed entry of the kernels of parameter list `P` returning `R`: keyed by `P` (the
+    /// keys of the kernel's parameter types, element by element, as `IntoStack::Key` keys a
+    /// call's argument tuple) and `R`'s value. `None` for a list with no typed entry.
+    pub(crate) const fn of<P: ParamList, R: KernelReturn>() -> Option<TypedEntry> {
         if !P::TYPED {
             return None;
         }
         let entry: for<'x> fn(ErasedFn, P::Args<'x>) -> Result<R::Value> = typed_entry::<P, R>;
-        Some(TypedKernel {
+        Some(TypedEntry {
             key: TypeId::of::<(P, R::Value)>(),
-            // SAFETY: both are fn pointers (ParamList's contract for the kernel); each is only
-            // ever turned back into its own type: the entry by `restore`, whose caller's key is
-            // this one, and the kernel by the entry itself.
+            // SAFETY: a fn pointer, only ever turned back into its own type, by `restore`, whose
+            // caller's key is this one.
             entry: unsafe { erase(entry) },
-            kernel: unsafe { erase(kernel) },
         })
     }
 
-    /// The key of the kernel's parameters and return.
+    /// The key of the kernels' parameters and return.
     #[inline]
     pub(crate) fn key(&self) -> TypeId {
         self.key
     }
 
-    /// The erased entry and the kernel to hand it.
+    /// The erased entry.
     #[inline]
-    pub(crate) fn erased(&self) -> (ErasedFn, ErasedFn) {
-        (self.entry, self.kernel)
+    pub(crate) fn entry(&self) -> ErasedFn {
+        self.entry
     }
 }
 
@@ -92,8 +88,8 @@ fn typed_entry<P: ParamList, R: KernelReturn>(
     kernel: ErasedFn,
     args: P::Args<'_>,
 ) -> Result<R::Value> {
-    // SAFETY: `TypedKernel::of::<P, R>` erased `kernel` from `P::Kernel<R>` and paired it with
-    // this entry, which is all that calls it.
+    // SAFETY: `BoxedKernel::of::<P, R>` erased `kernel` from `P::Kernel<R>` and paired it with
+    // this entry (in the shape's `ShapeEntries`), which is all that hands it here.
     let kernel = unsafe { unerase::<P::Kernel<R>>(kernel) };
     P::call_typed::<R>(kernel, args)
 }
@@ -107,20 +103,21 @@ pub(crate) fn type_id<T: 'static>() -> TypeId {
 /// `erased`, a typed entry, as taking `A` and returning `R`.
 ///
 /// # Safety
-/// `erased` must be the entry of a [`TypedKernel`] whose key is `(A's key, R)`. Then `A` is the
+/// `erased` must be the entry of a [`TypedEntry`] whose key is `(A's key, R)`. Then `A` is the
 /// entry's argument tuple `P::Args<'x>` up to lifetimes: `A`'s key is `P`, and each family's
 /// `Of<'x>` has its family as key (`ParamFamily`'s bound). The entry is generic over `'x`, and
 /// every family is covariant in it, so it accepts `A`'s at the lifetime they share for the call;
 /// it keeps nothing of them past it.
 #[inline]
-pub(crate) unsafe fn restore<A, R>(erased: ErasedFn) -> TypedEntry<A, R> {
+pub(crate) unsafe fn restore<A, R>(erased: ErasedFn) -> TypedFn<A, R> {
     // SAFETY: the caller's contract: `erased` was made from this type, up to lifetimes.
-    unsafe { unerase::<TypedEntry<A, R>>(erased) }
+    unsafe { unerase::<TypedFn<A, R>>(erased) }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dispatch::BoxedKernel;
     use crate::value::TypedKey;
 
     fn concat(a: &str, b: i64) -> Result<String> {
@@ -131,12 +128,12 @@ mod tests {
 
     #[test]
     fn an_erased_entry_is_restored_at_the_callers_lifetimes_and_called() {
-        let entry = TypedKernel::of::<Key, Result<String>>(concat).unwrap();
+        let kernel = BoxedKernel::of::<Key, Result<String>>(concat);
+        let (entry, kernel) = kernel.typed().unwrap();
         assert_eq!(entry.key(), type_id::<(Key, String)>());
         let local = String::from("n=");
-        let (erased, kernel) = entry.erased();
         // SAFETY: the key matches, as asserted above.
-        let f = unsafe { restore::<(&str, i64), String>(erased) };
+        let f = unsafe { restore::<(&str, i64), String>(entry.entry()) };
         assert_eq!(f(kernel, (local.as_str(), 4)).ok(), Some("n=4".to_string()));
     }
 
@@ -148,7 +145,8 @@ mod tests {
         ) -> Result<()> {
             Ok(())
         }
-        assert!(TypedKernel::of::<super::super::UnboxedBody, ()>(body).is_none());
+        let kernel = BoxedKernel::of::<super::super::UnboxedBody, ()>(body);
+        assert!(kernel.typed().is_none());
     }
 
     #[test]

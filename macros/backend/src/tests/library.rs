@@ -160,27 +160,19 @@ fn an_impl_module_checks_each_kernel_and_registers_a_boxed_shim() {
 #[test]
 fn a_kernel_too_long_to_share_a_shim_gets_a_body_of_its_own() {
     use opbox_codegen::shared_shim::SHARED_SHIM_MAX_PARAMS;
-    let fits: Vec<TokenStream> = (0..SHARED_SHIM_MAX_PARAMS)
-        .map(|i| {
+    // `#[stable_impl]` on a kernel of `n` int parameters.
+    let kernel_of = |n: usize| {
+        let params = (0..n).map(|i| {
             let name = quote::format_ident!("a{}", i);
             quote!(#name: i64)
-        })
-        .collect();
-    let shared = pretty(stable_impl::expand(
-        quote!(mylib, CPU),
-        quote!(mod cpu { pub fn wide(#(#fits),*) -> i64 { 0 } }),
-    ));
-    assert_has(&shared, "::Key,), wide;");
-    let longer: Vec<TokenStream> = (0..=SHARED_SHIM_MAX_PARAMS)
-        .map(|i| {
-            let name = quote::format_ident!("a{}", i);
-            quote!(#name: i64)
-        })
-        .collect();
-    let own = pretty(stable_impl::expand(
-        quote!(mylib, CPU),
-        quote!(mod cpu { pub fn wide(#(#longer),*) -> i64 { 0 } }),
-    ));
+        });
+        pretty(stable_impl::expand(
+            quote!(mylib, CPU),
+            quote!(mod cpu { pub fn wide(#(#params),*) -> i64 { 0 } }),
+        ))
+    };
+    assert_has(&kernel_of(SHARED_SHIM_MAX_PARAMS), "::Key,), wide;");
+    let own = kernel_of(SHARED_SHIM_MAX_PARAMS + 1);
     let last = SHARED_SHIM_MAX_PARAMS;
     assert_has_all(
         &own,
