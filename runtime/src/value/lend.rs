@@ -44,6 +44,11 @@ pub trait ParamFamily: 'static {
 
 /// A family whose every member unboxes straight from the stack value ([`FromStable`]). Written
 /// beside each `FromStable` impl, with `unboxed!`.
+#[diagnostic::on_unimplemented(
+    message = "a kernel parameter whose typed key is `{Self}` cannot be unboxed",
+    label = "a parameter of this kernel has no unboxed form",
+    note = "`RefKey<SliceKey<T>>` is `&[T]`: a slice borrows a list that the stack stores typed, which it does for bool, int, float, str and Tensor lists only; take `Vec<T>` for a list of any other type"
+)]
 pub trait Unboxed: 'static {
     /// The parameter type, borrowing the stack value for `'a`.
     type Of<'a>: FromStable<'a> + TypedKey<Key = Self>;
