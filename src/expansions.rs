@@ -10,14 +10,14 @@
 //! runtime reads (the marker, `BOXED`, `SIGNATURE`, the op table) is passed in by the proc
 //! macro, which owns the naming rules.
 
-/// The registrations of one `#[stable_impl]`'s kernels, each a const with its checks and its boxed
-/// and typed entries: `kernel_items!(BOXED; registration [op module path] {checks} {items} KEY
-/// (line) -> Return, List, kernel;...)`. `BOXED` names each op's `&'static BoxedOp` in its
-/// module; the checks come as the proc macro spanned them. `List` is the kernel's `ParamList`
-/// (its parameters' families) and `kernel` what the entries shared by that list call: the kernel
-/// fn itself, or, for a parameter list too long to share a shim, a body among `items`
-/// (`UnboxedBody`, with no typed entry). One invocation per `#[stable_impl]`, not per kernel: each expansion is
-/// hygiene data that rustc hashes and stores on every incremental build.
+/// The registrations of one `#[stable_impl]`'s kernels, each a const with its checks:
+/// `kernel_items!(BOXED; registration [op module path] {checks} {items} KEY (line) -> Return,
+/// List, kernel;...)`. `BOXED` names each op's `&'static BoxedOp` in its module; the checks come
+/// as the proc macro spanned them. `List` is the kernel's `ParamList` (its parameters' families)
+/// and `kernel` what the entries shared by that list call: the kernel fn itself, or, for a list
+/// too long to share them, a body among `items` (`UnboxedBody`, with no typed entry). One
+/// invocation per `#[stable_impl]`, not per kernel: each expansion is hygiene data that rustc
+/// hashes and stores on every incremental build.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __opbox_kernel_items {

@@ -1,6 +1,6 @@
 //! One kernel: the checks rustc runs on its signature (arity, each parameter, the return, against
 //! the op's `SIGNATURE`, in consts), and what the facade's `kernel_items!` needs to write its
-//! registration under the dispatch key, with the boxed shim the dispatcher calls.
+//! registration under the dispatch key, with the entries the dispatcher calls.
 
 use opbox_codegen::shared_shim::SHARED_SHIM_MAX_PARAMS;
 use proc_macro2::{Span, TokenStream};
@@ -46,9 +46,9 @@ pub(super) fn check(sig: &Signature, errors: &mut Errors) {
 
 /// The kernel's entry in its `#[stable_impl]`'s `kernel_items!` (`super::registrations_of`), for
 /// a fn that passed [`check`]: the name of its registration const (returned too), the op's
-/// module, the signature checks with the user's spans, and what the macro writes the boxed
-/// shim, typed entry and registration from (with a body of the kernel's own where its parameter
-/// list is too long to share a shim). The caller submits the consts of one
+/// module, the signature checks with the user's spans, and what the macro writes the
+/// registration from (with a body of the kernel's own where its parameter list is too long to
+/// share the boxed entry of its shape). The caller submits the consts of one
 /// `#[stable_impl]` together (`super::submit`).
 pub(super) fn items(
     library: &Path,
@@ -114,8 +114,8 @@ pub(super) fn items(
         .iter()
         .map(|(span, ty)| quote_spanned!(*span=> <#ty as ::opbox::__private::RustParam>::Key))
         .collect();
-    // The boxed shim: the shared one of the kernel's parameter list when there is one, else a
-    // body of its own that the shared entry calls (`UnboxedBody`).
+    // The kernel's parameter list, whose shared entries call it, or, past the longest list that
+    // shares them, `UnboxedBody` and a body of its own that unboxes for it.
     let (list, kernel, body) = if arity <= SHARED_SHIM_MAX_PARAMS {
         (
             quote!((#(#families,)*)),
@@ -133,6 +133,7 @@ pub(super) fn items(
             quote!(#args.lend::<#family>(#i, &mut #scratch)?)
         });
         let item = quote! {
+            #[allow(clippy::let_unit_value)]
             fn #body(
                 #args: &::opbox::__private::KernelArgs<'_>,
                 outs: &mut ::opbox::__private::KernelOutputs<'_>,
