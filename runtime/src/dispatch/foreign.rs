@@ -25,7 +25,7 @@ use parking_lot::RwLock;
 use super::boxed_op::{operator_name, BoxedOp};
 use super::key::DispatchKey;
 use super::registration::{LibraryKind, LibraryRegistration, OpDef};
-use super::registry::{check, ForeignSlots, KernelSlot, OpEntry};
+use super::registry::{check, ForeignSlots, OpEntry};
 use super::shared_shim::BoxedKernel;
 use crate::error::Site;
 use crate::value::{StableValue, Stack};
@@ -476,9 +476,7 @@ fn entry(
         ops: &[],
     }));
     let def: &'static OpDef = Box::leak(Box::new(OpDef::at_run_time(op, site.line)));
-    let slot = KernelSlot {
-        kernel: BoxedKernel::raw(foreign_only),
-    };
+    let slot = BoxedKernel::raw(foreign_only);
     let mut entry = OpEntry::new(library, def, Some(image));
     entry.kernels = foreign.map(|k| k.map(|_| slot));
     entry.foreign = Some(foreign);

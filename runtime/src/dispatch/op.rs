@@ -122,7 +122,7 @@ impl OpHandle {
         if let (Some(device), true) = (devices.single(), self.entry.fixed_lists.is_empty()) {
             let key = device.map_or(DispatchKey::CPU, DispatchKey::for_device);
             if let Some((_, slot)) = self.entry.slot_for(key) {
-                if let Some((typed, kernel)) = slot.kernel.typed() {
+                if let Some((typed, kernel)) = slot.typed() {
                     if typed.key() == type_id::<(A::Key, R)>() {
                         // SAFETY: the entry's key is `(A's key, R)`, which TypedEntry ties to
                         // exactly this entry type, up to lifetimes.
@@ -213,7 +213,7 @@ impl OpHandle {
         if let Some(foreign) = entry.foreign {
             return call_foreign(entry, foreign[index], stack);
         }
-        let kernel = slot.kernel;
+        let kernel = *slot;
         let base = stack.reserve_outputs(num_outputs);
         // SAFETY: `base` points at the stack's `num_args + num_outputs` initialised values (the
         // outputs were just set to None), which nothing else touches during the call, and the

@@ -21,13 +21,6 @@ use super::table::Table;
 use crate::error::Site;
 use crate::{Error, Result};
 
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct KernelSlot {
-    /// The kernel and its shape's boxed and typed entries, behind one pointer: 16 bytes a
-    /// slot, so 10,000 op entries fit one huge page.
-    pub(crate) kernel: BoxedKernel,
-}
-
 /// A plugin op's kernels (or, in a plugin, the host's), by dispatch key: behind another
 /// image's ABI, which the dispatcher calls instead of the slots' boxed entries.
 pub(crate) type ForeignSlots = [Option<&'static dyn ForeignKernel>; DispatchKey::COUNT];
@@ -38,7 +31,9 @@ pub(crate) type ForeignSlots = [Option<&'static dyn ForeignKernel>; DispatchKey:
 /// rest (name, schema, site, tags, Python module) is behind the static pointers.
 #[derive(Debug)]
 pub(crate) struct OpEntry {
-    pub(crate) kernels: [Option<KernelSlot>; DispatchKey::COUNT],
+    /// Per key, the kernel and its shape's boxed and typed entries, behind one pointer: 16
+    /// bytes a slot, so 10,000 op entries fit one huge page.
+    pub(crate) kernels: [Option<BoxedKernel>; DispatchKey::COUNT],
     /// Set for an op of another image only: one pointer here rather than one in every slot
     /// keeps the table of a large library small.
     pub(crate) foreign: Option<&'static ForeignSlots>,
@@ -123,7 +118,7 @@ impl OpEntry {
 
     /// The exact key's kernel slot, else the CompositeExplicit one, with its index.
     #[inline]
-    pub(crate) fn slot_for(&self, key: DispatchKey) -> Option<(usize, &KernelSlot)> {
+    pub(crate) fn slot_for(&self, key: DispatchKey) -> Option<(usize, &BoxedKernel)> {
         let exact = key.index();
         if let Some(slot) = &self.kernels[exact] {
             return Some((exact, slot));
@@ -344,7 +339,7 @@ fn build(libraries: &[&'static LibraryRegistration], kernels: &[Kernel]) -> Buil
         };
         let slot = &mut entry.kernels[reg.key.index()];
         if slot.is_none() {
-            *slot = Some(KernelSlot { kernel: reg.kernel });
+            *slot = Some(reg.kernel);
             continue;
         }
         // The slot was filled by the first registration for this op and key, in this order;

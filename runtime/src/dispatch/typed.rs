@@ -1,7 +1,7 @@
 //! A kernel's typed entry: the entry shared by the kernels of its parameter and return types,
-//! behind a key of those types, and the kernel it calls. A typed `OpHandle::call` whose argument tuple has the same key calls it directly, as
-//! PyTorch's `typed().call()` calls the unboxed kernel, so it pays for no boxing it can prove
-//! unneeded. Every other call (other argument types, defaults left out, mixed devices, an op
+//! behind a key of those types, and the kernel it calls. A typed `OpHandle::call` whose argument
+//! tuple has the same key calls it directly, as PyTorch's `typed().call()` calls the unboxed
+//! kernel, so it pays for no boxing it can prove unneeded. Every other call (other argument types, defaults left out, mixed devices, an op
 //! from a plugin) takes the boxed path, whose checks and messages stay the only ones.
 
 use std::any::TypeId;
