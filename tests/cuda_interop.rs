@@ -46,6 +46,10 @@ const TESTS: &[Test] = &[
     ),
     ("gpu_stream_pool_round_robin", pool),
     ("gpu_device_guard", device_guard),
+    (
+        "gpu_launch_while_another_context_is_current",
+        launch_under_another_context,
+    ),
     ("gpu_cublas_handle_per_stream", cublas_handles),
 ];
 
@@ -316,6 +320,83 @@ fn device_guard() -> TestResult {
         };
         ensure(err.contains("cuda:99"), || err.clone())?;
         Ok(Outcome::Pass)
+    })
+}
+
+/// A launch while a context opbox did not make is current on the thread (as another library's
+/// may be), on the default and on a scoped stream, and from a thread with no context current:
+/// each runs in its own device's context and leaves its values. A launch does not ask which
+/// context is current first (backend/cuda/submit.rs); this is what holds it to that.
+fn launch_under_another_context() -> TestResult {
+    with_gpu(|| {
+        let n = 4096usize;
+        let out = Tensor::zeros(&[n], DType::F32, Device::Cuda(0)).map_err(s)?;
+        let ours = opbox::cuda::device(0).map_err(s)?.context.cu_ctx();
+        let current = || {
+            let mut c = std::ptr::null_mut();
+            // SAFETY: writes one context handle.
+            unsafe { sys::cuCtxGetCurrent(&mut c) };
+            c
+        };
+        let filled = |v: f32| -> TestResult {
+            opbox::cuda::synchronize(0).map_err(s)?;
+            let got = out.to_vec::<f32>().map_err(s)?;
+            ensure(got.iter().all(|&x| x == v), || {
+                format!("expected every element {v}, got {:?}", &got[..4])
+            })?;
+            Ok(Outcome::Pass)
+        };
+        let mut foreign = std::ptr::null_mut();
+        // SAFETY: creates a context on device 0 and makes it current on this thread; it is
+        // destroyed below, and nothing else holds it.
+        unsafe { sys::cuCtxCreate_v4(&mut foreign, std::ptr::null_mut(), 0, 0) }
+            .result()
+            .map_err(drv)?;
+        ensure(current() == foreign && foreign != ours, || {
+            "the new context is current".into()
+        })?;
+        slow_fill::launch(LaunchConfig::for_elems(n), &out, 3.0, n as i64, 0).map_err(s)?;
+        println!(
+            "    note: after a launch under another context, {} is current",
+            if current() == ours {
+                "opbox's (the driver refused, so the launch bound it)"
+            } else {
+                "the other one (the driver took the launch)"
+            }
+        );
+        filled(3.0)?;
+        // SAFETY: `foreign` is live; it becomes current again, for the scoped-stream case.
+        unsafe { sys::cuCtxSetCurrent(foreign) }
+            .result()
+            .map_err(drv)?;
+        let stream = stream_from_pool(0).map_err(s)?;
+        with_stream(&stream, || {
+            slow_fill::launch(LaunchConfig::for_elems(n), &out, 4.0, n as i64, 0)
+        })
+        .map_err(s)?;
+        stream.synchronize().map_err(s)?;
+        filled(4.0)?;
+        // SAFETY: `foreign` was made above and is used no more; opbox's context is made
+        // current in its place, for the tests after this one.
+        unsafe { sys::cuCtxDestroy_v2(foreign) }
+            .result()
+            .map_err(drv)?;
+        opbox::cuda::device(0)
+            .map_err(s)?
+            .context
+            .bind_to_thread()
+            .map_err(drv)?;
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    ensure(current().is_null(), || "a new thread has no context".into())?;
+                    slow_fill::launch(LaunchConfig::for_elems(n), &out, 5.0, n as i64, 0)
+                        .map_err(s)?;
+                    filled(5.0)
+                })
+                .join()
+                .map_err(|_| "the launching thread panicked".to_string())?
+        })
     })
 }
 

@@ -5,6 +5,8 @@ use std::sync::{Arc, RwLock};
 
 use opbox_codegen::cuda::{ConstValue, KernelDecl};
 
+use super::plan::LaunchPlan;
+
 /// Per-declaration state; `const`-constructible for use in a `static`. Each backend keeps its
 /// loaded kernels here, so a repeat launch finds them with no hashing and no lock.
 pub struct KernelHandle {
@@ -13,6 +15,8 @@ pub struct KernelHandle {
     cpu: Option<crate::backend::cpu::dsl::CpuEntry>,
     /// The slice parameters a DSL kernel's body moves as float4 (`load4`/`store4`).
     vectors: &'static [VectorParam],
+    /// What a launch checks, when the declaration has the common shape.
+    plan: Option<LaunchPlan>,
     #[cfg(feature = "cuda")]
     pub(crate) cuda: crate::backend::cuda::loader::CudaSlots,
 }
@@ -24,6 +28,7 @@ impl KernelHandle {
             decl,
             cpu: None,
             vectors: &[],
+            plan: LaunchPlan::of(decl),
             #[cfg(feature = "cuda")]
             cuda: crate::backend::cuda::loader::CudaSlots::new(),
         }
@@ -40,6 +45,12 @@ impl KernelHandle {
             decl,
             cpu: Some(cpu),
             vectors,
+            // The plan does not check the float4 alignment that `vectors` need.
+            plan: if vectors.is_empty() {
+                LaunchPlan::of(decl)
+            } else {
+                None
+            },
             #[cfg(feature = "cuda")]
             cuda: crate::backend::cuda::loader::CudaSlots::new(),
         }
@@ -49,6 +60,12 @@ impl KernelHandle {
     #[inline]
     pub fn cpu(&self) -> Option<crate::backend::cpu::dsl::CpuEntry> {
         self.cpu
+    }
+
+    /// The launch checks worked out from the declaration, if it has the common shape.
+    #[inline]
+    pub fn plan(&self) -> Option<&LaunchPlan> {
+        self.plan.as_ref()
     }
 
     /// The kernel's declaration.

@@ -1,6 +1,8 @@
 //! [`launch`]: what `#[extern_kernel]`'s generated `launch(cfg, args…)` calls. Two steps:
 //! check and pack ([`prepare`](super::prepare::prepare), backend-neutral), then submit to the
-//! backend of the tensors' device.
+//! backend of the tensors' device. A kernel with a [`LaunchPlan`](super::plan::LaunchPlan)
+//! first tries the CUDA backend's one-pass launch, which takes the usual launch and leaves the
+//! rest (and every error) to those two steps.
 //!
 //! Kernels run asynchronously: a fault inside one (an illegal address, say) is reported by the
 //! next call that synchronizes, such as `opbox::cuda::synchronize` or a download.
@@ -23,6 +25,12 @@ pub fn launch(
     args: &[LaunchArg<'_>],
     constexprs: &[ConstValue],
 ) -> Result<()> {
+    #[cfg(feature = "cuda")]
+    if let (Some(plan), []) = (handle.plan(), constexprs) {
+        if crate::backend::cuda::submit::launch_planned(handle, plan, cfg, args)? {
+            return Ok(());
+        }
+    }
     let mut buffer = ParamBuffer::new();
     let mut prepared = prepare(handle, cfg, args, constexprs, &mut buffer)?;
     submit(&mut prepared)

@@ -4,6 +4,8 @@
 //! - [`view`]: `In<[T]>`, `Out<[T]>`, `InOut<[T]>`, the directions of buffer parameters.
 //! - [`arg`]: [`KernelArg`] (how each parameter type crosses), constexprs, adapters.
 //! - [`config`]: [`LaunchConfig`] and the backend-neutral [`Stream`] handle.
+//! - [`plan`]: a plain kernel's launch checks, worked out at compile time: its repeat launches'
+//!   short path.
 //! - [`prepare`]: check and pack, giving a [`PreparedLaunch`] that a backend submits and a graph
 //!   records.
 //! - [`launch`](mod@launch): prepare, then submit to the tensors' backend.
@@ -19,6 +21,7 @@ pub mod group;
 pub mod handle;
 pub mod launch;
 pub mod lowered;
+pub mod plan;
 pub mod prepare;
 pub mod registry;
 pub mod stack;

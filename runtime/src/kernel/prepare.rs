@@ -26,7 +26,7 @@ pub const MAX_PARAM_BYTES: usize = 4096;
 /// driver copies as many bytes as the entry's parameter has from the address pushed.
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
-pub(crate) struct Chunk([MaybeUninit<u8>; 16]);
+pub(crate) struct Chunk(pub(crate) [MaybeUninit<u8>; 16]);
 
 const CHUNK: usize = std::mem::size_of::<Chunk>();
 
@@ -511,7 +511,7 @@ fn arg_count(decl: &KernelDecl, got: usize) -> Error {
 /// An `Out`/`InOut` that shares storage with an `In` would race with the kernel's reads. Out of
 /// line, as is [`pack_lens`]: only some launches need them.
 #[inline(never)]
-fn check_aliases(decl: &KernelDecl, args: &[LaunchArg<'_>]) -> Result<()> {
+pub(crate) fn check_aliases(decl: &KernelDecl, args: &[LaunchArg<'_>]) -> Result<()> {
     // `#N` is the declaration's index, as in every other message.
     let launch_params = || {
         decl.params

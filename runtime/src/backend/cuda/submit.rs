@@ -12,7 +12,11 @@ use super::context::{device, MAX_DEVICES};
 use super::loader::LoadedKernel;
 use super::stream::cuda_stream;
 use crate::error::{Error, Result};
-use crate::kernel::{LaunchArg, NativeBytes, PreparedLaunch, MAX_LAUNCH_ARGS};
+use crate::kernel::plan::{LaunchPlan, MAX_PLANNED};
+use crate::kernel::prepare::check_aliases;
+use crate::kernel::{
+    KernelHandle, LaunchArg, LaunchConfig, NativeBytes, PreparedLaunch, MAX_LAUNCH_ARGS,
+};
 use crate::tensor::Device;
 
 /// The last kernel launched per device, for [`synchronize`]'s message.
@@ -50,8 +54,7 @@ pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
         specialized = handle.get_specialized(ordinal, prepared.constexprs())?;
         &specialized
     };
-    // The config's stream, else the thread's scoped stream (`with_stream`), else the device's
-    // default stream, which the loaded kernel caches.
+    // The config's stream, else the thread's scoped stream (`with_stream`).
     let scoped;
     let explicit: Option<&Arc<CudaStream>> = match &cfg.stream {
         Some(s) => Some(cuda_stream(s, ordinal, decl)?),
@@ -60,46 +63,131 @@ pub(crate) fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
             scoped.as_ref()
         }
     };
-    let (cu_stream, cu_ctx) = match explicit {
-        Some(s) => (s.cu_stream(), s.context().cu_ctx()),
-        None => (loaded.target.stream, loaded.target.context),
-    };
     let mut params = [std::ptr::null_mut(); MAX_LAUNCH_ARGS];
     let mut pushed = prepared.param_addresses(&mut params);
     if decl.abi == EntryAbi::ConstantParams {
         constant_params(prepared, loaded, explicit, ordinal)?;
         pushed = 0;
     }
+    // SAFETY: `params[..pushed]` point into `prepared`'s packed buffer, which outlives the
+    // call; they are exactly the declaration's launch parameters in order (checked by
+    // `prepare`), each a device pointer of a live CUDA tensor (kept alive by the caller's borrow
+    // for the call) or a value of that parameter's size.
+    unsafe { launch_loaded(decl, loaded, explicit, ordinal, cfg, &mut params[..pushed]) }
+}
+
+/// A launch of a kernel with a [`LaunchPlan`] (the common shape), checked and packed in one
+/// pass: `Ok(false)` when it must go the general way instead (an argument the plan does not
+/// take, a config's stream, a graph being recorded), whose checks then give any error.
+#[inline(never)]
+pub(crate) fn launch_planned(
+    handle: &'static KernelHandle,
+    plan: &LaunchPlan,
+    cfg: &LaunchConfig,
+    args: &[LaunchArg<'_>],
+) -> Result<bool> {
+    if cfg.stream.is_some() || crate::graph::recording() {
+        return Ok(false);
+    }
+    let mut words = [[0u8; 8]; MAX_PLANNED];
+    let Some(Device::Cuda(ordinal)) = plan.pack(args, &mut words) else {
+        return Ok(false);
+    };
+    if plan.aliasing() && check_aliases(handle.decl(), args).is_err() {
+        return Ok(false);
+    }
+    let ordinal = ordinal as usize;
+    let loaded = handle.get(ordinal)?;
+    let scoped = super::current::scoped(ordinal);
+    let mut params = [std::ptr::null_mut(); MAX_PLANNED];
+    for (param, word) in params.iter_mut().zip(&mut words).take(args.len()) {
+        *param = word.as_mut_ptr().cast();
+    }
+    // SAFETY: `params[..args.len()]` point into `words`, which outlives the call: one word per
+    // launch parameter, in order, each the device pointer of a live CUDA tensor (borrowed by
+    // `args` for the call), a null one, or a scalar's bytes, as the plan checked them against
+    // the declaration (`pack` refused any other argument count).
+    unsafe {
+        launch_loaded(
+            handle.decl(),
+            loaded,
+            scoped.as_ref(),
+            ordinal,
+            cfg,
+            &mut params[..args.len()],
+        )
+    }?;
+    Ok(true)
+}
+
+/// Launches `loaded` with `params` on `explicit`, else the device's default stream (which the
+/// loaded kernel caches).
+///
+/// It does not ask the driver which context is current first, as cudarc's `bind_to_thread`
+/// does before every launch: almost always it is the stream's own, and the driver refuses a
+/// launch whose function or stream belongs to a context that is not current (or when none is).
+/// Only when the launch fails does it look, and if another context (or none) was current, it
+/// binds the stream's and launches again; `tests/cuda_interop.rs` holds both cases to that.
+///
+/// # Safety
+/// `params` are the declaration's launch parameters in order, each pointing to a value of its
+/// parameter's size that outlives the call (a device pointer of a live allocation for a buffer).
+/// The translation unit's static_assert proved at compile time that the entry's C++ signature
+/// is the one the declaration implies.
+#[inline]
+unsafe fn launch_loaded(
+    decl: &'static KernelDecl,
+    loaded: &LoadedKernel,
+    explicit: Option<&Arc<CudaStream>>,
+    ordinal: usize,
+    cfg: &LaunchConfig,
+    params: &mut [*mut std::ffi::c_void],
+) -> Result<()> {
+    let (cu_stream, cu_ctx) = match explicit {
+        Some(s) => (s.cu_stream(), s.context().cu_ctx()),
+        None => (loaded.target.stream, loaded.target.context),
+    };
     if let Some(last) = LAST_LAUNCHED.get(ordinal) {
         last.store((decl as *const KernelDecl).cast_mut(), Ordering::Relaxed);
     }
-    // One cuCtxGetCurrent, as cudarc's bind_to_thread makes, without the atomic swap of its
-    // recorded-error slot that it adds to every launch (an error cudarc recorded surfaces at its
-    // next bind_to_thread, which every synchronize, copy and allocation makes). When another
-    // context (or none) is current on this thread, bind ours.
-    let current = result::ctx::get_current().map_err(|e| launch_failed(decl, ordinal, e))?;
-    if current != Some(cu_ctx) {
-        bind(decl, explicit, ordinal)?;
-    }
-    // SAFETY: `params[..pushed]` point into `prepared`'s packed buffer, which outlives the
-    // call; they are exactly the declaration's launch parameters in order (checked by
-    // `prepare`), and the translation unit's static_assert proved at compile time that the
-    // entry's C++ signature is the one the declaration implies. Each holds a device pointer of
-    // a live CUDA tensor (kept alive by the caller's borrow for the call) or a value of that
-    // parameter's size. The function belongs to the module loaded in the stream's context, now
-    // current. What the kernel does with the grid and the buffers' lengths is the kernel's
-    // contract, as with any CUDA launch; faults surface as errors at synchronization.
-    unsafe {
+    // SAFETY: the caller's contract covers `params`; the function belongs to the module loaded
+    // in the stream's context, and a launch while another context is current is refused by
+    // the driver, not run. What the kernel does with the grid and the buffers' lengths is the
+    // kernel's contract, as with any CUDA launch; faults surface as errors at synchronization.
+    let launch = |params: &mut [*mut std::ffi::c_void]| unsafe {
         result::launch_kernel(
             loaded.target.function,
             cfg.grid,
             cfg.block,
             cfg.shared_mem_bytes,
             cu_stream,
-            &mut params[..pushed],
+            params,
         )
+    };
+    match launch(params) {
+        Ok(()) => Ok(()),
+        Err(e) => relaunch_bound(decl, explicit, ordinal, cu_ctx, e, || launch(params)),
     }
-    .map_err(|e| launch_failed(decl, ordinal, e))
+}
+
+/// A launch failed with `error`: if the stream's context `cu_ctx` was not the thread's current
+/// one, makes it current and launches again (`launch`); otherwise the launch really failed.
+#[cold]
+#[inline(never)]
+fn relaunch_bound(
+    decl: &KernelDecl,
+    explicit: Option<&Arc<CudaStream>>,
+    ordinal: usize,
+    cu_ctx: sys::CUcontext,
+    error: DriverError,
+    launch: impl FnOnce() -> std::result::Result<(), DriverError>,
+) -> Result<()> {
+    let current = result::ctx::get_current().map_err(|e| launch_failed(decl, ordinal, e))?;
+    if current == Some(cu_ctx) {
+        return Err(launch_failed(decl, ordinal, error));
+    }
+    bind(decl, explicit, ordinal)?;
+    launch().map_err(|e| launch_failed(decl, ordinal, e))
 }
 
 /// `abi = constant_params`: the one struct goes to the module's `params` symbol, ordered on the
