@@ -32,6 +32,10 @@ use crate::{Error, Result};
 thread_local! {
     /// The scoped streams, innermost last: (device ordinal, stream).
     static SCOPED: RefCell<Vec<(u32, Arc<CudaStream>)>> = const { RefCell::new(Vec::new()) };
+    /// How many scopes `SCOPED` holds: a plain `Cell` with no destructor, so the question every
+    /// launch asks (is anything scoped?) is one load, with no lazy-destructor check and no
+    /// borrow.
+    static SCOPES: Cell<usize> = const { Cell::new(0) };
     /// In a loaded plugin, the host's streams it has been handed, wrapped:
     /// (device ordinal, `CUstream` address, wrapper).
     static BORROWED: RefCell<Vec<(usize, usize, Arc<CudaStream>)>> = const { RefCell::new(Vec::new()) };
@@ -48,19 +52,17 @@ thread_local! {
 /// and a null check, with the searches out of line.
 #[inline]
 pub(crate) fn scoped(ordinal: usize) -> Option<Arc<CudaStream>> {
-    let own = SCOPED
-        .try_with(|s| {
-            let s = s.borrow();
-            if s.is_empty() {
-                None
-            } else {
-                innermost(&s, ordinal)
-            }
-        })
-        .ok()
-        .flatten();
-    if own.is_some() || crate::plugin::guest::host().is_none() {
-        return own;
+    if SCOPES.get() > 0 {
+        let own = SCOPED
+            .try_with(|s| innermost(&s.borrow(), ordinal))
+            .ok()
+            .flatten();
+        if own.is_some() {
+            return own;
+        }
+    }
+    if crate::plugin::guest::host().is_none() {
+        return None;
     }
     host_scoped(ordinal)
 }
@@ -135,6 +137,7 @@ pub fn with_stream<R>(stream: &Stream, f: impl FnOnce() -> R) -> R {
     impl Drop for Pop {
         fn drop(&mut self) {
             let _ = SCOPED.try_with(|s| s.borrow_mut().pop());
+            SCOPES.set(SCOPES.get() - 1);
         }
     }
     let Some(cuda) = stream.as_cuda() else {
@@ -142,6 +145,7 @@ pub fn with_stream<R>(stream: &Stream, f: impl FnOnce() -> R) -> R {
     };
     let ordinal = cuda.context().ordinal() as u32;
     SCOPED.with(|s| s.borrow_mut().push((ordinal, cuda.clone())));
+    SCOPES.set(SCOPES.get() + 1);
     let _pop = Pop;
     f()
 }
