@@ -145,7 +145,7 @@ mod tests {
     use crate::kernel::{prepare, KernelHandle, LaunchArg, LaunchConfig, ParamBuffer};
     use crate::tensor::{Device, Tensor};
 
-    fn decl(params: &'static [Param], abi: EntryAbi) -> KernelDecl {
+    const fn decl(params: &'static [Param], abi: EntryAbi) -> KernelDecl {
         KernelDecl {
             rust_name: Cow::Borrowed("k"),
             entry: Cow::Borrowed("k"),
@@ -175,18 +175,7 @@ mod tests {
 
     /// What `#[extern_kernel]` emits: the plan is worked out when the static is, at compile
     /// time.
-    static SCALAR_DECL: KernelDecl = KernelDecl {
-        rust_name: Cow::Borrowed("scalars"),
-        entry: Cow::Borrowed("scalars"),
-        params: Cow::Borrowed(SCALARS),
-        constexpr_style: ConstexprStyle::Defines,
-        sources: Cow::Borrowed(&[]),
-        options: Cow::Borrowed(&[]),
-        preamble: Cow::Borrowed(""),
-        declared_at: Cow::Borrowed("src/lib.rs:1"),
-        build: None,
-        abi: EntryAbi::Params,
-    };
+    static SCALAR_DECL: KernelDecl = decl(SCALARS, EntryAbi::Params);
     static SCALAR_HANDLE: KernelHandle = KernelHandle::new(&SCALAR_DECL);
 
     #[test]
