@@ -61,9 +61,8 @@ pub(crate) fn scoped(ordinal: usize) -> Option<Arc<CudaStream>> {
             return own;
         }
     }
-    if crate::plugin::guest::host().is_none() {
-        return None;
-    }
+    // Only a loaded plugin has a host to ask.
+    crate::plugin::guest::host()?;
     host_scoped(ordinal)
 }
 
