@@ -144,6 +144,17 @@ fn fixed_size_lists_broadcast_and_check_their_length() -> Result<()> {
         "grammar::pool expects argument #0 (kernel_size) to be int[2] (a list of 2, or one value \
          repeated), but got a list of 3"
     );
+    // Every argument given, as the kernel takes them: a typed call that could skip boxing, but
+    // an op with fixed-size lists has its lengths checked all the same.
+    let err = pool
+        .call::<_, Vec<i64>>((
+            &[1i64, 2, 3][..],
+            &[1i64, 1][..],
+            &[0i64, 0][..],
+            &[true, false, true][..],
+        ))
+        .expect_err("three is not two, on the typed path too");
+    assert!(err.to_string().contains("but got a list of 3"), "{err}");
     // PyTorch's own `int[1] dim=[-2,-1]`: the default's length is accepted too.
     let dims: Vec<i64> = opbox::op("grammar::fft_dims")?.call(())?;
     assert_eq!(dims, [-2, -1]);

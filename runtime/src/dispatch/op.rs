@@ -118,8 +118,9 @@ impl OpHandle {
     pub fn call<A: IntoStack, R: FromStack>(&self, args: A) -> Result<R> {
         let mut devices = Devices::default();
         args.note_devices(&mut devices);
-        // An op with fixed-size lists takes the boxed path, where their lengths are checked.
-        if let (Some(device), true) = (devices.single(), self.entry.fixed_lists.is_empty()) {
+        // An op with fixed-size lists takes the boxed path, where their lengths are checked:
+        // its kernels have no typed entry.
+        if let Some(device) = devices.single() {
             let key = device.map_or(DispatchKey::CPU, DispatchKey::for_device);
             if let Some((_, slot)) = self.entry.slot_for(key) {
                 if let Some((typed, kernel)) = slot.typed() {

@@ -27,22 +27,19 @@ pub(crate) type ForeignSlots = [Option<&'static dyn ForeignKernel>; DispatchKey:
 
 /// One op with its kernels. Leaked once at collection, so handles are `&'static`.
 ///
-/// 200 bytes, so that 10,000 ops fit one 2 MiB huge page: what a call reads is here, and the
-/// rest (name, schema, site, tags, Python module) is behind the static pointers.
+/// Two cache lines, so that a call made right after a driver call (which evicts them) misses
+/// as few as it can: the first is the kernel slots, all that a typed call reads; the second
+/// what a boxed call reads besides (counts, tensor arguments, fixed-size lists, foreign slots,
+/// the definition). 128 bytes, so 10,000 ops still fit one 2 MiB huge page; the rest (name,
+/// schema, site, tags, Python module) is behind the static pointers.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub(crate) struct OpEntry {
     /// Per key, the kernel and its shape's boxed and typed entries, behind one pointer: 16
-    /// bytes a slot, so 10,000 op entries fit one huge page.
+    /// bytes a slot. The kernels of an op with fixed-size lists have no typed entry here
+    /// ([`BoxedKernel::without_typed`]), so typed calls of it take the boxed path, which checks
+    /// the lists' lengths.
     pub(crate) kernels: [Option<BoxedKernel>; DispatchKey::COUNT],
-    /// Set for an op of another image only: one pointer here rather than one in every slot
-    /// keeps the table of a large library small.
-    pub(crate) foreign: Option<&'static ForeignSlots>,
-    /// Its definition: the op's static data (name, schema text, counts), tags and line.
-    pub(crate) def: &'static OpDef,
-    /// The library or fragment that defined it: file and Python module.
-    pub(crate) library: &'static LibraryRegistration,
-    /// The plugin that registered it; None for the ops linked into this image.
-    pub(crate) image: Option<&'static &'static str>,
     /// The schema's argument and return counts, beside the kernels so a call reads no schema.
     pub(crate) num_args: u32,
     pub(crate) num_outputs: u32,
@@ -52,6 +49,15 @@ pub(crate) struct OpEntry {
     /// The fixed-size list arguments (`int[2]`), checked at the boxed boundary; empty for
     /// nearly every op, so the call path tests one length.
     pub(crate) fixed_lists: &'static [FixedList],
+    /// Set for an op of another image only: one pointer here rather than one in every slot
+    /// keeps the table of a large library small.
+    pub(crate) foreign: Option<&'static ForeignSlots>,
+    /// Its definition: the op's static data (name, schema text, counts), tags and line.
+    pub(crate) def: &'static OpDef,
+    /// The library or fragment that defined it: file and Python module.
+    pub(crate) library: &'static LibraryRegistration,
+    /// The plugin that registered it; None for the ops linked into this image.
+    pub(crate) image: Option<&'static &'static str>,
 }
 
 impl OpEntry {
@@ -339,7 +345,10 @@ fn build(libraries: &[&'static LibraryRegistration], kernels: &[Kernel]) -> Buil
         };
         let slot = &mut entry.kernels[reg.key.index()];
         if slot.is_none() {
-            *slot = Some(reg.kernel);
+            *slot = Some(match entry.fixed_lists {
+                [] => reg.kernel,
+                _ => reg.kernel.without_typed(),
+            });
             continue;
         }
         // The slot was filled by the first registration for this op and key, in this order;
@@ -624,6 +633,18 @@ mod tests {
             size <= 32,
             "a KernelRegistration is {size} bytes, more than 32"
         );
+    }
+
+    #[test]
+    fn a_typed_call_reads_one_line_of_its_op_entry() {
+        let slots = std::mem::size_of::<[Option<BoxedKernel>; DispatchKey::COUNT]>();
+        assert_eq!(std::mem::offset_of!(OpEntry, kernels), 0);
+        assert!(
+            slots <= 64,
+            "the kernel slots take {slots} bytes, more than a cache line"
+        );
+        assert_eq!(std::mem::align_of::<OpEntry>(), 64);
+        assert!(std::mem::size_of::<OpEntry>() <= 128);
     }
 
     #[test]

@@ -197,6 +197,23 @@ impl BoxedKernel {
         unsafe { (self.entries.boxed)(op, self.kernel, stack, num_args, num_outputs) }
     }
 
+    /// The same kernel with no typed entry, so that every call takes the boxed path: for an
+    /// op with fixed-size list arguments, whose lengths only the boxed path checks. Its
+    /// entries are a copy, made when the registry is built and kept for the process (one per
+    /// such kernel: few), which spares every typed call a test of the op's lists.
+    pub(crate) fn without_typed(self) -> BoxedKernel {
+        if self.entries.typed.is_none() {
+            return self;
+        }
+        BoxedKernel {
+            kernel: self.kernel,
+            entries: Box::leak(Box::new(ShapeEntries {
+                boxed: self.entries.boxed,
+                typed: None,
+            })),
+        }
+    }
+
     /// The typed entry of the kernel's shape, and the kernel to hand it; `None` for a kernel
     /// with no typed entry.
     #[inline]
