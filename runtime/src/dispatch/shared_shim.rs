@@ -134,6 +134,9 @@ pub struct BoxedKernel {
 struct ShapeEntries {
     boxed: SharedEntryFn,
     typed: Option<TypedEntry>,
+    /// The same shape's entries without the typed one, for [`BoxedKernel::without_typed`];
+    /// `None` where `typed` is already `None`.
+    boxed_only: Option<&'static ShapeEntries>,
 }
 
 /// The boxed entry of a [`BoxedKernel`]: the op it runs for, its kernel (erased), and the stack
@@ -147,6 +150,13 @@ impl<P: ParamList, R: KernelReturn> Shape<P, R> {
     const ENTRIES: &'static ShapeEntries = &ShapeEntries {
         boxed: boxed_entry_shared::<P, R>,
         typed: TypedEntry::of::<P, R>(),
+        boxed_only: Some(Self::BOXED_ONLY),
+    };
+
+    const BOXED_ONLY: &'static ShapeEntries = &ShapeEntries {
+        boxed: boxed_entry_shared::<P, R>,
+        typed: None,
+        boxed_only: None,
     };
 }
 
@@ -154,6 +164,7 @@ impl<P: ParamList, R: KernelReturn> Shape<P, R> {
 static RAW_ENTRIES: ShapeEntries = ShapeEntries {
     boxed: raw_entry,
     typed: None,
+    boxed_only: None,
 };
 
 impl BoxedKernel {
@@ -198,19 +209,16 @@ impl BoxedKernel {
     }
 
     /// The same kernel with no typed entry, so that every call takes the boxed path: for an
-    /// op with fixed-size list arguments, whose lengths only the boxed path checks. Its
-    /// entries are a copy, made when the registry is built and kept for the process (one per
-    /// such kernel: few), which spares every typed call a test of the op's lists.
+    /// op with fixed-size list arguments, whose lengths only the boxed path checks. Its shape's
+    /// boxed-only entries are static data beside the others, so the registry allocates nothing
+    /// for it, and no typed call has to test the op's lists.
     pub(crate) fn without_typed(self) -> BoxedKernel {
-        if self.entries.typed.is_none() {
-            return self;
-        }
-        BoxedKernel {
-            kernel: self.kernel,
-            entries: Box::leak(Box::new(ShapeEntries {
-                boxed: self.entries.boxed,
-                typed: None,
-            })),
+        match self.entries.boxed_only {
+            Some(entries) => BoxedKernel {
+                kernel: self.kernel,
+                entries,
+            },
+            None => self,
         }
     }
 
@@ -261,5 +269,43 @@ unsafe fn boxed_entry_shared<P: ParamList, R: KernelReturn>(
         run_boxed(op, stack, num_args, num_outputs, |args, outs| {
             P::call(args, outs, kernel)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::TypedKey;
+
+    fn twice(x: i64) -> i64 {
+        2 * x
+    }
+
+    type Key = (<i64 as TypedKey>::Key,);
+
+    #[test]
+    fn a_kernel_without_its_typed_entry_keeps_its_boxed_one_from_static_data() {
+        let kernel = BoxedKernel::of::<Key, i64>(twice);
+        let boxed_only = kernel.without_typed();
+        assert!(kernel.typed().is_some());
+        assert!(boxed_only.typed().is_none());
+        assert!(std::ptr::fn_addr_eq(
+            boxed_only.entries.boxed,
+            kernel.entries.boxed
+        ));
+        assert!(std::ptr::fn_addr_eq(boxed_only.kernel, kernel.kernel));
+        // The shape's static twin, shared by every kernel of the shape: nothing is allocated.
+        let again = BoxedKernel::of::<Key, i64>(twice).without_typed();
+        assert!(std::ptr::eq(again.entries, boxed_only.entries));
+        // Taking it away again, or from a hand-written kernel, changes nothing.
+        assert!(std::ptr::eq(
+            boxed_only.without_typed().entries,
+            boxed_only.entries
+        ));
+        unsafe extern "C" fn done(_: *mut StableValue, _: u64, _: u64) -> i32 {
+            0
+        }
+        let raw = BoxedKernel::raw(done);
+        assert!(std::ptr::eq(raw.without_typed().entries, &RAW_ENTRIES));
     }
 }
