@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use opbox_codegen::cuda::{EntryAbi, KernelDecl, ParamKind, ScalarType};
 
 use super::arg::LaunchArg;
+use super::prepare::Access;
 use crate::tensor::{DType, Device};
 
 /// Launch parameters a plan covers; a kernel with more launches the general way.
@@ -61,25 +62,20 @@ impl LaunchPlan {
         let (mut writes, mut reads) = (false, false);
         let mut i = 0;
         while i < params.len() {
-            let nullable = params[i].nullable;
-            plan.params[i] = match params[i].kind {
-                ParamKind::In(t) => {
-                    reads = true;
-                    Planned::Tensor {
-                        dtype: DType::from_elem(t),
-                        nullable,
-                    }
-                }
-                ParamKind::Out(t) | ParamKind::InOut(t) => {
-                    writes = true;
-                    Planned::Tensor {
-                        dtype: DType::from_elem(t),
-                        nullable,
-                    }
-                }
+            let kind = params[i].kind;
+            plan.params[i] = match kind {
+                ParamKind::In(t) | ParamKind::Out(t) | ParamKind::InOut(t) => Planned::Tensor {
+                    dtype: DType::from_elem(t),
+                    nullable: params[i].nullable,
+                },
                 ParamKind::Scalar(t) => Planned::Scalar(t),
                 _ => return None,
             };
+            match Access::of(kind) {
+                Some(Access::Read) => reads = true,
+                Some(Access::Write | Access::ReadWrite) => writes = true,
+                None => {}
+            }
             i += 1;
         }
         plan.aliasing = writes && reads;

@@ -187,7 +187,7 @@ pub enum Access {
 
 impl Access {
     /// The direction of a slice parameter, or `None` for a by-value one.
-    pub fn of(kind: ParamKind) -> Option<Access> {
+    pub const fn of(kind: ParamKind) -> Option<Access> {
         match kind {
             ParamKind::In(_) | ParamKind::NativeIn(_) => Some(Access::Read),
             ParamKind::Out(_) | ParamKind::NativeOut(_) => Some(Access::Write),
