@@ -92,6 +92,7 @@ fn create(ordinal: usize) -> Result<CudaDevice> {
         )
         .map_err(what)?;
     let stream = context.default_stream();
+    super::loader::prepare_first_lookup();
     Ok(CudaDevice {
         ordinal,
         context,
