@@ -11,7 +11,8 @@
 //! - (b) the same kernel through its `#[extern_kernel]` stub (checks + cached lookup + launch);
 //! - (c) the full op call: dispatcher → CUDA impl → stub;
 //! - the first launch in a fresh process over a warm disk cache, context creation excluded (this
-//!   binary re-runs itself as a child with `--first-launch-child`);
+//!   binary re-runs itself as a child with `--first-launch-child`), beside the driver's floor:
+//!   the same cubin loaded, found and launched with raw driver calls in a fresh process;
 //! - an in-process repeat lookup of a loaded kernel;
 //! - axpy over 256 M f32, in TB/s (3 × 4 B × n / time);
 //! - (d) the same empty kernel with 2 `#[constexpr]` params (an int and a bool, as defines): the
@@ -64,6 +65,8 @@ const CHILD: &str = "--first-launch-child";
 /// The child that times the first launch's parts: the cache lookup, the module load, and the
 /// first launch of the loaded function.
 const PARTS_CHILD: &str = "--first-launch-parts-child";
+/// The child that times the driver alone on the first launch's path.
+const DRIVER_CHILD: &str = "--first-launch-driver-child";
 
 fn main() -> ExitCode {
     let arg = |flag: &str| std::env::args().any(|a| a == flag);
@@ -71,6 +74,8 @@ fn main() -> ExitCode {
         first_launch_child()
     } else if arg(PARTS_CHILD) {
         first_launch_parts_child()
+    } else if arg(DRIVER_CHILD) {
+        first_launch_driver_child()
     } else {
         bench()
     };
@@ -129,6 +134,68 @@ fn first_launch_parts_child() -> opbox::Result<()> {
 /// Fresh processes per first-launch figure: one process's first launch varies by ±20% on the
 /// device (page faults, the driver's lazy work), so a median of three moved with a single run.
 const CHILD_RUNS: usize = 9;
+
+/// The floor under [`first_launch_child`]: in a fresh process, after the same context creation
+/// and allocation, the same image (read from the disk cache off the clock) loaded, its function
+/// found and launched with raw driver calls. What opbox adds to a first launch is the difference.
+/// Prints `driver_first_launch_ms=<ms>`.
+fn first_launch_driver_child() -> opbox::Result<()> {
+    let x = Tensor::zeros(&[1], DType::F32, Device::Cuda(0))?;
+    synchronize(0)?;
+    let dev = device(0)?;
+    let compiled = opbox::cuda::compile_for_device(
+        &empty::DECL,
+        &[],
+        dev.compute_capability,
+        opbox::cuda::default_cache(),
+    )?;
+    let name =
+        std::ffi::CString::new(compiled.lowered_name()).map_err(|e| Error::msg(e.to_string()))?;
+    // A PTX image is loaded as a C string; a cubin's bytes are read by their own length.
+    let mut image = compiled.artifact.image;
+    image.push(0);
+    let (mut ptr, _) = x.cuda_ptr()?;
+    let mut params = [(&raw mut ptr).cast::<c_void>()];
+    let driver =
+        |what: &str, r: sys::CUresult| r.result().map_err(|e| Error::msg(format!("{what}: {e}")));
+    dev.context
+        .bind_to_thread()
+        .map_err(|e| Error::msg(e.to_string()))?;
+    let stream = dev.stream.cu_stream();
+    let mut module = std::ptr::null_mut();
+    let mut function = std::ptr::null_mut();
+    let t = Instant::now();
+    // SAFETY: `image` is a whole cubin (or NUL-terminated PTX) that outlives the call, and the
+    // device's context is current on this thread.
+    driver("cuModuleLoadData", unsafe {
+        sys::cuModuleLoadData(&mut module, image.as_ptr().cast())
+    })?;
+    // SAFETY: `module` was just loaded; `name` is a NUL-terminated symbol of it.
+    driver("cuModuleGetFunction", unsafe {
+        sys::cuModuleGetFunction(&mut function, module, name.as_ptr())
+    })?;
+    // SAFETY: `function` is `empty(const float*)`; `params` holds one pointer to x's live
+    // allocation; `stream` is the current context's default stream.
+    driver("cuLaunchKernel", unsafe {
+        sys::cuLaunchKernel(
+            function,
+            1,
+            1,
+            1,
+            1,
+            1,
+            1,
+            0,
+            stream,
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    })?;
+    let launched = t.elapsed();
+    synchronize(0)?;
+    println!("driver_first_launch_ms={:.4}", launched.as_secs_f64() * 1e3);
+    Ok(())
+}
 
 /// Runs this binary again as a child with `flag`, [`CHILD_RUNS`] times, and returns each `key=`
 /// figure's median.
@@ -382,6 +449,7 @@ fn bench() -> opbox::Result<()> {
     let (e, b2) = (eb[0], eb[1]);
 
     let first_ms = child_medians(CHILD, &["first_launch_ms"])?[0];
+    let driver_ms = child_medians(DRIVER_CHILD, &["driver_first_launch_ms"])?[0];
     let parts = child_medians(PARTS_CHILD, &["lookup_ms", "load_ms", "launch_ms"])?;
 
     // Two costs (b) no longer pays: the general path's checks and packing (`prepare`, which a
@@ -473,6 +541,11 @@ fn bench() -> opbox::Result<()> {
         "| first launch, fresh process, warm disk cache (median of {CHILD_RUNS}) | {first_ms:.3} ms | ≤ 0.2 ms | {:.2} of goal {} |",
         first_ms / 0.2,
         verdict(first_ms <= 0.2)
+    );
+    println!(
+        "| the driver's floor: the same cubin loaded, found and launched with raw driver calls, fresh process (median of {CHILD_RUNS}) | {driver_ms:.3} ms | | opbox / driver = {:.2} (+{:.3} ms) |",
+        first_ms / driver_ms,
+        first_ms - driver_ms
     );
     println!(
         "| first launch's parts: disk-cache lookup / module load / first launch of the loaded kernel | {:.3} / {:.3} / {:.3} ms | | |",
