@@ -177,6 +177,26 @@ fn first_launch_driver_child() -> opbox::Result<()> {
     // SAFETY: `function` is `empty(const float*)`; `params` holds one pointer to x's live
     // allocation; `stream` is the current context's default stream.
     driver("cuLaunchKernel", unsafe {
+        raw_single_launch(function, stream, &mut params)
+    })?;
+    let launched = t.elapsed();
+    synchronize(0)?;
+    println!("driver_first_launch_ms={:.4}", launched.as_secs_f64() * 1e3);
+    Ok(())
+}
+
+/// `cuLaunchKernel` of `function` on one thread of one block, with no dynamic shared memory.
+///
+/// # Safety
+/// `function` is loaded in the current context and `stream` is that context's; `params` holds
+/// one pointer per parameter of `function`, each to a live value of that parameter's type.
+unsafe fn raw_single_launch(
+    function: sys::CUfunction,
+    stream: sys::CUstream,
+    params: &mut [*mut c_void],
+) -> sys::CUresult {
+    // SAFETY: the caller's contract.
+    unsafe {
         sys::cuLaunchKernel(
             function,
             1,
@@ -190,11 +210,7 @@ fn first_launch_driver_child() -> opbox::Result<()> {
             params.as_mut_ptr(),
             std::ptr::null_mut(),
         )
-    })?;
-    let launched = t.elapsed();
-    synchronize(0)?;
-    println!("driver_first_launch_ms={:.4}", launched.as_secs_f64() * 1e3);
-    Ok(())
+    }
 }
 
 /// Runs this binary again as a child with `flag`, [`CHILD_RUNS`] times, and returns each `key=`
@@ -368,23 +384,9 @@ fn bench() -> opbox::Result<()> {
             // and kept alive by its handle; `raw_params` holds one pointer to `raw_ptr`, x's
             // live allocation, and both outlive the launches; `cu_stream` is that context's
             // default stream.
-            unsafe {
-                sys::cuLaunchKernel(
-                    cu_function,
-                    1,
-                    1,
-                    1,
-                    1,
-                    1,
-                    1,
-                    0,
-                    cu_stream,
-                    raw_params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
-            }
-            .result()
-            .map_err(|e| Error::msg(e.to_string()))
+            unsafe { raw_single_launch(cu_function, cu_stream, &mut raw_params) }
+                .result()
+                .map_err(|e| Error::msg(e.to_string()))
         }),
     ];
     if let Ok(spec) = std::env::var(LOOP) {
