@@ -93,17 +93,31 @@ fn main() -> ExitCode {
 fn first_launch_child() -> opbox::Result<()> {
     let x = Tensor::zeros(&[1], DType::F32, Device::Cuda(0))?;
     synchronize(0)?;
+    let faults = minor_faults();
     let t = Instant::now();
     empty::launch(LaunchConfig::single(), &x)?;
     let launched = t.elapsed();
+    let faults = minor_faults() - faults;
     synchronize(0)?;
     let done = t.elapsed();
     println!(
-        "first_launch_ms={:.4} first_launch_done_ms={:.4}",
+        "first_launch_ms={:.4} first_launch_done_ms={:.4} first_launch_faults={faults}",
         launched.as_secs_f64() * 1e3,
         done.as_secs_f64() * 1e3
     );
     Ok(())
+}
+
+/// This process's minor page faults so far (`/proc/self/stat`'s tenth field; 0 where there is
+/// none): a first launch in a fresh process maps in code and heap nothing touched before it.
+fn minor_faults() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (in parentheses, which may hold spaces) start at the
+    // third; the tenth is the eighth of them.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(7))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
 }
 
 /// [`first_launch_child`]'s launch in three timed parts. The lookup runs twice (once alone, once
@@ -164,6 +178,7 @@ fn first_launch_driver_child() -> opbox::Result<()> {
     let stream = dev.stream.cu_stream();
     let mut module = std::ptr::null_mut();
     let mut function = std::ptr::null_mut();
+    let faults = minor_faults();
     let t = Instant::now();
     // SAFETY: `image` is a whole cubin (or NUL-terminated PTX) that outlives the call, and the
     // device's context is current on this thread.
@@ -180,8 +195,12 @@ fn first_launch_driver_child() -> opbox::Result<()> {
         raw_single_launch(function, stream, &mut params)
     })?;
     let launched = t.elapsed();
+    let faults = minor_faults() - faults;
     synchronize(0)?;
-    println!("driver_first_launch_ms={:.4}", launched.as_secs_f64() * 1e3);
+    println!(
+        "driver_first_launch_ms={:.4} driver_first_launch_faults={faults}",
+        launched.as_secs_f64() * 1e3
+    );
     Ok(())
 }
 
@@ -450,8 +469,13 @@ fn bench() -> opbox::Result<()> {
     )?;
     let (e, b2) = (eb[0], eb[1]);
 
-    let first_ms = child_medians(CHILD, &["first_launch_ms"])?[0];
-    let driver_ms = child_medians(DRIVER_CHILD, &["driver_first_launch_ms"])?[0];
+    let first = child_medians(CHILD, &["first_launch_ms", "first_launch_faults"])?;
+    let (first_ms, first_faults) = (first[0], first[1]);
+    let driver = child_medians(
+        DRIVER_CHILD,
+        &["driver_first_launch_ms", "driver_first_launch_faults"],
+    )?;
+    let (driver_ms, driver_faults) = (driver[0], driver[1]);
     let parts = child_medians(PARTS_CHILD, &["lookup_ms", "load_ms", "launch_ms"])?;
 
     // Two costs (b) no longer pays: the general path's checks and packing (`prepare`, which a
@@ -548,6 +572,9 @@ fn bench() -> opbox::Result<()> {
         "| the driver's floor: the same cubin loaded, found and launched with raw driver calls, fresh process (median of {CHILD_RUNS}) | {driver_ms:.3} ms | | opbox / driver = {:.2} (+{:.3} ms) |",
         first_ms / driver_ms,
         first_ms - driver_ms
+    );
+    println!(
+        "| minor page faults during the first launch (median of {CHILD_RUNS}): opbox / the driver's floor | {first_faults:.0} / {driver_faults:.0} | | |"
     );
     println!(
         "| first launch's parts: disk-cache lookup / module load / first launch of the loaded kernel | {:.3} / {:.3} / {:.3} ms | | |",

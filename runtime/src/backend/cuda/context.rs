@@ -92,12 +92,13 @@ fn create(ordinal: usize) -> Result<CudaDevice> {
         )
         .map_err(what)?;
     let stream = context.default_stream();
-    super::loader::prepare_first_lookup();
+    let compute_capability = (major.max(0) as u32, minor.max(0) as u32);
+    super::loader::prepare_first_lookup(compute_capability);
     Ok(CudaDevice {
         ordinal,
         context,
         stream,
-        compute_capability: (major.max(0) as u32, minor.max(0) as u32),
+        compute_capability,
         name,
         multiprocessors: multiprocessors.max(1) as u32,
     })

@@ -94,6 +94,12 @@ impl DiskCache {
         Lookup::Corrupt(format!("{}: {why} ({removed})", path.display()))
     }
 
+    /// Whether `key`'s entry is there and verifies, read exactly as [`load`](Self::load) reads
+    /// it; unlike `load`, nothing is removed, whatever sits at the path.
+    pub(crate) fn holds(&self, key: &CacheKey) -> bool {
+        matches!(read_entry(&self.entry_path(key), key), Read::Entry(Ok(_)))
+    }
+
     /// Writes the entry atomically and durably (see [`write`]).
     pub fn store(&self, key: &CacheKey, artifact: &Artifact) -> Result<()> {
         let bytes = format::encode(key, artifact);

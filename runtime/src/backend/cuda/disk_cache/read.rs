@@ -2,7 +2,8 @@
 //! following a symlink and without waiting on a FIFO, anything but a regular file is refused
 //! before a byte is read, and the header is checked (magic, key, a capped length that must match
 //! the file's size) before the payload is read: so no special file hangs a lookup, and no sparse
-//! or endless file takes the memory its size claims.
+//! or endless file takes the memory its size claims. A small entry (at most 64 KiB, which every
+//! image of a kernel or two is) is read whole in one `read`, then checked the same way.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _};
@@ -48,25 +49,59 @@ pub(super) fn read_entry(path: &Path, key: &CacheKey) -> Read {
     if size < HEADER as u64 {
         return Read::Entry(Err(format!("{size} bytes, shorter than the header")));
     }
+    if size <= ONE_READ {
+        return read_small(&mut file, size as usize, key);
+    }
     let mut header = [0u8; HEADER];
     if let Err(e) = file.read_exact(&mut header) {
         return Read::Unreadable(e);
     }
-    let len = match check_header(&header, key) {
+    let len = match announced(&header, key, size) {
         Ok(len) => len,
         Err(why) => return Read::Entry(Err(why)),
-    };
-    let actual = size - HEADER as u64;
-    let (true, Ok(len)) = (actual == len, usize::try_from(len)) else {
-        return Read::Entry(Err(format!("payload is {actual} bytes, header says {len}")));
     };
     let mut payload = vec![0u8; len];
     match file.read_exact(&mut payload) {
         Ok(()) => Read::Entry(decode_payload(&header, &payload)),
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-            Read::Entry(Err("the entry shrank while it was read".into()))
-        }
-        Err(e) => Read::Unreadable(e),
+        Err(e) => read_failed(e),
+    }
+}
+
+/// Entries up to this size (every NVRTC image of a kernel or two is a few KiB) are read whole in
+/// one `read`, header and payload together; larger ones read their header first, and only the
+/// payload it announces after it is checked.
+const ONE_READ: u64 = 64 << 10;
+
+/// An entry of `size` bytes (at least a header, at most [`ONE_READ`]), read in one go.
+fn read_small(file: &mut File, size: usize, key: &CacheKey) -> Read {
+    let mut whole = vec![0u8; size];
+    if let Err(e) = file.read_exact(&mut whole) {
+        return read_failed(e);
+    }
+    let (header, payload) = whole.split_at(HEADER);
+    let Ok(header) = <&[u8; HEADER]>::try_from(header) else {
+        return Read::Entry(Err(format!("{size} bytes, shorter than the header")));
+    };
+    Read::Entry(announced(header, key, size as u64).and_then(|_| decode_payload(header, payload)))
+}
+
+/// The payload length `header` announces, checked against `key` and the file's `size`.
+fn announced(header: &[u8; HEADER], key: &CacheKey, size: u64) -> Result<usize, String> {
+    let len = check_header(header, key)?;
+    let actual = size - HEADER as u64;
+    match (actual == len, usize::try_from(len)) {
+        (true, Ok(len)) => Ok(len),
+        _ => Err(format!("payload is {actual} bytes, header says {len}")),
+    }
+}
+
+/// A read of an entry that failed: one that ran out before the size the file had is an entry
+/// that shrank.
+fn read_failed(e: io::Error) -> Read {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        Read::Entry(Err("the entry shrank while it was read".into()))
+    } else {
+        Read::Unreadable(e)
     }
 }
 

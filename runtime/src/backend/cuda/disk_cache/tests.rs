@@ -5,10 +5,15 @@ use super::*;
 use crate::backend::cuda::artifact::ImageKind;
 
 fn artifact() -> Artifact {
+    artifact_of(4096)
+}
+
+/// An artifact whose image is `len` bytes: 4 KiB is read in one go, 100 KB header first.
+fn artifact_of(len: usize) -> Artifact {
     Artifact {
         kind: ImageKind::Cubin,
         lowered_names: vec!["axpby".into()],
-        image: (0..=255u8).cycle().take(4096).collect(),
+        image: (0..=255u8).cycle().take(len).collect(),
     }
 }
 
@@ -37,10 +42,17 @@ fn stores_and_loads() {
 
 #[test]
 fn truncated_flipped_and_foreign_entries_read_as_corrupt_and_are_removed() {
+    for len in [4096, 100_000] {
+        corrupt_entries_of(artifact_of(len));
+    }
+}
+
+fn corrupt_entries_of(artifact: Artifact) {
     let dir = tempfile::tempdir().expect("tempdir");
     let cache = DiskCache::new(dir.path());
     let path = cache.entry_path(&key(1));
-    let good = encode(&key(1), &artifact());
+    let good = encode(&key(1), &artifact);
+    let size = good.len();
     let mut flipped = good.clone();
     let last = flipped.len() - 1;
     flipped[last] ^= 1;
@@ -68,14 +80,23 @@ fn truncated_flipped_and_foreign_entries_read_as_corrupt_and_are_removed() {
     ];
     for (what, bytes, why) in cases {
         fs::write(&path, bytes).expect("write");
+        assert!(!cache.holds(&key(1)), "{what} ({size} bytes): not held");
+        assert!(
+            path.exists(),
+            "{what} ({size} bytes): `holds` removes nothing"
+        );
         match cache.load(&key(1)) {
-            Lookup::Corrupt(msg) => assert!(msg.contains(why), "{what}: {msg}"),
-            other => panic!("{what}: expected Corrupt, got {other:?}"),
+            Lookup::Corrupt(msg) => assert!(msg.contains(why), "{what} ({size} bytes): {msg}"),
+            other => panic!("{what} ({size} bytes): expected Corrupt, got {other:?}"),
         }
-        assert!(!path.exists(), "{what}: the corrupt entry is removed");
+        assert!(
+            !path.exists(),
+            "{what} ({size} bytes): the corrupt entry is removed"
+        );
     }
-    cache.store(&key(1), &artifact()).expect("rebuild");
-    assert_eq!(cache.load(&key(1)), Lookup::Hit(artifact()));
+    cache.store(&key(1), &artifact).expect("rebuild");
+    assert!(cache.holds(&key(1)));
+    assert_eq!(cache.load(&key(1)), Lookup::Hit(artifact));
 }
 
 #[test]
