@@ -14,7 +14,6 @@ use std::mem::MaybeUninit;
 
 use opbox_codegen::schema::{BaseType, Type, TypeShape};
 
-use super::lent::Lent;
 use super::tensor;
 use crate::abi::plugin_v1::{AbiList, AbiString, TensorHeader, Value};
 use crate::value::{List, StableValue, Tag};
@@ -139,12 +138,19 @@ pub(crate) fn with_lent<R>(
         let payload = match v.tag() {
             Some(Tag::Tensor) => {
                 let t = v.as_tensor().ok_or_else(|| null("tensor"))?;
-                // SAFETY: `hi < tensors`, the number of slots behind `h` (counted above).
-                let slot = unsafe { h.add(hi) };
-                // SAFETY: as above; writing an uninitialised slot.
-                unsafe { tensor::lend_into(t, slot) }?;
-                hi += 1;
-                ptr_bits(slot)
+                if t.foreign_header().is_some() {
+                    // Another image's header (a kernel's input, passed on): lent as it is.
+                    ptr_bits(t.as_raw())
+                } else if let Some(h) = tensor::lent(t) {
+                    ptr_bits(h)
+                } else {
+                    // SAFETY: `hi < tensors`, the number of slots behind `h` (counted above).
+                    let slot = unsafe { h.add(hi) };
+                    // SAFETY: as above; writing an uninitialised slot.
+                    unsafe { tensor::lend_into(t, slot) }?;
+                    hi += 1;
+                    ptr_bits(slot)
+                }
             }
             Some(Tag::Str) => {
                 let text = v.as_str().ok_or_else(|| null("string"))?;
@@ -256,14 +262,10 @@ pub(crate) fn give(mut v: StableValue) -> Result<Value> {
 }
 
 /// [`give`] for a kernel's output, read in its slot (a tensor is taken out; the rest is copied
-/// and dropped with the slot): it goes back as its input's own header when it is exactly one of
-/// the call's lent inputs. In place, because a value the kernel just wrote in two halves stalls
-/// the CPU when moved out whole.
-pub(crate) fn give_in(v: &mut StableValue, lent: &Lent) -> Result<Value> {
-    give_with(v, |t| match lent.hand_back(&t) {
-        Some(header) => Ok(header),
-        None => tensor::owned(t),
-    })
+/// and dropped with the slot). In place, because a value the kernel just wrote in two halves
+/// stalls the CPU when moved out whole.
+pub(crate) fn give_in(v: &mut StableValue) -> Result<Value> {
+    give_with(v, tensor::owned)
 }
 
 fn give_with(
@@ -451,14 +453,14 @@ pub(crate) unsafe fn borrow(v: &Value) -> Result<StableValue> {
     unsafe { borrow_with(v, |h| tensor::borrow(h).map(StableValue::tensor)) }
 }
 
-/// [`borrow`] for a kernel's input: a tensor is imported into `lent`, which settles it when the
-/// call ends.
+/// [`borrow`] for a kernel's input, valid for its call: another image's tensor is the header
+/// itself, borrowed in place (see `tensor::header`), with nothing wrapped or retained.
 ///
 /// # Safety
-/// As [`borrow`], with `v`'s objects live until `lent` is dropped.
-pub(crate) unsafe fn borrow_in(v: &Value, lent: &mut Lent) -> Result<StableValue> {
-    // SAFETY: forwarded; the header is live until `lent` is dropped.
-    unsafe { borrow_with(v, |h| lent.import(h)) }
+/// As [`borrow`], with `v`'s objects live until the value is dropped.
+pub(crate) unsafe fn borrow_in(v: &Value) -> Result<StableValue> {
+    // SAFETY: forwarded; the header is live for the call.
+    unsafe { borrow_with(v, |h| tensor::lend_in(h)) }
 }
 
 /// # Safety

@@ -10,7 +10,6 @@ use smallvec::SmallVec;
 
 use super::call_stream::CallScope;
 use super::convert;
-use super::lent::Lent;
 use super::tensor;
 use crate::abi::plugin_v1::{
     host_size_for, unpack_version, version_string, HostV1, ImplDesc, LibraryDesc, OpDesc, PluginV1,
@@ -226,13 +225,10 @@ unsafe fn run_kernel(
     num_outputs: usize,
 ) -> Result<()> {
     let _stream = CallScope::enter();
-    // Declared before `local`, so that it is dropped after it: its imports are settled once the
-    // call's own handles to them are gone, on every path out (an error or a panic too).
-    let mut lent = Lent::default();
     let mut local = Stack::new();
     for i in 0..num_args {
         // SAFETY: per the contract; the inputs are lent until this function returns.
-        local.push_value(unsafe { convert::borrow_in(&*stack.add(i), &mut lent) }?);
+        local.push_value(unsafe { convert::borrow_in(&*stack.add(i)) }?);
     }
     let base = local.reserve_outputs(num_outputs);
     // SAFETY: `base` points at the local stack's `num_args + num_outputs` values, per the
@@ -251,7 +247,7 @@ unsafe fn run_kernel(
     for (i, out) in outputs.iter_mut().enumerate() {
         // SAFETY: output slot `num_args + i` exists, per the contract.
         let slot = unsafe { stack.add(num_args + i) };
-        match convert::give_in(out, &lent) {
+        match convert::give_in(out) {
             // SAFETY: as above; it holds None, so nothing is overwritten.
             Ok(v) => unsafe { convert::write_value(slot, &v) },
             Err(e) => {

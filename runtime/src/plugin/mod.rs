@@ -18,7 +18,9 @@
 //! `load.rs` the loader and the descriptor's checks; `host.rs` the host table and the registrar,
 //! which parses schemas through `schemas.rs`'s signature cache and keeps names in `arena.rs`;
 //! `kernel.rs` a plugin's kernel as the dispatcher calls it, with the checks `plan.rs` works out
-//! once per op; `convert.rs` values across the boundary; `tensor.rs` tensor headers; `guest.rs`
+//! once per op; `convert.rs` values across the boundary; `tensor.rs` tensor headers (a tensor
+//! object's own are `tensor::own_header`'s, and another image's, read in place, are
+//! `tensor::other_image`'s); `guest.rs`
 //! the plugin side (`export_plugin!`), with `call_stream.rs` keeping the host's current stream
 //! for the length of a kernel call.
 
@@ -28,13 +30,13 @@ mod convert;
 pub mod guest;
 mod host;
 mod kernel;
-mod lent;
+
 mod load;
 #[cfg(test)]
 mod other_image;
 mod plan;
 mod schemas;
-mod tensor;
+pub(crate) mod tensor;
 
 use std::path::{Path, PathBuf};
 

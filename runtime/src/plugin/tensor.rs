@@ -1,11 +1,15 @@
 //! Tensors across the plugin ABI: this image's tensors as [`TensorHeader`]s, and headers (this
 //! image's or another's) back as tensors.
 //!
-//! A header this image makes points its shape and strides straight at the tensor's own layout
-//! (usize and isize are int64_t's size, asserted in the ABI module) and its `manager_ctx` at the
-//! tensor handle, so lending one costs no allocation. An owned header is a box of the header and
-//! one tensor reference, counted by the header's `refcount`. A header from another image becomes
-//! a tensor over the same memory (DLPack's import path) whose release calls that image's vtable.
+//! Each tensor object carries its own headers (`tensor::own_header`): lending a tensor passes its
+//! lent header, retaining one gives its own header with the object's count raised, and a tensor
+//! given to another image is its own header. The general forms remain for what has no own
+//! header: a header written for one call ([`lend_into`]: shape and strides point at the
+//! tensor's layout, `manager_ctx` at its handle), and a box of a header and one tensor reference
+//! counted by the box's `refcount`; for a tensor DLPack cannot describe (on meta), writing one
+//! fails and says why. A plugin's kernel reads the host's headers in place
+//! (`tensor::other_image`); the host makes another image's header a tensor over the same memory
+//! (DLPack's import path) whose release calls that image's vtable.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,11 +18,13 @@ use crate::abi::plugin_v1::{TensorHeader, TensorVTable, TENSOR_FLAG_READ_ONLY};
 use crate::tensor::dlpack::codes::{from_dl_device, to_dl_dtype};
 use crate::tensor::dlpack::export::dl_tensor;
 use crate::tensor::dlpack::import::wrap_dltensor;
+use crate::tensor::own_header::{is_own, lent_object};
 use crate::tensor::storage::Deleter;
+use crate::value::StableValue;
 use crate::{Error, Result, Tensor};
 
 /// This image's vtable: a header whose vtable is this one was made here.
-static VTABLE: TensorVTable = TensorVTable {
+pub(crate) static VTABLE: TensorVTable = TensorVTable {
     size: std::mem::size_of::<TensorVTable>() as u64,
     retain,
     release,
@@ -33,6 +39,27 @@ struct Owned {
 
 pub(super) fn is_ours(header: &TensorHeader) -> bool {
     std::ptr::eq(header.vtable, &VTABLE)
+}
+
+/// A new handle to the tensor of `h`, one of this image's headers: a tensor object's own (the
+/// handle is the header), or a borrowed or boxed one (`manager_ctx` is the handle).
+///
+/// # Safety
+/// `h` is a live header of this image's.
+unsafe fn handle_of(h: *mut TensorHeader) -> Tensor {
+    // SAFETY: live, per the contract.
+    let header = unsafe { &*h };
+    let p = if is_own(header) {
+        h.cast::<c_void>()
+    } else if let Some(object) = unsafe { lent_object(h) } {
+        // SAFETY (the call): ours and live, per the contract.
+        object
+    } else {
+        header.manager_ctx
+    };
+    // SAFETY: a live handle of this image's: the object itself, or the one the header keeps (or
+    // lends, for the call that lent it).
+    unsafe { Tensor::borrow_raw(&p) }.clone()
 }
 
 /// Writes the header of `t`, refcount `refcount` (0: borrowed), into `slot`, field by field: a
@@ -77,6 +104,13 @@ pub(crate) unsafe fn lend_into(t: &Tensor, slot: *mut TensorHeader) -> Result<()
     unsafe { write_header(t, 0, slot) }
 }
 
+/// The header that lends `t` for one call with nothing written: its lent header (see
+/// `tensor::header`), None for a tensor DLPack cannot describe (whose lending, through
+/// [`lend_into`], says why) or another image's.
+pub(crate) fn lent(t: &Tensor) -> Option<*mut TensorHeader> {
+    t.lent_header()
+}
+
 /// A header that lends `t` for one call, for tests.
 #[cfg(test)]
 pub(crate) fn borrowed(t: &Tensor) -> Result<TensorHeader> {
@@ -93,8 +127,16 @@ pub(crate) fn borrowed(t: &Tensor) -> Result<TensorHeader> {
 /// for it), that header is retained and given back: its maker takes its own tensor back with
 /// nothing wrapped or allocated on either side.
 pub(crate) fn owned(t: Tensor) -> Result<*mut TensorHeader> {
+    // A handle to another image's header owns one reference to it: that header is the value.
+    if t.foreign_header().is_some() {
+        return Ok(t.into_raw().cast());
+    }
     if let Some(h) = handed_back(&t) {
         return Ok(h);
+    }
+    // The tensor's own header, with the handle's reference.
+    if t.own_header().is_some() {
+        return Ok(t.into_raw().cast());
     }
     // Box::new_uninit aborts rather than unwinds when out of memory, so no panic reaches a C
     // edge.
@@ -207,13 +249,28 @@ unsafe extern "C" fn retain(h: *mut TensorHeader) -> *mut TensorHeader {
         return h;
     }
     // SAFETY: the ABI calls a header's vtable with that header, live.
-    let c = unsafe { count(h) };
-    if c.load(Ordering::Acquire) == 0 {
-        // A borrowed header: the reference becomes a new owned one.
-        // SAFETY: the ABI calls a header's vtable with that header, live.
+    if is_own(unsafe { &*h }) {
+        // SAFETY: as above; the reference taken is the one the returned header owns.
+        std::mem::forget(unsafe { handle_of(h) });
+        return h;
+    }
+    // SAFETY: the ABI calls a header's vtable with that header, live.
+    let lent = unsafe { lent_object(h) }.is_some();
+    // SAFETY: as above; a lent header's count is never touched.
+    if lent || unsafe { count(h) }.load(Ordering::Acquire) == 0 {
+        // A borrowed header: the reference is the tensor's own header, or (one DLPack cannot
+        // describe) a new owned copy.
+        // SAFETY: as above; `manager_ctx` is the lent tensor's handle, alive for the call.
+        let t = unsafe { handle_of(h) };
+        if let Some(own) = t.own_header() {
+            std::mem::forget(t);
+            return own;
+        }
+        // SAFETY: as above.
         return unsafe { own_copy(&*h) };
     }
-    c.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: as above: a boxed header, whose count this image keeps.
+    unsafe { count(h) }.fetch_add(1, Ordering::Relaxed);
     h
 }
 
@@ -238,6 +295,22 @@ unsafe fn own_copy(h: &TensorHeader) -> *mut TensorHeader {
 
 unsafe extern "C" fn release(h: *mut TensorHeader) {
     if h.is_null() {
+        return;
+    }
+    // SAFETY: the ABI calls a header's vtable with that header, live.
+    if is_own(unsafe { &*h }) {
+        // Dropping the tensor may run another library's deleter: no panic may leave this C edge.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: an own header is its tensor's handle; the caller gives up the reference it
+            // owns, once.
+            drop(unsafe { Tensor::from_raw(h.cast()) });
+        }));
+        return;
+    }
+    // A tensor object's lent header is borrowed: releasing it is the caller's mistake, and
+    // harmless.
+    // SAFETY: as above.
+    if unsafe { lent_object(h) }.is_some() {
         return;
     }
     // SAFETY: as in `retain`.
@@ -312,8 +385,13 @@ pub(crate) unsafe fn take(h: *mut TensorHeader) -> Result<Tensor> {
         // SAFETY: forwarded.
         return unsafe { wrap_foreign(h) };
     }
-    // SAFETY: ours, live; `manager_ctx` is the handle a reference of which the header keeps.
-    let t = unsafe { Tensor::borrow_raw(&(*h).manager_ctx) }.clone();
+    // SAFETY: live, per the contract.
+    if is_own(unsafe { &*h }) {
+        // SAFETY: an own header is its tensor's handle, whose reference is handed over.
+        return Ok(unsafe { Tensor::from_raw(h.cast()) });
+    }
+    // SAFETY: ours, live.
+    let t = unsafe { handle_of(h) };
     // SAFETY: the reference the caller handed over, given up once (a no-op for a borrowed one).
     unsafe { release(h) };
     Ok(t)
@@ -333,8 +411,8 @@ pub(crate) unsafe fn borrow(h: *mut TensorHeader) -> Result<Tensor> {
     // SAFETY: live, per the contract.
     let header = unsafe { &*h };
     if is_ours(header) {
-        // SAFETY: `manager_ctx` is a live handle of this image's (lent or kept by the header).
-        return Ok(unsafe { Tensor::borrow_raw(&header.manager_ctx) }.clone());
+        // SAFETY: ours, live.
+        return Ok(unsafe { handle_of(h) });
     }
     if header.vtable.is_null() {
         return Err(Error::InvalidArgument(
@@ -349,6 +427,30 @@ pub(crate) unsafe fn borrow(h: *mut TensorHeader) -> Result<Tensor> {
     };
     // SAFETY: `retain` returned one owned reference, handed over here.
     unsafe { wrap_foreign(kept) }
+}
+
+/// A kernel's input header as a value for its call: this image's own gives its tensor (a new
+/// handle); another's is checked and borrowed in place, the handle being the header, so the
+/// value neither retains nor releases it.
+///
+/// # Safety
+/// `h` is null (an error) or a live header, valid for this call.
+pub(crate) unsafe fn lend_in(h: *mut TensorHeader) -> Result<StableValue> {
+    if h.is_null() {
+        return Err(Error::InvalidArgument(
+            "plugin ABI: a null tensor".to_string(),
+        ));
+    }
+    // SAFETY: live, per the contract.
+    let header = unsafe { &*h };
+    if is_ours(header) {
+        // SAFETY: ours, live.
+        return Ok(StableValue::tensor(unsafe { handle_of(h) }));
+    }
+    crate::tensor::other_image::checked(header)?;
+    // SAFETY: a checked header of another image, live for the call, which is as long as the
+    // value lives (the kernel's stack is dropped before its call returns).
+    Ok(unsafe { StableValue::tensor_borrowed_raw(h.cast()) })
 }
 
 /// Gives up an owned header without reading it (an error path's cleanup).
@@ -374,6 +476,7 @@ mod tests {
 
     use super::*;
     use crate::plugin::other_image::{header, release_one};
+    use crate::{DType, Device};
 
     #[test]
     fn a_tensor_goes_home_as_the_header_it_came_from_and_a_view_does_not() {
@@ -403,6 +506,68 @@ mod tests {
             refs.load(Ordering::Relaxed),
             0,
             "released when the last view went"
+        );
+    }
+
+    #[test]
+    fn another_images_header_is_a_kernels_input_in_place_and_counts_its_references() {
+        let refs = AtomicI64::new(0);
+        let (mut data, mut dims) = ([1.0f32, 2.0, 3.0, 4.0], [0i64; 2]);
+        let mut header = header(&mut data, &mut dims, &refs);
+        let h: *mut TensorHeader = &mut header;
+        // SAFETY: a live header of "another image", valid for the value's life.
+        let value = unsafe { lend_in(h) }.unwrap();
+        let x = value.as_tensor().unwrap();
+        assert_eq!(x.as_raw(), h.cast(), "the handle is the header itself");
+        assert_eq!(
+            (x.shape(), x.strides(), x.dtype(), x.device()),
+            (&[4usize][..], &[1isize][..], DType::F32, Device::Cpu)
+        );
+        assert!(x.is_contiguous() && x.numel() == 4 && x.offset() == 0);
+        assert_eq!(
+            refs.load(Ordering::Relaxed),
+            0,
+            "borrowed: nothing retained"
+        );
+        // What needs storage runs on a tensor of this image's over the same memory.
+        assert_eq!(x.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(
+            x.narrow(0, 1, 2).unwrap().to_vec::<f32>().unwrap(),
+            [2.0, 3.0]
+        );
+        x.with_slice_mut(|s: &mut [f32]| s[0] = 5.0).unwrap();
+        assert_eq!(
+            refs.load(Ordering::Relaxed),
+            0,
+            "each adopted view released"
+        );
+        let kept = x.clone();
+        assert_eq!(
+            refs.load(Ordering::Relaxed),
+            1,
+            "a clone retains through the maker"
+        );
+        // Given back, the kept handle is its header, with the reference it holds.
+        let back = owned(kept).unwrap();
+        assert_eq!(back, h);
+        // SAFETY: the reference `owned` handed over, released once by its maker.
+        unsafe { release_one(back) };
+        drop(value);
+        assert_eq!(
+            refs.load(Ordering::Relaxed),
+            0,
+            "the borrowed value releases nothing"
+        );
+        assert_eq!(data[0], 5.0);
+
+        // A header that cannot be a handle is refused, saying why.
+        let mut bad = header;
+        bad.dl.ndim = -1;
+        // SAFETY: as above.
+        let e = unsafe { lend_in(&mut bad) }.unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid argument: plugin ABI: a tensor header has -1 dimensions"
         );
     }
 

@@ -97,6 +97,12 @@ impl Tensor {
     /// the dtype.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_dtype::<T>("to_vec")?;
+        if let Some(elems) = self.lent_elements::<T>() {
+            return Ok(elems.to_vec());
+        }
+        if let Some(t) = self.adopted()? {
+            return t.to_vec();
+        }
         if self.device().is_cuda() {
             return self.to(super::Device::Cpu)?.to_vec();
         }
@@ -117,6 +123,12 @@ impl Tensor {
     pub fn with_slice<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
         self.check_dtype::<T>("with_slice")?;
         self.check_contiguous("with_slice")?;
+        if let Some(elems) = self.lent_elements::<T>() {
+            return Ok(f(elems));
+        }
+        if let Some(t) = self.adopted()? {
+            return t.with_slice(f);
+        }
         let guard = self.storage().read("with_slice")?;
         let Some((range, _)) = self.byte_span() else {
             return Ok(f(&[]));
@@ -133,6 +145,16 @@ impl Tensor {
     pub fn with_slice_mut<T: Element, R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
         self.check_dtype::<T>("with_slice_mut")?;
         self.check_contiguous("with_slice_mut")?;
+        if let (false, Some((first, n))) = (self.is_read_only(), self.lent_elements_mut::<T>()) {
+            // SAFETY: another image's writable (checked) elements of `T`, in place, kept by their
+            // maker while the handle lives; the slice lives for this call only. Like the lock of
+            // a tensor of this image's, nothing else here writes them meanwhile; the maker's own
+            // uses are its to order, as for any memory it lends.
+            return Ok(f(unsafe { std::slice::from_raw_parts_mut(first, n) }));
+        }
+        if let Some(t) = self.adopted()? {
+            return t.with_slice_mut(f);
+        }
         let mut guard = self.storage().write("with_slice_mut")?;
         let Some((range, _)) = self.byte_span() else {
             return Ok(f(&mut []));
@@ -145,6 +167,12 @@ impl Tensor {
     /// same native type when both hold native values); either may be strided, and they may share
     /// storage (the copy goes through a temporary then).
     pub fn copy_from(&self, src: &Tensor) -> Result<()> {
+        if let Some(t) = self.adopted()? {
+            return t.copy_from(src);
+        }
+        if let Some(src) = src.adopted()? {
+            return self.copy_from(&src);
+        }
         if self.shape() != src.shape() {
             return Err(Error::Shape(format!(
                 "copy_from: the source's shape {:?} does not match the destination's shape {:?}",
@@ -214,6 +242,9 @@ impl Tensor {
     /// Sets every element to `value`, converted to the dtype (an error when it does not fit).
     /// Works on strided views. On a meta tensor it only checks the value.
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<()> {
+        if let Some(t) = self.adopted()? {
+            return t.fill_(value);
+        }
         let value = value.into();
         if self.device().is_cuda() {
             let host = Tensor::full(self.shape(), value, self.dtype(), super::Device::Cpu)?;
@@ -244,6 +275,9 @@ impl Tensor {
     /// The one element of a tensor with exactly one element (any number of dims). `T` must
     /// match the dtype.
     pub fn item<T: Element>(&self) -> Result<T> {
+        if let Some(t) = self.adopted()? {
+            return t.item();
+        }
         self.check_dtype::<T>("item")?;
         if self.numel() != 1 {
             return Err(Error::Shape(format!(
@@ -266,6 +300,9 @@ impl Tensor {
     /// [`Tensor::item`] as a [`Scalar`], whatever the dtype. A complex value with an imaginary
     /// part has no `Scalar`: that is an error naming `item::<Complex32>()` (or `Complex64`).
     pub fn item_scalar(&self) -> Result<Scalar> {
+        if let Some(t) = self.adopted()? {
+            return t.item_scalar();
+        }
         with_dtype!(self.dtype(), T => {
             let v = self.item::<T>()?;
             if !v.is_exact_scalar() {

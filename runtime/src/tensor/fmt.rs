@@ -12,6 +12,9 @@ impl Tensor {
     /// The first elements (up to `SHOWN`, one more to know whether to print `...`), or a note
     /// saying why they cannot be shown.
     fn preview(&self) -> Result<String, String> {
+        if let Some(t) = self.adopted().map_err(|e| format!("<{e}>"))? {
+            return t.preview();
+        }
         let guard = self
             .storage()
             .read("Debug")

@@ -139,74 +139,6 @@ pub(crate) fn host_base(base: *mut u8) -> NonNull<u8> {
     NonNull::new(base).unwrap_or(NonNull::<u64>::dangling().cast())
 }
 
-/// What [`lent`]'s `fill` found: the buffer's dtype, its storage's base (a host pointer, or a
-/// device address as one, from [`lent_base`]) and length, and whether writes are refused.
-pub(crate) struct Lend {
-    pub(crate) dtype: DType,
-    pub(crate) base: *mut u8,
-    pub(crate) nbytes: usize,
-    pub(crate) read_only: bool,
-}
-
-/// The base of a lent buffer on `device` whose element `[0, ...]` is at `ptr`.
-pub(crate) fn lent_base(device: Device, ptr: *mut c_void, ext: &Extent) -> *mut u8 {
-    match device {
-        Device::Cpu => cpu_base(ptr, ext).as_ptr(),
-        // A device address: only its integer value means anything.
-        _ => std::ptr::without_provenance_mut(ptr.addr().wrapping_sub(ext.below)),
-    }
-}
-
-/// A tensor on `device` (cpu, or cuda with the "cuda" feature) over memory lent for one call
-/// ([`HostMemory::lent`]), whose layout `fill` writes (in place, and checked as
-/// [`checked_extent`] does): `spare`, a wrapper of lent memory on `device` that nothing else
-/// references, re-pointed at it, or a new wrapper when there is none (or it is not one).
-///
-/// # Safety
-///
-/// As [`HostMemory::lent`] (or `CudaMemory::lent`), for the bytes of the [`Lend`] that `fill`
-/// returns.
-pub(crate) unsafe fn lent(
-    device: Device,
-    spare: Option<Tensor>,
-    fill: &mut impl FnMut(&mut Layout) -> Result<Lend>,
-) -> Result<Tensor> {
-    if let Some(mut spare) = spare {
-        // SAFETY: forwarded.
-        if let Some(relent) = unsafe { spare.relend(device, fill) } {
-            return relent.map(|()| spare);
-        }
-    }
-    let mut layout = Layout::default();
-    let lend = fill(&mut layout)?;
-    let storage = match device {
-        Device::Cpu => {
-            // SAFETY: forwarded.
-            let memory = unsafe { HostMemory::lent(host_base(lend.base), lend.read_only) };
-            Storage::new(memory, lend.nbytes, 0)
-        }
-        #[cfg(feature = "cuda")]
-        Device::Cuda(ordinal) => {
-            // SAFETY: forwarded.
-            let memory = unsafe {
-                crate::backend::cuda::memory::CudaMemory::lent(
-                    lend.base.addr() as u64,
-                    ordinal,
-                    lend.read_only,
-                )
-            }?;
-            Storage::new(memory, lend.nbytes, 0)
-        }
-        other => {
-            return Err(Error::Unsupported(format!(
-                "memory lent on {other}: only cpu memory, and cuda memory with opbox-runtime's \
-                 \"cuda\" feature, can be lent"
-            )))
-        }
-    };
-    Ok(Tensor::from_impl(storage, layout, lend.dtype))
-}
-
 /// Wraps foreign memory whose element `[0, ...]` is at address `ptr`. On error the deleter is
 /// handed back, unrun, for the caller's rule (from_blob runs it; so does DLPack import).
 ///
@@ -348,10 +280,16 @@ impl Tensor {
     /// `true` when the tensor's memory may not be written (imported with DLPack's read-only
     /// flag); writes through opbox are errors.
     pub fn is_read_only(&self) -> bool {
+        if let Some(h) = self.foreign_header() {
+            return super::other_image::read_only(h);
+        }
         self.storage().is_read_only()
     }
 
     fn element_ptr(&self) -> *mut c_void {
+        if let Some(h) = self.foreign_header() {
+            return super::other_image::element_ptr(h);
+        }
         let base = self.storage().base_ptr();
         if base.is_null() {
             return std::ptr::null_mut();

@@ -72,7 +72,7 @@ pub(crate) fn contiguous_strides(shape: &[usize]) -> Strides {
 
 /// PyTorch's rule: sizes of 1 place no constraint on their stride, and empty tensors are
 /// contiguous.
-fn is_contiguous(shape: &[usize], strides: &[isize], numel: usize) -> bool {
+pub(crate) fn is_contiguous(shape: &[usize], strides: &[isize], numel: usize) -> bool {
     if numel == 0 {
         return true;
     }

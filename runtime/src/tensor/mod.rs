@@ -7,8 +7,9 @@
 //!
 //! # Handles and ownership
 //!
-//! A `Tensor` is one pointer wide: it points at a `TensorImpl` (dtype, device, shape, strides,
-//! offset, and an `Arc` of its storage) owned by an `Arc`. Cloning a tensor is one atomic
+//! A `Tensor` is one pointer wide: it points at a `TensorImpl` (its plugin-ABI header, dtype,
+//! device, shape, strides, offset, and an `Arc` of its storage) owned by an `Arc`, or, in a
+//! plugin, at the host's header of a tensor it was lent (`other_image.rs`). Cloning a tensor is one atomic
 //! increment and makes a second handle to the *same* tensor; views are new tensors that share
 //! the storage. The boxed ABI moves handles through [`Tensor::into_raw`],
 //! [`Tensor::from_raw`] and [`Tensor::borrow_raw`]. [`live_tensors`] counts tensor objects so
@@ -25,8 +26,11 @@
 //! # Files
 //!
 //! `dtype.rs` [`DType`]; `device.rs` [`Device`]; `element.rs` [`Element`]; `storage.rs` the
-//! storage seam; `lock.rs` its lock; `foreign.rs` `from_blob` and `data_ptr`; `layout.rs` shape/stride arithmetic; `create.rs` constructors; `view_ops.rs`
-//! views; `data.rs` element access; `live.rs` the live counter; `fmt.rs` `Debug`.
+//! storage seam; `lock.rs` its lock; `foreign.rs` `from_blob` and `data_ptr`; `layout.rs`
+//! shape/stride arithmetic; `create.rs` constructors; `view_ops.rs` views; `data.rs` element
+//! access; `live.rs` the live counter; `fmt.rs` `Debug`; `own_header.rs` each tensor object's
+//! plugin-ABI headers, and `other_image.rs` handles to another image's (a plugin kernel's
+//! inputs), read in place.
 
 // `crate::Error` is large (some variants carry several strings) and every fallible function here
 // returns it; boxing it is error.rs's call, not this module's.
@@ -44,6 +48,8 @@ pub(crate) mod layout;
 mod live;
 pub(crate) mod lock;
 mod native;
+pub(crate) mod other_image;
+pub(crate) mod own_header;
 pub(crate) mod storage;
 mod transfer;
 mod view_ops;
@@ -59,8 +65,8 @@ use std::sync::Arc;
 pub use device::Device;
 pub use dtype::DType;
 pub use element::Element;
+pub(crate) use live::set_aside;
 pub use live::{live_tensors, live_tensors_on_this_thread};
-pub(crate) use live::{set_aside, taken_back};
 pub use storage::CPU_ALIGN;
 
 pub(crate) use element::{with_dtype, with_width};
@@ -80,8 +86,15 @@ pub struct Tensor {
     ptr: NonNull<TensorImpl>,
 }
 
-/// What a [`Tensor`] handle points at. Immutable once made, except for the bytes in storage.
+/// What a [`Tensor`] handle points at (or another image's header, see `header.rs`). Immutable
+/// once made, except for the bytes in storage.
+#[repr(C)]
 struct TensorImpl {
+    /// This tensor as the plugin ABI's owned header (`header.rs`), first: its vtable is this
+    /// image's, where another image's header has its maker's, so one load tells a handle to this
+    /// image's tensor from one to another's; and a handle is a pointer to it, so the tensor goes
+    /// to another image as it is, counted by its `Arc`.
+    header: own_header::OwnHeader,
     storage: Arc<Storage>,
     layout: Layout,
     dtype: DType,
@@ -102,6 +115,19 @@ const _: () = {
     send_sync::<TensorImpl>();
 };
 
+/// What [`Tensor::inner`] gives for another image's header: an empty meta tensor, made once and
+/// not counted live.
+fn placeholder() -> &'static TensorImpl {
+    static PLACEHOLDER: std::sync::OnceLock<&'static TensorImpl> = std::sync::OnceLock::new();
+    PLACEHOLDER.get_or_init(|| {
+        let t = Tensor::from_impl(Storage::empty_meta(), Layout::default(), DType::U8);
+        set_aside();
+        // SAFETY: a tensor object of this image, whose one reference `into_raw` gives up and
+        // nothing takes back: alive for the rest of the process, and only ever shared.
+        unsafe { &*t.into_raw().cast::<TensorImpl>() }
+    })
+}
+
 // SAFETY: a `Tensor` is an `Arc<TensorImpl>` in raw form, and `Arc<T>` is Send and Sync when
 // `T: Send + Sync`, which `TensorImpl` is (asserted above). Its bytes are only reached through
 // the storage's lock.
@@ -110,7 +136,11 @@ unsafe impl Send for Tensor {}
 unsafe impl Sync for Tensor {}
 
 impl Clone for Tensor {
+    #[inline]
     fn clone(&self) -> Tensor {
+        if let Some(h) = self.foreign_header() {
+            return other_image::retain(h);
+        }
         // SAFETY: `ptr` came from `Arc::into_raw` and this handle owns one strong reference, so
         // the allocation is alive for the duration of the call.
         unsafe { Arc::increment_strong_count(self.ptr.as_ptr()) };
@@ -119,7 +149,13 @@ impl Clone for Tensor {
 }
 
 impl Drop for Tensor {
+    #[inline]
     fn drop(&mut self) {
+        if let Some(h) = other_image::foreign(self.ptr) {
+            // SAFETY: this handle owns one reference to the header's tensor, given up once.
+            unsafe { other_image::release(h) };
+            return;
+        }
         // SAFETY: `ptr` came from `Arc::into_raw` and this handle owns one strong reference,
         // which it gives up here exactly once.
         unsafe { Arc::decrement_strong_count(self.ptr.as_ptr()) };
@@ -140,75 +176,35 @@ impl Tensor {
         native: Option<&'static opbox_codegen::native::NativeSchema>,
     ) -> Tensor {
         let device = storage.device();
-        let raw = Arc::into_raw(Arc::new(TensorImpl {
+        let mut imp = Arc::new(TensorImpl {
+            header: own_header::OwnHeader::blank(),
             storage,
             layout,
             dtype,
             device,
             native,
             _live: LiveToken::new(),
-        }));
+        });
+        // The header points into the object (its shape and strides, itself), so it is written
+        // where the object now lies, for good: nothing moves or changes it after this.
+        if let Some(imp) = Arc::get_mut(&mut imp) {
+            own_header::OwnHeader::describe(imp);
+        }
+        let raw = Arc::into_raw(imp);
         // SAFETY: `Arc::into_raw` never returns null.
         Tensor {
             ptr: unsafe { NonNull::new_unchecked(raw.cast_mut()) },
         }
     }
 
-    /// The tensor object and its storage, when this handle is the only reference to both.
-    fn sole_parts(&mut self) -> Option<&mut TensorImpl> {
-        // Borrowed as an `Arc` without touching the count: `ptr` came from `Arc::into_raw` and
-        // this handle owns one strong reference, which stays owned (ManuallyDrop).
-        // SAFETY: as above.
-        let mut arc = ManuallyDrop::new(unsafe { Arc::from_raw(self.ptr.as_ptr()) });
-        let inner = Arc::get_mut(&mut arc)?;
-        Arc::get_mut(&mut inner.storage)?;
-        // SAFETY: `get_mut` proved the object unique, and `&mut self` holds its one reference
-        // for the returned borrow's lifetime; the allocation outlives it (the reference is
-        // still owned by `self`).
-        Some(unsafe { &mut *self.ptr.as_ptr() })
-    }
-
-    /// Whether this handle is the only reference to its tensor object and its storage (no
-    /// clone, no view).
-    pub(crate) fn is_sole_reference(&mut self) -> bool {
-        self.sole_parts().is_some()
-    }
-
-    /// Points a wrapper of lent memory on `device` with no deleter ([`HostMemory::lent`]) that
-    /// this handle alone references at another lent buffer there, whose layout `fill` writes in
-    /// place: it is then that buffer's tensor. None, with `fill` not called and nothing changed,
-    /// when the tensor is no such wrapper. On `fill`'s error the wrapper is left unusable, for the
-    /// caller to drop.
-    ///
-    /// # Safety
-    ///
-    /// As [`HostMemory::lent`], for the bytes of the [`Lend`](foreign::Lend) that `fill`
-    /// returns.
-    ///
-    /// [`HostMemory::lent`]: crate::backend::cpu::memory::HostMemory::lent
-    pub(crate) unsafe fn relend(
-        &mut self,
-        device: Device,
-        fill: &mut impl FnMut(&mut Layout) -> crate::Result<foreign::Lend>,
-    ) -> Option<crate::Result<()>> {
-        let inner = self.sole_parts()?;
-        // Disjoint fields: the storage is re-pointed after `fill` writes the layout.
-        let storage = Arc::get_mut(&mut inner.storage)?;
-        if storage.device() != device || !storage.is_relendable() {
-            return None;
-        }
-        let lend = match fill(&mut inner.layout) {
-            Ok(lend) => lend,
-            Err(e) => return Some(Err(e)),
-        };
-        // SAFETY: relendable, on `device` (checked just above); the bytes as forwarded.
-        unsafe { storage.relend(lend.base, lend.nbytes, lend.read_only) };
-        inner.dtype = lend.dtype;
-        inner.native = None;
-        Some(Ok(()))
-    }
-
+    /// This image's tensor object. For a handle to another image's header (whose accessors
+    /// read the header, and whose other methods run on [`Tensor::adopted`]), an empty meta
+    /// tensor: a path that missed that would see no elements, never another image's memory.
+    #[inline]
     fn inner(&self) -> &TensorImpl {
+        if self.foreign_header().is_some() {
+            return placeholder();
+        }
         // SAFETY: `ptr` came from `Arc::into_raw` and this handle owns a strong reference, so the
         // `TensorImpl` is alive at least as long as `&self`; it is only ever shared immutably.
         unsafe { self.ptr.as_ref() }
@@ -282,11 +278,19 @@ impl Tensor {
     /// `true` when both tensors view the same storage (one is a view of the other, or both are
     /// views of a third).
     pub fn same_storage(&self, other: &Tensor) -> bool {
-        Arc::ptr_eq(&self.inner().storage, &other.inner().storage)
+        match (self.foreign_header(), other.foreign_header()) {
+            (None, None) => Arc::ptr_eq(&self.inner().storage, &other.inner().storage),
+            (Some(a), Some(b)) => !a.dl.data.is_null() && a.dl.data == b.dl.data,
+            _ => false,
+        }
     }
 
     /// The number of handles to this tensor object (clones and raw handles; views not counted).
     pub fn ref_count(&self) -> usize {
+        // Another image counts its own references; this handle is one of them.
+        if self.foreign_header().is_some() {
+            return 1;
+        }
         // SAFETY: `ptr` came from `Arc::into_raw` and this handle holds a strong reference, so the
         // Arc is alive; `ManuallyDrop` keeps the temporary Arc from releasing that reference.
         let arc = ManuallyDrop::new(unsafe { Arc::from_raw(self.ptr.as_ptr().cast_const()) });
@@ -296,43 +300,75 @@ impl Tensor {
     // ---- metadata ----
 
     /// The size of each dimension.
+    #[inline]
     pub fn shape(&self) -> &[usize] {
+        if let Some(h) = self.foreign_header() {
+            return other_image::shape(h);
+        }
         &self.inner().layout.shape
     }
 
     /// The step, in elements, between neighbours along each dimension.
+    #[inline]
     pub fn strides(&self) -> &[isize] {
+        if let Some(h) = self.foreign_header() {
+            return other_image::strides(h);
+        }
         &self.inner().layout.strides
     }
 
     /// Where the first element sits in the storage, in elements.
+    #[inline]
     pub fn offset(&self) -> usize {
+        if let Some(h) = self.foreign_header() {
+            return other_image::offset(h);
+        }
         self.inner().layout.offset
     }
 
     /// The element type.
+    #[inline]
     pub fn dtype(&self) -> DType {
+        if let Some(h) = self.foreign_header() {
+            return other_image::dtype(h);
+        }
         self.inner().dtype
     }
 
     /// Where the elements live.
+    #[inline]
     pub fn device(&self) -> Device {
+        if let Some(h) = self.foreign_header() {
+            return other_image::device(h);
+        }
         self.inner().device
     }
 
     /// The number of dimensions (0 for a scalar tensor).
+    #[inline]
     pub fn dim(&self) -> usize {
+        if let Some(h) = self.foreign_header() {
+            return h.dl.ndim.max(0) as usize;
+        }
         self.inner().layout.ndim()
     }
 
     /// The number of elements (the product of the shape; 1 for a scalar tensor).
+    #[inline]
     pub fn numel(&self) -> usize {
+        if let Some(h) = self.foreign_header() {
+            return other_image::numel(h);
+        }
         self.inner().layout.numel
     }
 
     /// `true` when the elements are packed in row-major order (sizes of 1 ignore their stride,
     /// and empty tensors are contiguous, as in PyTorch).
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
+        if let Some(h) = self.foreign_header() {
+            return other_image::is_contiguous_header(h);
+        }
         self.inner().layout.contiguous
     }
 
@@ -356,6 +392,9 @@ impl Tensor {
     /// (meta). Two tensors whose ranges overlap share bytes, whichever storages hold them: what
     /// a kernel graph derives its dependencies from.
     pub(crate) fn address_range(&self) -> Option<std::ops::Range<u64>> {
+        if self.foreign_header().is_some() {
+            return self.adopted().ok().flatten()?.address_range();
+        }
         let base = self.storage().base_ptr() as usize as u64;
         if base == 0 {
             return None;

@@ -82,6 +82,9 @@ impl Tensor {
     /// The native values, in row-major order (from any device). The tensor must hold `T`s: its
     /// tag has `T`'s schema.
     pub fn to_native_vec<T: NativeType>(&self) -> Result<Vec<T>> {
+        if let Some(t) = self.adopted()? {
+            return t.to_native_vec();
+        }
         let want = T::SCHEMA;
         match self.native_schema() {
             Some(s) if s.native_name == want.native_name && s.same_contract(want) => {}

@@ -63,36 +63,13 @@ impl Deleter {
     }
 }
 
-/// What frees memory another library owns: its deleter, run once when the memory goes. None
-/// while the memory is only lent for one call (a plugin kernel's input) and nothing has kept it;
-/// the Mutex makes that one late write ([`ForeignDeleter::keep`]) safe while the storage is
-/// shared.
+/// What frees memory another library owns: its deleter, run once when the memory goes. In a
+/// Mutex, which makes it Sync: it is only ever touched by its drop.
 pub(crate) struct ForeignDeleter(Mutex<Option<Deleter>>);
 
 impl ForeignDeleter {
     pub(crate) fn new(deleter: Deleter) -> ForeignDeleter {
         ForeignDeleter(Mutex::new(Some(deleter)))
-    }
-
-    /// Lent memory's: nothing to run yet.
-    pub(crate) const fn lent() -> ForeignDeleter {
-        ForeignDeleter(Mutex::new(None))
-    }
-
-    /// Whether the memory is lent and not kept, so no deleter.
-    pub(crate) fn is_lent(&mut self) -> bool {
-        self.0.get_mut().is_ok_and(|d| d.is_none())
-    }
-
-    /// Gives lent memory the deleter that now keeps it alive; `deleter` back, unrun, when it
-    /// already has one.
-    pub(crate) fn keep(&self, deleter: Deleter) -> Result<(), Deleter> {
-        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_some() {
-            return Err(deleter);
-        }
-        *slot = Some(deleter);
-        Ok(())
     }
 }
 
@@ -148,29 +125,6 @@ pub(crate) trait Memory: Send + Sync + 'static {
     /// `true` when writes are refused (DLPack's read-only flag).
     fn is_read_only(&self) -> bool {
         false
-    }
-
-    /// Whether this is memory lent for one call (a plugin kernel's input) that nothing has
-    /// kept yet, so no deleter: [`Memory::relend`] may re-point it.
-    fn is_relendable(&mut self) -> bool {
-        false
-    }
-
-    /// Points relendable memory at another lent buffer from `base` (a host pointer, or a device
-    /// address as one): a reused import wrapper.
-    ///
-    /// # Safety
-    ///
-    /// The memory [is relendable](Memory::is_relendable), and the new bytes are valid as they
-    /// were for the lent memory's constructor.
-    unsafe fn relend(&mut self, _base: *mut u8, _read_only: bool) {
-        debug_assert!(false, "relend of memory that is never lent");
-    }
-
-    /// Gives lent memory the deleter that now keeps it alive past its call; `deleter` back,
-    /// unrun, when the memory already has one or is not lent.
-    fn keep_with(&self, deleter: Deleter) -> Result<(), Deleter> {
-        Err(deleter)
     }
 
     /// For a backend's own operations on its memory (the CUDA slice, say).
@@ -253,6 +207,11 @@ impl Storage {
         })
     }
 
+    /// No bytes, on meta.
+    pub(crate) fn empty_meta() -> Arc<Storage> {
+        Storage::new(MetaMemory, 0, 0)
+    }
+
     /// A cpu buffer holding a copy of `bytes`.
     pub(crate) fn cpu_from_bytes(bytes: &[u8]) -> Result<Arc<Storage>> {
         Ok(Storage::new(HostMemory::copied(bytes)?, bytes.len(), 0))
@@ -274,34 +233,6 @@ impl Storage {
     /// alive (released when this storage drops), or 0 for memory that came another way.
     pub(crate) fn origin(&self) -> usize {
         self.origin.load(Ordering::Acquire)
-    }
-
-    /// Lent memory (see [`Memory::is_relendable`]) kept past its call: `deleter` gives up the
-    /// owned reference of the plugin-ABI header at `origin`, which then becomes the storage's
-    /// origin. `deleter` back, unrun, for any other memory.
-    pub(crate) fn keep_lent(&self, deleter: Deleter, origin: usize) -> Result<(), Deleter> {
-        self.memory.keep_with(deleter)?;
-        self.origin.store(origin, Ordering::Release);
-        Ok(())
-    }
-
-    /// Whether this is lent memory with no deleter, which [`Storage::relend`] re-points.
-    pub(crate) fn is_relendable(&mut self) -> bool {
-        self.memory.is_relendable()
-    }
-
-    /// Points this storage's lent memory at `nbytes` bytes from `base` (a reused import
-    /// wrapper).
-    ///
-    /// # Safety
-    ///
-    /// As [`Memory::relend`].
-    pub(crate) unsafe fn relend(&mut self, base: *mut u8, nbytes: usize, read_only: bool) {
-        // SAFETY: forwarded.
-        unsafe { self.memory.relend(base, read_only) };
-        self.device_base = self.memory.device_base();
-        self.nbytes = nbytes;
-        *self.origin.get_mut() = 0;
     }
 
     pub(crate) fn device(&self) -> Device {

@@ -12,6 +12,9 @@ impl Tensor {
     /// meta is an error (there is no data). Without a usable GPU, anything to cuda is
     /// [`Error::NoCuda`].
     pub fn to(&self, device: Device) -> Result<Tensor> {
+        if let Some(t) = self.adopted()? {
+            return t.to(device);
+        }
         let from = self.device();
         if from == device {
             return Ok(self.clone());
@@ -83,6 +86,9 @@ impl Tensor {
     /// the tensor (or any handle sharing its storage) is alive; launch on the thread's current
     /// stream (`opbox::cuda::current_stream(i)`) to be ordered after opbox's copies.
     pub fn cuda_ptr(&self) -> Result<(u64, usize)> {
+        if let Some(t) = self.adopted()? {
+            return t.cuda_ptr();
+        }
         let at = self.offset() * self.dtype().size();
         Ok((
             self.device_ptr()?,
@@ -93,6 +99,12 @@ impl Tensor {
     /// The device address of this tensor's first element, as a launch passes it.
     #[inline]
     pub fn device_ptr(&self) -> Result<u64> {
+        if let Some(h) = self.foreign_header() {
+            if self.device().is_cuda() {
+                return Ok(super::other_image::element_ptr(h) as usize as u64);
+            }
+            return self.adopted()?.map_or(Ok(0), |t| t.device_ptr());
+        }
         let base = self.storage().device_ptr("cuda_ptr")?;
         Ok(base + (self.offset() * self.dtype().size()) as u64)
     }
@@ -111,6 +123,9 @@ impl Tensor {
             &std::sync::Arc<cudarc::driver::CudaStream>,
         ) -> R,
     ) -> Result<R> {
+        if let Some(t) = self.adopted()? {
+            return t.with_cuda_slice(f);
+        }
         let at = self.offset() * self.dtype().size();
         crate::backend::cuda::memory::CudaMemory::of(self.storage().memory(), "with_cuda_slice")?
             .with_slice("with_cuda_slice", |slice, stream| f(slice, at, stream))

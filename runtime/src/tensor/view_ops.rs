@@ -25,6 +25,9 @@ impl Tensor {
     /// A view sharing storage when the elements' layout allows it (always when contiguous);
     /// otherwise a contiguous copy.
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
+        if let Some(t) = self.adopted()? {
+            return t.reshape(shape);
+        }
         let numel = checked_numel(shape)?;
         if numel != self.numel() {
             return Err(Error::Shape(format!(
@@ -47,6 +50,9 @@ impl Tensor {
     /// A view with the dims reordered: dim `i` of the result is dim `dims[i]` of this tensor.
     /// `dims` must name every dim exactly once.
     pub fn permute(&self, dims: &[usize]) -> Result<Tensor> {
+        if let Some(t) = self.adopted()? {
+            return t.permute(dims);
+        }
         if dims.len() != self.dim() {
             return Err(Error::Shape(format!(
                 "permute of a tensor with {} dims (shape {:?}) needs {} dims, but got {dims:?}",
@@ -74,6 +80,9 @@ impl Tensor {
 
     /// A view with dims `dim0` and `dim1` swapped.
     pub fn transpose(&self, dim0: usize, dim1: usize) -> Result<Tensor> {
+        if let Some(t) = self.adopted()? {
+            return t.transpose(dim0, dim1);
+        }
         self.check_dim("transpose", dim0)?;
         self.check_dim("transpose", dim1)?;
         let mut layout = self.layout().clone();
@@ -86,6 +95,9 @@ impl Tensor {
     /// A view of `len` elements of dim `dim`, starting at `start`. `start + len` must not exceed
     /// the dim's size; `len` may be 0.
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Tensor> {
+        if let Some(t) = self.adopted()? {
+            return t.narrow(dim, start, len);
+        }
         self.check_dim("narrow", dim)?;
         let size = self.shape()[dim];
         if start.checked_add(len).is_none_or(|end| end > size) {
@@ -121,6 +133,9 @@ impl Tensor {
     /// This tensor if it is already contiguous (another handle, no copy), else a packed
     /// row-major copy in new storage.
     pub fn contiguous(&self) -> Result<Tensor> {
+        if let Some(t) = self.adopted()? {
+            return t.contiguous();
+        }
         if self.is_contiguous() {
             return Ok(self.clone());
         }

@@ -171,6 +171,16 @@ impl StableValue {
         StableValue::owned_ptr(Tag::Tensor, TENSOR_BORROWED, v.as_raw())
     }
 
+    /// A Tensor value that borrows the handle `p` (a [`Tensor::as_raw`] pointer, or a checked
+    /// header of another image), as [`StableValue::tensor_borrowed`] does.
+    ///
+    /// # Safety
+    /// As [`StableValue::tensor_borrowed`], for what `p` points at.
+    #[inline]
+    pub(crate) unsafe fn tensor_borrowed_raw(p: *mut c_void) -> StableValue {
+        StableValue::owned_ptr(Tag::Tensor, TENSOR_BORROWED, p)
+    }
+
     /// Moves the value at `src` to `dst` as two 8-byte halves. A kernel has just written `src`
     /// that way; a plain move reads it back as one 16-byte load, which the CPU cannot forward
     /// from two smaller stores still in flight (a stall of several ns on every call's result).

@@ -41,9 +41,8 @@ enum Owner {
     /// them (see [`huge`]).
     #[cfg(all(target_os = "linux", not(miri)))]
     Mapped(usize),
-    /// Another library, or lent for one call ([`HostMemory::lent`]) until something keeps it
-    /// ([`Memory::keep_with`]).
-    Foreign(ForeignDeleter),
+    /// Another library, whose deleter runs when this drops.
+    Foreign { _deleter: ForeignDeleter },
 }
 
 /// Host memory behind a lock.
@@ -150,25 +149,9 @@ impl HostMemory {
         HostMemory {
             lock: StorageLock::new(),
             base,
-            owner: Owner::Foreign(ForeignDeleter::new(deleter)),
-            read_only,
-        }
-    }
-
-    /// Memory lent for the length of one call (a plugin kernel's input): no deleter, since
-    /// nothing is owned yet. What keeps a view past the call gives it one ([`keep_with`]).
-    ///
-    /// # Safety
-    ///
-    /// As [`HostMemory::foreign`], until the lender's call returns; past it, only once
-    /// [`keep_with`] has given the memory a deleter.
-    ///
-    /// [`keep_with`]: Memory::keep_with
-    pub(crate) unsafe fn lent(base: NonNull<u8>, read_only: bool) -> HostMemory {
-        HostMemory {
-            lock: StorageLock::new(),
-            base,
-            owner: Owner::Foreign(ForeignDeleter::lent()),
+            owner: Owner::Foreign {
+                _deleter: ForeignDeleter::new(deleter),
+            },
             read_only,
         }
     }
@@ -233,7 +216,7 @@ impl Drop for HostMemory {
             // the last reference to its storage goes.
             Owner::Mapped(len) => unsafe { huge_pages::unmap(self.base, *len) },
             // Its own drop runs the deleter.
-            Owner::Foreign(_) => {}
+            Owner::Foreign { .. } => {}
         }
     }
 }
@@ -249,26 +232,6 @@ impl Memory for HostMemory {
 
     fn is_read_only(&self) -> bool {
         self.read_only
-    }
-
-    fn is_relendable(&mut self) -> bool {
-        match &mut self.owner {
-            Owner::Foreign(deleter) => deleter.is_lent(),
-            _ => false,
-        }
-    }
-
-    unsafe fn relend(&mut self, base: *mut u8, read_only: bool) {
-        debug_assert!(self.is_relendable(), "relend of memory that is not lent");
-        self.base = crate::tensor::foreign::host_base(base);
-        self.read_only = read_only;
-    }
-
-    fn keep_with(&self, deleter: Deleter) -> std::result::Result<(), Deleter> {
-        match &self.owner {
-            Owner::Foreign(slot) => slot.keep(deleter),
-            _ => Err(deleter),
-        }
     }
 
     fn no_host_access(&self, op: &str) -> Error {

@@ -21,8 +21,8 @@ enum Backing {
     /// opbox's own allocation (at least one byte, so empty tensors have a valid pointer too).
     /// Only `with_slice` hands it out; copies use its address.
     Owned(Mutex<CudaSlice<u8>>),
-    /// Another library's (or lent for one call): its deleter runs once, when the storage goes.
-    Foreign(ForeignDeleter),
+    /// Another library's: its deleter runs once, when the storage goes.
+    Foreign { _deleter: ForeignDeleter },
 }
 
 /// Device memory on one CUDA device.
@@ -84,26 +84,9 @@ impl CudaMemory {
             device,
             base,
             lock: StorageLock::new(),
-            backing: Backing::Foreign(ForeignDeleter::new(deleter)),
-            read_only,
-        })
-    }
-
-    /// Device memory lent for the length of one call (a plugin kernel's input), as
-    /// [`HostMemory::lent`](crate::backend::cpu::memory::HostMemory::lent) is on the host: no
-    /// deleter until something keeps it ([`Memory::keep_with`]).
-    ///
-    /// # Safety
-    ///
-    /// As [`CudaMemory::foreign`], until the lender's call returns; past it, only once
-    /// [`Memory::keep_with`] has given the memory a deleter.
-    pub(crate) unsafe fn lent(base: u64, ordinal: u32, read_only: bool) -> Result<CudaMemory> {
-        Ok(CudaMemory {
-            ordinal,
-            device: usable_device(ordinal, "lend memory")?,
-            base,
-            lock: StorageLock::new(),
-            backing: Backing::Foreign(ForeignDeleter::lent()),
+            backing: Backing::Foreign {
+                _deleter: ForeignDeleter::new(deleter),
+            },
             read_only,
         })
     }
@@ -210,27 +193,6 @@ fn cuda_error(ordinal: u32, what: &str, e: DriverError) -> Error {
 impl Memory for CudaMemory {
     fn device(&self) -> Device {
         Device::Cuda(self.ordinal)
-    }
-
-    fn is_relendable(&mut self) -> bool {
-        match &mut self.backing {
-            Backing::Foreign(deleter) => deleter.is_lent(),
-            Backing::Owned(_) => false,
-        }
-    }
-
-    unsafe fn relend(&mut self, base: *mut u8, read_only: bool) {
-        debug_assert!(self.is_relendable(), "relend of memory that is not lent");
-        // A device address carried in a pointer: only its integer value means anything.
-        self.base = base.addr() as u64;
-        self.read_only = read_only;
-    }
-
-    fn keep_with(&self, deleter: Deleter) -> std::result::Result<(), Deleter> {
-        match &self.backing {
-            Backing::Foreign(slot) => slot.keep(deleter),
-            Backing::Owned(_) => Err(deleter),
-        }
     }
 
     fn no_host_access(&self, op: &str) -> Error {

@@ -94,6 +94,9 @@ impl Tensor {
     /// [`Tensor::to_dlpack`] with a copy request and the consumer's CUDA stream (see
     /// `opbox::tensor::dlpack`).
     pub fn to_dlpack_with(&self, opts: &ToDlpack) -> Result<*mut DLManagedTensorVersioned> {
+        if let Some(t) = self.adopted()? {
+            return t.to_dlpack_with(opts);
+        }
         let mut flags = 0;
         let tensor = if opts.copy == Some(true) {
             flags |= DLPACK_FLAG_BITMASK_IS_COPIED;

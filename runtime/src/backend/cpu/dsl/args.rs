@@ -50,6 +50,22 @@ impl<'a> Buffers<'a> {
                 ))
             })?;
             let read = matches!(param.kind, ParamKind::In(_) | ParamKind::NativeIn(_));
+            // Another image's tensor (a plugin's kernel given the host's) has no lock here: its
+            // memory is read where its header says, as that image lent it for the call.
+            if let Some(first) = t.foreign_host_ptr() {
+                // An empty tensor may have no data: any aligned address serves no elements.
+                let first = if first.is_null() {
+                    std::ptr::NonNull::<u128>::dangling().as_ptr() as usize
+                } else {
+                    first as usize
+                };
+                slices[slot] = Some(RawSlice {
+                    addr: first,
+                    len,
+                    arg: slot as u32,
+                });
+                continue;
+            }
             let start = t.offset() * t.dtype().size();
             wanted.push((slot, t.storage(), start, len, read));
         }
