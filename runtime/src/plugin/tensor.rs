@@ -397,23 +397,40 @@ pub(crate) unsafe fn take(h: *mut TensorHeader) -> Result<Tensor> {
     Ok(t)
 }
 
+/// A header as a borrower meets it: one of this image's, whose tensor is a new handle, or
+/// another image's.
+enum Met<'a> {
+    Ours(Tensor),
+    Other(&'a TensorHeader),
+}
+
+/// # Safety
+/// `h` is null (an error) or a live header, valid for `'a`.
+unsafe fn meet<'a>(h: *mut TensorHeader) -> Result<Met<'a>> {
+    // SAFETY: per the contract.
+    let Some(header) = (unsafe { h.as_ref() }) else {
+        return Err(Error::InvalidArgument(
+            "plugin ABI: a null tensor".to_string(),
+        ));
+    };
+    if is_ours(header) {
+        // SAFETY: ours, live.
+        return Ok(Met::Ours(unsafe { handle_of(h) }));
+    }
+    Ok(Met::Other(header))
+}
+
 /// A tensor for a borrowed header (a kernel's input), which may be kept past the call: this
 /// image's gives a new handle, another's is retained and wrapped.
 ///
 /// # Safety
 /// `h` is null (an error) or a live header, valid for this call.
 pub(crate) unsafe fn borrow(h: *mut TensorHeader) -> Result<Tensor> {
-    if h.is_null() {
-        return Err(Error::InvalidArgument(
-            "plugin ABI: a null tensor".to_string(),
-        ));
-    }
-    // SAFETY: live, per the contract.
-    let header = unsafe { &*h };
-    if is_ours(header) {
-        // SAFETY: ours, live.
-        return Ok(unsafe { handle_of(h) });
-    }
+    // SAFETY: forwarded.
+    let header = match unsafe { meet(h) }? {
+        Met::Ours(t) => return Ok(t),
+        Met::Other(header) => header,
+    };
     if header.vtable.is_null() {
         return Err(Error::InvalidArgument(
             "plugin ABI: a tensor header has no vtable".to_string(),
@@ -436,17 +453,11 @@ pub(crate) unsafe fn borrow(h: *mut TensorHeader) -> Result<Tensor> {
 /// # Safety
 /// `h` is null (an error) or a live header, valid for this call.
 pub(crate) unsafe fn lend_in(h: *mut TensorHeader) -> Result<StableValue> {
-    if h.is_null() {
-        return Err(Error::InvalidArgument(
-            "plugin ABI: a null tensor".to_string(),
-        ));
-    }
-    // SAFETY: live, per the contract.
-    let header = unsafe { &*h };
-    if is_ours(header) {
-        // SAFETY: ours, live.
-        return Ok(StableValue::tensor(unsafe { handle_of(h) }));
-    }
+    // SAFETY: forwarded.
+    let header = match unsafe { meet(h) }? {
+        Met::Ours(t) => return Ok(StableValue::tensor(t)),
+        Met::Other(header) => header,
+    };
     crate::tensor::other_image::checked(header)?;
     // SAFETY: a checked header of another image, live for the call, which is as long as the
     // value lives (the kernel's stack is dropped before its call returns).

@@ -61,7 +61,7 @@ pub(crate) fn checked(h: &TensorHeader) -> Result<()> {
         return bad("has no shape or no strides".into());
     }
     // SAFETY: a live header's shape holds `ndim` values (non-null, checked above).
-    let shape = unsafe { dims(dl.shape, dl.ndim) };
+    let shape: &[i64] = unsafe { dims(dl.shape, dl.ndim) };
     let mut numel: usize = 1;
     for &d in shape {
         let Ok(d) = usize::try_from(d) else {
@@ -86,14 +86,18 @@ pub(crate) fn checked(h: &TensorHeader) -> Result<()> {
     Ok(())
 }
 
+/// `ndim` values at `p` as `T` (`i64`, or `usize` or `isize`, which have its size: asserted in
+/// the ABI module); none for `ndim` 0 or less.
+///
 /// # Safety
-/// `p` holds `ndim` values (or `ndim` is 0).
-unsafe fn dims<'a>(p: *const i64, ndim: i32) -> &'a [i64] {
+/// `p` holds `ndim` values, live for `'a` (or `ndim` is 0 or less).
+unsafe fn dims<'a, T>(p: *const i64, ndim: i32) -> &'a [T] {
+    const { assert!(size_of::<T>() == size_of::<i64>()) };
     if ndim <= 0 {
         return &[];
     }
     // SAFETY: per the contract.
-    unsafe { std::slice::from_raw_parts(p, ndim as usize) }
+    unsafe { std::slice::from_raw_parts(p.cast::<T>(), ndim as usize) }
 }
 
 // The metadata of a checked header, as a [`Tensor`]'s accessors give it. Out of line and cold:
@@ -103,26 +107,15 @@ unsafe fn dims<'a>(p: *const i64, ndim: i32) -> &'a [i64] {
 #[cold]
 #[inline(never)]
 pub(super) fn shape(h: &TensorHeader) -> &[usize] {
-    let p = if h.dl.shape.is_null() {
-        NonNull::<usize>::dangling().as_ptr().cast_const()
-    } else {
-        h.dl.shape.cast::<usize>().cast_const()
-    };
-    // SAFETY: checked: `ndim` non-negative sizes, live as long as the header (usize and i64
-    // have one size, asserted in the ABI module); a null pointer only with no dimensions.
-    unsafe { std::slice::from_raw_parts(p, h.dl.ndim.max(0) as usize) }
+    // SAFETY: checked: `ndim` non-negative sizes, live as long as the header.
+    unsafe { dims(h.dl.shape, h.dl.ndim) }
 }
 
 #[cold]
 #[inline(never)]
 pub(super) fn strides(h: &TensorHeader) -> &[isize] {
-    let p = if h.dl.strides.is_null() {
-        NonNull::<isize>::dangling().as_ptr().cast_const()
-    } else {
-        h.dl.strides.cast::<isize>().cast_const()
-    };
-    // SAFETY: checked: `ndim` strides, live as long as the header (i64 and isize have one size).
-    unsafe { std::slice::from_raw_parts(p, h.dl.ndim.max(0) as usize) }
+    // SAFETY: checked: `ndim` strides, live as long as the header.
+    unsafe { dims(h.dl.strides, h.dl.ndim) }
 }
 
 #[cold]
