@@ -7,6 +7,7 @@ use std::ffi::{c_char, c_void};
 use std::mem::size_of;
 
 use opbox_codegen::cpp_ident::is_identifier;
+use smallvec::SmallVec;
 
 use super::arena::StrArena;
 use super::convert;
@@ -460,7 +461,7 @@ unsafe extern "C" fn tensor_empty(
                     Error::InvalidArgument(format!("tensor_empty: a negative size {d}"))
                 })
             })
-            .collect::<Result<Vec<usize>>>()?;
+            .collect::<Result<SmallVec<[usize; 8]>>>()?;
         let t = Tensor::empty(&dims, from_dl_dtype(dtype)?, from_dl_device(device)?)?;
         // SAFETY: checked non-null; the caller gives space for one pointer.
         unsafe { out.write(tensor::owned(t)?) };

@@ -369,7 +369,10 @@ unsafe fn wrap_foreign(h: *mut TensorHeader) -> Result<Tensor> {
     }
 }
 
-/// Takes an owned header: this image's gives its tensor back, another's is wrapped. The
+/// Takes an owned header: this image's gives its tensor back. Another image's is held as it
+/// is in a loaded plugin (the header is the handle; dropping it releases through its maker),
+/// whose kernels mostly fill what the host allocated for them and hand it back; the host, which
+/// keeps what it takes and uses it in its own ops, wraps it once in a tensor of its own. The
 /// reference is consumed on success and on error.
 ///
 /// # Safety
@@ -381,12 +384,22 @@ pub(crate) unsafe fn take(h: *mut TensorHeader) -> Result<Tensor> {
         ));
     }
     // SAFETY: live, per the contract.
-    if !is_ours(unsafe { &*h }) {
-        // SAFETY: forwarded.
-        return unsafe { wrap_foreign(h) };
+    let header = unsafe { &*h };
+    if !is_ours(header) {
+        if super::guest::host().is_none() {
+            // SAFETY: forwarded.
+            return unsafe { wrap_foreign(h) };
+        }
+        if let Err(e) = crate::tensor::other_image::checked(header) {
+            // SAFETY: the reference handed over, given up once.
+            unsafe { discard(h) };
+            return Err(e);
+        }
+        // SAFETY: a checked live header of another image's, whose reference the handle now
+        // owns: its maker keeps it until the handle's drop releases it.
+        return Ok(unsafe { Tensor::from_raw(h.cast()) });
     }
-    // SAFETY: live, per the contract.
-    if is_own(unsafe { &*h }) {
+    if is_own(header) {
         // SAFETY: an own header is its tensor's handle, whose reference is handed over.
         return Ok(unsafe { Tensor::from_raw(h.cast()) });
     }
