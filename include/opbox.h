@@ -47,7 +47,10 @@ extern "C" {
 /* 1.3: a kernel returning one of its tensor inputs unchanged may write that input's header, as
  * lent (not retained), into the output slot; the host takes its own reference. Same table. */
 #define OPBOX_ABI_V1_3 OPBOX_VERSION_PACK(1, 3, 0)
-#define OPBOX_ABI_VERSION OPBOX_ABI_V1_3
+/* 1.4: OpboxImplDesc.kernel_in_place, the same kernel taking its inputs as the host holds them.
+ * Same table. */
+#define OPBOX_ABI_V1_4 OPBOX_VERSION_PACK(1, 4, 0)
+#define OPBOX_ABI_VERSION OPBOX_ABI_V1_4
 
 #ifndef OPBOX_TARGET_VERSION
 #define OPBOX_TARGET_VERSION OPBOX_ABI_VERSION
@@ -187,6 +190,13 @@ typedef struct OpboxImplDesc {
     OpboxStrRef file;
     uint32_t line;
     uint32_t reserved;
+#if OPBOX_TARGET_VERSION >= OPBOX_ABI_V1_4
+    /* 1.4, or NULL: the same kernel, which the host may call instead for an op whose arguments
+     * and returns are all tensors and plain values. Its tensor inputs are headers the host owns
+     * and keeps through the call (never released, never written back unretained: every tensor
+     * output is owned), and a tensor input's aux is reserved. */
+    OpboxKernelFn kernel_in_place;
+#endif
 } OpboxImplDesc;
 
 typedef struct OpboxRegistrar OpboxRegistrar;

@@ -54,6 +54,10 @@ fn expected() -> Vec<String> {
         ("OpboxImplDesc.kernel", offset_of!(ImplDesc, kernel)),
         ("OpboxImplDesc.function", offset_of!(ImplDesc, function)),
         ("OpboxImplDesc.line", offset_of!(ImplDesc, line)),
+        (
+            "OpboxImplDesc.kernel_in_place",
+            offset_of!(ImplDesc, kernel_in_place),
+        ),
         ("OpboxHostV1.set_error", offset_of!(HostV1, set_error)),
         ("OpboxHostV1.library", offset_of!(HostV1, library)),
         ("OpboxHostV1.tensor_empty", offset_of!(HostV1, tensor_empty)),
@@ -90,6 +94,7 @@ fn expected() -> Vec<String> {
         ("OPBOX_ABI_V1_1".into(), ABI_V1_1),
         ("OPBOX_ABI_V1_2".into(), ABI_V1_2),
         ("OPBOX_ABI_V1_3".into(), ABI_V1_3),
+        ("OPBOX_ABI_V1_4".into(), ABI_V1_4),
         ("OPBOX_ABI_VERSION".into(), ABI_VERSION),
         ("OPBOX_OK".into(), STATUS_OK as u64),
         ("OPBOX_ERROR".into(), STATUS_ERROR as u64),

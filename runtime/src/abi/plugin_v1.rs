@@ -41,6 +41,12 @@
 //! 1.3 must be given a retained header). A tensor header has DLPack's `DLManagedTensorVersioned`
 //! shape (a `DLTensor` plus manager fields), so its metadata is read with no call.
 //!
+//! Since 1.4 a kernel may come in a second form, [`ImplDesc::kernel_in_place`], which takes its
+//! inputs as the host holds them: for an op of tensors and plain values the host then passes its
+//! own stack, since each of its tensors is a header already, and nothing is lent or copied. A
+//! plugin built with these crates runs its boxing shim on that stack directly: its values have
+//! the in-process `StableValue`'s bits, and a tensor handle is a header in every image.
+//!
 //! # Errors
 //!
 //! Every function returns a status ([`STATUS_OK`], [`STATUS_ERROR`], [`STATUS_PANIC`]). The text
@@ -81,8 +87,11 @@ pub const ABI_V1_2: u64 = pack_version(1, 2, 0);
 /// Lets a kernel give back one of its tensor inputs as an output by writing the input's lent
 /// header, unretained (see the module docs); the table is 1.2's.
 pub const ABI_V1_3: u64 = pack_version(1, 3, 0);
+/// Adds [`ImplDesc::kernel_in_place`]: a kernel may also take its inputs as the host holds
+/// them; the table is 1.2's.
+pub const ABI_V1_4: u64 = pack_version(1, 4, 0);
 /// What this host offers and what plugins built from this crate are built against.
-pub const ABI_VERSION: u64 = ABI_V1_3;
+pub const ABI_VERSION: u64 = ABI_V1_4;
 
 /// Success.
 pub const STATUS_OK: i32 = crate::dispatch::STATUS_OK;
@@ -230,7 +239,7 @@ pub struct OpDesc {
 
 /// One kernel (`OpboxImplDesc`) for an op the same plugin defines.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct ImplDesc {
     /// `size_of` the descriptor as the plugin built it.
     pub size: u64,
@@ -250,6 +259,13 @@ pub struct ImplDesc {
     pub line: u32,
     /// Zero.
     pub reserved: u32,
+    /// 1.4: the same kernel, for the host to call on its inputs as it holds them, or null. A
+    /// tensor input is then a header the host owns and keeps through the call, not one lent
+    /// for it (never released by the kernel, never written back unretained: every tensor
+    /// output is owned), and a tensor input's `aux` is reserved. The host calls it only for
+    /// ops whose arguments and returns are all tensors and plain values, and `kernel`
+    /// otherwise; a descriptor shorter than this field has none.
+    pub kernel_in_place: Option<KernelFn>,
 }
 
 /// The host's state for one plugin's registration (`OpboxRegistrar`): opaque to plugins.
@@ -382,7 +398,8 @@ const _: () = {
     assert!(offset_of!(TensorHeader, dl) == 32);
     assert!(size_of::<LibraryDesc>() == 48);
     assert!(size_of::<OpDesc>() == 32);
-    assert!(size_of::<ImplDesc>() == 96);
+    assert!(size_of::<ImplDesc>() == 104);
+    assert!(offset_of!(ImplDesc, kernel_in_place) == 96);
     assert!(size_of::<HostV1>() == 104);
     assert!(offset_of!(HostV1, warn) == 88);
     assert!(size_of::<PluginV1>() == 48);

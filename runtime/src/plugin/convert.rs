@@ -70,6 +70,13 @@ pub(crate) fn is_plain_number(tag: u32) -> bool {
     tag < 32 && PLAIN & (1 << tag) != 0
 }
 
+/// Whether a value with tag number `tag` is plain or a tensor: what an in-place kernel (ABI
+/// 1.4) takes and gives, the same bits in every image.
+#[inline]
+pub(crate) fn is_held(tag: u32) -> bool {
+    tag == Tag::Tensor as u32 || is_plain_number(tag)
+}
+
 fn not_carried(what: &str) -> Error {
     Error::Unsupported(format!(
         "plugin ABI v1 carries None, bool, int, float, str, Tensor, ScalarType, Device, Scalar \

@@ -169,6 +169,7 @@ unsafe extern "C" fn register(reg: *mut Registrar) -> i32 {
                 file: str_ref(group.file),
                 line: k.line,
                 reserved: 0,
+                kernel_in_place: Some(guest_kernel_in_place),
             };
             // SAFETY: as above.
             unsafe { (host.impl_kernel)(reg, &desc) };
@@ -205,15 +206,71 @@ unsafe extern "C" fn guest_kernel(
         // SAFETY: the host passes `num_args + num_outputs` values, per the kernel ABI.
         unsafe { run_kernel(reg, stack, num_args as usize, num_outputs as usize) }
     }));
-    let (status, message) = match run {
-        Ok(Ok(())) => return STATUS_OK,
-        Ok(Err(Error::KernelPanic { message, .. })) => (STATUS_PANIC, message),
-        Ok(Err(Error::Kernel { message, .. })) => (STATUS_ERROR, message),
-        Ok(Err(e)) => (STATUS_ERROR, e.to_string()),
-        Err(payload) => (STATUS_PANIC, crate::panic::dispose(payload)),
+    match run {
+        Ok(Ok(())) => STATUS_OK,
+        Ok(Err(e)) => report(host, e),
+        Err(payload) => report_panic(host, payload),
+    }
+}
+
+/// Every kernel of this image in its in-place form (ABI 1.4), as the host calls it for an op of
+/// tensors and plain values: the boxing shim runs on the host's stack itself. Its values are
+/// this image's `StableValue`s bit for bit: a plain value has the same bits in every image, and
+/// a tensor's payload is a header, which is a handle here too (this image's own, or another's
+/// read in place). The shim only reads its arguments and writes its outputs, so what the host
+/// owns stays the host's.
+unsafe extern "C" fn guest_kernel_in_place(
+    ctx: *mut c_void,
+    stack: *mut Value,
+    num_args: u64,
+    num_outputs: u64,
+) -> i32 {
+    let Some(host) = host() else {
+        return STATUS_ERROR;
+    };
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `register` passed a `&'static KernelRegistration` as this kernel's ctx.
+        let reg = unsafe { &*ctx.cast_const().cast::<KernelRegistration>() };
+        let _stream = CallScope::enter();
+        // SAFETY: the host passes `num_args` plain values and tensors whose handles are live
+        // headers, then `num_outputs` Nones, valid and unaliased for the call (ABI 1.4); as
+        // `StableValue`s they are the same values (see above), and the kernel is for its op.
+        let status = unsafe {
+            reg.kernel
+                .call(reg.op, stack.cast::<StableValue>(), num_args, num_outputs)
+        };
+        (reg, status)
+    }));
+    match run {
+        Ok((_, STATUS_OK)) => STATUS_OK,
+        Ok((reg, status)) => report(host, last_error_of(reg, status)),
+        Err(payload) => report_panic(host, payload),
+    }
+}
+
+/// The error the kernel of `reg` left on this thread as it returned `status`, not OK.
+fn last_error_of(reg: &KernelRegistration, status: i32) -> Error {
+    take_last_error().unwrap_or_else(|| Error::Kernel {
+        op: reg.op.name().to_string(),
+        message: format!("the kernel failed with status {status} and left no error"),
+    })
+}
+
+/// Sends a kernel's error to the host and returns its status.
+fn report(host: &HostV1, e: Error) -> i32 {
+    let (status, message) = match e {
+        Error::KernelPanic { message, .. } => (STATUS_PANIC, message),
+        Error::Kernel { message, .. } => (STATUS_ERROR, message),
+        e => (STATUS_ERROR, e.to_string()),
     };
     say(host, &message);
     status
+}
+
+#[cold]
+fn report_panic(host: &HostV1, payload: Box<dyn std::any::Any + Send>) -> i32 {
+    say(host, &crate::panic::dispose(payload));
+    STATUS_PANIC
 }
 
 /// # Safety
@@ -238,10 +295,7 @@ unsafe fn run_kernel(
             .call(reg.op, base, num_args as u64, num_outputs as u64)
     };
     if status != STATUS_OK {
-        return Err(take_last_error().unwrap_or_else(|| Error::Kernel {
-            op: reg.op.name().to_string(),
-            message: format!("the kernel failed with status {status} and left no error"),
-        }));
+        return Err(last_error_of(reg, status));
     }
     let outputs = &mut local.as_mut_slice()[num_args..];
     for (i, out) in outputs.iter_mut().enumerate() {

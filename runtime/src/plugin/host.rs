@@ -287,6 +287,33 @@ unsafe fn sized<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
     Ok(unsafe { &*p })
 }
 
+/// A copy of the descriptor at `p`, which may be older (shorter) than `T`, down to `min` bytes
+/// (its 1.0 size): the fields past its end read as zero (null, `None`).
+///
+/// # Safety
+/// As [`sized`]; every field of `T` past `min` is valid as zero bytes.
+unsafe fn read_grown<T: Copy>(p: *const T, what: &str, min: usize) -> Result<T> {
+    if p.is_null() {
+        return Err(Error::InvalidArgument(format!("plugin ABI: a null {what}")));
+    }
+    // SAFETY: every descriptor begins with its size, per the contract.
+    let size = unsafe { p.cast::<u64>().read() };
+    if size < min as u64 {
+        return Err(Error::InvalidArgument(format!(
+            "plugin ABI: the {what} is {size} bytes, smaller than the {min} of ABI 1.0"
+        )));
+    }
+    let len = (size as usize).min(size_of::<T>());
+    let mut copy = std::mem::MaybeUninit::<T>::zeroed();
+    // SAFETY: the descriptor holds `size >= len` bytes; `copy` has room for `size_of::<T>()`.
+    // The first `min` bytes are a whole 1.0 descriptor and the rest valid as zero (the
+    // contract), so the copy is a valid `T`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(p.cast::<u8>(), copy.as_mut_ptr().cast::<u8>(), len);
+        Ok(copy.assume_init())
+    }
+}
+
 unsafe extern "C" fn library(reg: *mut Registrar, desc: *const LibraryDesc) -> i32 {
     // SAFETY: the registrar and the descriptor are the ABI's, live for this call.
     unsafe {
@@ -392,7 +419,11 @@ unsafe extern "C" fn impl_kernel(reg: *mut Registrar, desc: *const ImplDesc) -> 
     // SAFETY: as for `library`.
     unsafe {
         with_registration(reg, |r| {
-            let desc = sized(desc, "impl descriptor")?;
+            let desc = read_grown(
+                desc,
+                "impl descriptor",
+                std::mem::offset_of!(ImplDesc, kernel_in_place),
+            )?;
             // An impl usually follows its op's def: then its name is that op's.
             let op = bytes_ref(desc.op, "an op name")?;
             let op = match r.ops.last() {
@@ -422,6 +453,7 @@ unsafe extern "C" fn impl_kernel(reg: *mut Registrar, desc: *const ImplDesc) -> 
             });
             r.kernels.push(RawKernel {
                 kernel: desc.kernel,
+                in_place: desc.kernel_in_place,
                 ctx: SendPtr(desc.ctx),
             });
             Ok(())

@@ -2,9 +2,11 @@
 //! kernel run, and its outputs taken back and checked against the schema.
 //!
 //! The checks come from the op's [`Plan`], made with the kernel when its op is first resolved.
-//! An op whose arguments and returns are all plain values (the common scalar op) skips the
-//! general lending: the kernel runs on the dispatcher's stack itself, a plain `StableValue`
-//! being its ABI value bit for bit, and what it wrote is checked in place.
+//! An op whose arguments and returns are all tensors and plain values runs the plugin's
+//! in-place kernel (ABI 1.4), when it has one, on the dispatcher's stack itself: a plain
+//! `StableValue` is its ABI value bit for bit, and a tensor's handle is its header, so nothing
+//! is lent or copied. Without one, an op of plain values still runs on the stack (`call_plain`),
+//! and the rest lend their inputs as ABI objects (`call_lent`).
 
 use opbox_codegen::schema::Schema;
 use smallvec::SmallVec;
@@ -25,6 +27,8 @@ const PLAIN_SLOTS: usize = 16;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RawKernel {
     pub(crate) kernel: KernelFn,
+    /// The same kernel on the host's own values (ABI 1.4), if the plugin gave one.
+    pub(crate) in_place: Option<KernelFn>,
     pub(crate) ctx: SendPtr,
 }
 
@@ -38,9 +42,14 @@ pub(crate) struct PluginKernels {
 
 impl ForeignKernels for PluginKernels {
     fn kernel(&self, index: usize, schema: &'static Schema) -> &'static dyn ForeignKernel {
-        let RawKernel { kernel, ctx } = self.raw[index];
+        let RawKernel {
+            kernel,
+            in_place,
+            ctx,
+        } = self.raw[index];
         Box::leak(Box::new(PluginKernel {
             kernel,
+            in_place,
             ctx,
             image: self.image,
             plan: Plan::of(schema),
@@ -51,6 +60,7 @@ impl ForeignKernels for PluginKernels {
 #[derive(Debug)]
 pub(crate) struct PluginKernel {
     kernel: KernelFn,
+    in_place: Option<KernelFn>,
     ctx: SendPtr,
     /// The plugin's path, for messages.
     image: &'static str,
@@ -106,6 +116,13 @@ impl ForeignKernel for PluginKernel {
         // with the same message.
         if let Some(index) = self.plan.first_refused(stack.as_slice()) {
             return Err(arg_type_error(op, index, &stack.as_slice()[index]));
+        }
+        if let Some(kernel) = self.in_place {
+            if self.plan.held && every_tensor_is_a_header(stack.as_slice()) {
+                return foreign::with_outputs(op, stack, |values| {
+                    self.call_in_place(op, kernel, values)
+                });
+            }
         }
         if self.plan.plain {
             return self.call_plain(op, stack);
@@ -192,6 +209,98 @@ impl PluginKernel {
         )
     }
 
+    /// The call of the in-place kernel on `values`: the arguments as the stack holds them (plain
+    /// values and tensors, each tensor's handle being its header), then `num_outputs` Nones and
+    /// the guard. What it wrote is this image's values too, bit for bit; a tensor another image
+    /// made is wrapped as `take` wraps one, and anything else in the wrong place is refused.
+    #[inline]
+    fn call_in_place(
+        &self,
+        op: &'static OpEntry,
+        kernel: KernelFn,
+        values: &mut [StableValue],
+    ) -> Result<()> {
+        let (num_args, num_outputs) = (op.num_args(), op.num_outputs());
+        clear_error();
+        // SAFETY: `values` holds the arguments and `num_outputs + 1` Nones, valid and unaliased
+        // for the call; every argument is plain or a tensor whose handle is a live header
+        // (checked by the caller), as ABI 1.4's in-place kernel takes them. The plugin is never
+        // unloaded.
+        let status = unsafe {
+            kernel(
+                self.ctx.0,
+                values.as_mut_ptr().cast::<Value>(),
+                num_args as u64,
+                num_outputs as u64,
+            )
+        };
+        let written = &mut values[num_args..];
+        if status != STATUS_OK || !written[num_outputs].is_none() {
+            return Err(self.in_place_refused(op, status, written, None));
+        }
+        for (i, (slot, expect)) in written.iter_mut().zip(self.plan.returns.iter()).enumerate() {
+            if !expect.admits(slot.raw_tag()) || !convert::is_held(slot.raw_tag()) {
+                return Err(self.in_place_refused(op, status, written, Some(i)));
+            }
+            if slot
+                .as_tensor()
+                .is_some_and(|t| t.foreign_header().is_some())
+            {
+                let made = slot.take_tensor().map(crate::Tensor::into_raw);
+                // SAFETY: an owned reference to another image's header, handed over once.
+                let taken = made.map(|h| unsafe { super::tensor::take(h.cast()) });
+                match taken {
+                    Some(Ok(t)) => slot.set(StableValue::tensor(t)),
+                    Some(Err(e)) => return Err(failed(op.name(), format!("output #{i}: {e}"))),
+                    None => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The error of an in-place call that failed, wrote past its outputs, or wrote output
+    /// `wrong` of the wrong type. Then every slot it wrote that is not a tensor or a plain value
+    /// is set back to None unreleased (a string or list would be another allocator's); the rest
+    /// are released with the stack.
+    #[cold]
+    #[inline(never)]
+    fn in_place_refused(
+        &self,
+        op: &'static OpEntry,
+        status: i32,
+        written: &mut [StableValue],
+        wrong: Option<usize>,
+    ) -> Error {
+        let num_outputs = written.len() - 1;
+        let error = if status != STATUS_OK {
+            self.failure(op, status)
+        } else if !written[num_outputs].is_none() {
+            failed(
+                op.name(),
+                format!("the kernel wrote more than the {num_outputs} outputs its schema declares"),
+            )
+        } else {
+            let i = wrong.unwrap_or_default();
+            let message = if written[i].is_none() {
+                format!("the kernel wrote {i} of the {num_outputs} outputs its schema declares")
+            } else {
+                format!(
+                    "output #{i} is {}, but the schema returns {}",
+                    written[i].describe(),
+                    op.schema().returns[i].ty
+                )
+            };
+            failed(op.name(), message)
+        };
+        for slot in written.iter_mut() {
+            if !convert::is_held(slot.raw_tag()) {
+                std::mem::forget(std::mem::take(slot));
+            }
+        }
+        error
+    }
+
     /// The call of an op with a tensor, string or list among its arguments or returns: the
     /// inputs are lent as ABI objects, and the outputs taken back from ABI values.
     #[inline(never)]
@@ -261,6 +370,11 @@ impl PluginKernel {
                 format!("the kernel wrote more than the {num_outputs} outputs its schema declares"),
             );
         }
+        self.failure(op, status)
+    }
+
+    /// The error of a kernel that returned `status`, not OK, with the text it set.
+    fn failure(&self, op: &'static OpEntry, status: i32) -> Error {
         let message = take_error_text();
         if status == STATUS_PANIC {
             return Error::KernelPanic {
@@ -278,6 +392,14 @@ impl PluginKernel {
             }),
         )
     }
+}
+
+/// Whether each tensor among `args` is a header as it is: this image's, described, or
+/// another's (as an in-place kernel takes them).
+#[inline]
+fn every_tensor_is_a_header(args: &[StableValue]) -> bool {
+    args.iter()
+        .all(|v| v.as_tensor().is_none_or(crate::Tensor::is_a_header))
 }
 
 /// A call's inputs as lent to the kernel and as the dispatcher passed them.
@@ -335,7 +457,7 @@ mod tests {
     use std::sync::OnceLock;
 
     use super::*;
-    use crate::abi::plugin_v1::STATUS_ERROR;
+    use crate::abi::plugin_v1::{TensorHeader, STATUS_ERROR};
     use crate::dispatch::{BoxedOp, LibraryKind, LibraryRegistration, OpDef, SchemaCell};
     use crate::error::Site;
 
@@ -375,6 +497,7 @@ mod tests {
         let op = op();
         let k = PluginKernel {
             kernel,
+            in_place: None,
             ctx: SendPtr(std::ptr::null_mut()),
             image: "test.so",
             plan: Plan::of(op.schema()),
@@ -491,5 +614,117 @@ mod tests {
             message: message.to_string(),
         }
         .to_string()
+    }
+
+    /// `t::g(Tensor x) -> Tensor`, kept in statics as `op` is.
+    fn tensor_op() -> &'static OpEntry {
+        static CELL: SchemaCell = SchemaCell::new();
+        static DEF: OpDef = OpDef {
+            op: BoxedOp {
+                text: "t::g(Tensor x) -> Tensor",
+                name_len: 4,
+                name_hash: opbox_codegen::op_name_hash::op_name_hash("t::g"),
+                num_args: 1,
+                num_outputs: 1,
+                parsed: &CELL,
+            },
+            tensor_args: 1,
+            extras: None,
+            line: 2,
+        };
+        static LIBRARY: LibraryRegistration = LibraryRegistration {
+            namespace: "t",
+            kind: LibraryKind::Def,
+            python_module: None,
+            site: Site {
+                file: "test.c",
+                line: 1,
+            },
+            ops: &[],
+        };
+        static ENTRY: OnceLock<OpEntry> = OnceLock::new();
+        ENTRY.get_or_init(|| OpEntry::new(&LIBRARY, &DEF, Some(&"test.so")))
+    }
+
+    /// The in-place kernel of `t::g`: gives back its input, retained through its vtable, and
+    /// writes `extra` more values past it (the guard, when 1). Handles are read and written as
+    /// pointers, keeping their provenance, as the Rust plugin's shim does.
+    unsafe fn give_back(s: *mut Value, n: u64, extra: u64) -> i32 {
+        let payload = |v: *mut Value| {
+            // SAFETY: a value's payload field, 8 bytes that hold a handle for a tensor.
+            unsafe { std::ptr::addr_of_mut!((*v).payload).cast::<*mut TensorHeader>() }
+        };
+        // SAFETY: the in-place ABI: a tensor input, a live header, then the output slots.
+        unsafe {
+            let h = payload(s).read();
+            for i in 0..=extra {
+                let kept = ((*(*h).vtable).retain)(h);
+                let slot = s.add((n + i) as usize);
+                slot.write(Value {
+                    tag: Tag::Tensor as u32,
+                    aux: 0,
+                    payload: 0,
+                });
+                payload(slot).write(kept);
+            }
+        }
+        STATUS_OK
+    }
+
+    unsafe extern "C" fn gives_back(_: *mut c_void, s: *mut Value, n: u64, _: u64) -> i32 {
+        // SAFETY: forwarded.
+        unsafe { give_back(s, n, 0) }
+    }
+
+    unsafe extern "C" fn gives_back_twice(_: *mut c_void, s: *mut Value, n: u64, _: u64) -> i32 {
+        // SAFETY: forwarded.
+        unsafe { give_back(s, n, 1) }
+    }
+
+    unsafe extern "C" fn lent_kernel(_: *mut c_void, _: *mut Value, _: u64, _: u64) -> i32 {
+        super::super::host::set_error_text("the lent kernel ran".to_string());
+        STATUS_ERROR
+    }
+
+    fn call_tensor(in_place: KernelFn, x: StableValue) -> (Result<()>, Stack<'static>) {
+        let op = tensor_op();
+        let k = PluginKernel {
+            kernel: lent_kernel,
+            in_place: Some(in_place),
+            ctx: SendPtr(std::ptr::null_mut()),
+            image: "test.so",
+            plan: Plan::of(op.schema()),
+        };
+        let mut stack = Stack::new();
+        stack.push_value(x);
+        let result = k.call(op, &mut stack);
+        (result, stack)
+    }
+
+    #[test]
+    fn an_in_place_kernel_reads_the_hosts_own_header_and_gives_back_owned_tensors() {
+        let x = crate::Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+        let (result, stack) = call_tensor(gives_back, StableValue::tensor(x.clone()));
+        result.expect("runs in place");
+        let y = stack[0].as_tensor().expect("a tensor output");
+        assert!(y.ptr_eq(&x), "the host's own tensor, as the handle it lent");
+        assert_eq!(x.ref_count(), 2, "the argument released, the output kept");
+        drop(stack);
+        assert_eq!(x.ref_count(), 1);
+
+        let (result, stack) = call_tensor(gives_back_twice, StableValue::tensor(x.clone()));
+        assert_eq!(
+            message(result),
+            "t::g: the kernel wrote more than the 1 outputs its schema declares"
+        );
+        drop(stack);
+        assert_eq!(x.ref_count(), 1, "what it wrote is released with the stack");
+
+        // A tensor DLPack cannot describe has no header to pass as it is: the op takes the
+        // lending path, which says why it cannot lend it.
+        let meta = crate::Tensor::empty(&[2], crate::DType::F32, crate::Device::Meta).unwrap();
+        let (result, _) = call_tensor(gives_back, StableValue::tensor(meta));
+        let text = message(result);
+        assert!(text.contains("meta"), "{text}");
     }
 }

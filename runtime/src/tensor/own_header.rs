@@ -172,6 +172,13 @@ impl Tensor {
         Some(self.ptr.as_ptr().cast())
     }
 
+    /// Whether this handle is a header as it is: another image's (checked when it became a
+    /// handle), or this image's own, described. Only a tensor DLPack cannot describe is not.
+    #[inline]
+    pub(crate) fn is_a_header(&self) -> bool {
+        self.foreign_header().is_some() || self.inner().header.described()
+    }
+
     /// This tensor's lent header (see [`OwnHeader`]), for a tensor of this image's that DLPack
     /// can describe: valid while this handle lives.
     pub(crate) fn lent_header(&self) -> Option<*mut TensorHeader> {
