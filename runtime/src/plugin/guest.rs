@@ -197,20 +197,12 @@ unsafe extern "C" fn guest_kernel(
     num_args: u64,
     num_outputs: u64,
 ) -> i32 {
-    let Some(host) = host() else {
-        return STATUS_ERROR;
-    };
-    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: `register` passed a `&'static KernelRegistration` as this kernel's ctx.
-        let reg = unsafe { &*ctx.cast_const().cast::<KernelRegistration>() };
+    let call = |reg| {
         // SAFETY: the host passes `num_args + num_outputs` values, per the kernel ABI.
         unsafe { run_kernel(reg, stack, num_args as usize, num_outputs as usize) }
-    }));
-    match run {
-        Ok(Ok(())) => STATUS_OK,
-        Ok(Err(e)) => report(host, e),
-        Err(payload) => report_panic(host, payload),
-    }
+    };
+    // SAFETY: `register` passed a registration as this kernel's ctx.
+    unsafe { kernel_edge(ctx, call) }
 }
 
 /// Every kernel of this image in its in-place form (ABI 1.4), as the host calls it for an op of
@@ -225,12 +217,7 @@ unsafe extern "C" fn guest_kernel_in_place(
     num_args: u64,
     num_outputs: u64,
 ) -> i32 {
-    let Some(host) = host() else {
-        return STATUS_ERROR;
-    };
-    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: `register` passed a `&'static KernelRegistration` as this kernel's ctx.
-        let reg = unsafe { &*ctx.cast_const().cast::<KernelRegistration>() };
+    let call = |reg: &'static KernelRegistration| {
         let _stream = CallScope::enter();
         // SAFETY: the host passes `num_args` plain values and tensors whose handles are live
         // headers, then `num_outputs` Nones, valid and unaliased for the call (ABI 1.4); as
@@ -239,13 +226,40 @@ unsafe extern "C" fn guest_kernel_in_place(
             reg.kernel
                 .call(reg.op, stack.cast::<StableValue>(), num_args, num_outputs)
         };
-        (reg, status)
+        if status == STATUS_OK {
+            return Ok(());
+        }
+        Err(last_error_of(reg, status))
+    };
+    // SAFETY: `register` passed a registration as this kernel's ctx.
+    unsafe { kernel_edge(ctx, call) }
+}
+
+/// Runs `f` on the kernel registration `ctx` is, at a C edge: its error or panic goes to the
+/// host as the thread's error text, with the status it returns.
+///
+/// # Safety
+/// `ctx` is a `&'static KernelRegistration`, as `register` passes it.
+unsafe fn kernel_edge(
+    ctx: *mut c_void,
+    f: impl FnOnce(&'static KernelRegistration) -> Result<()>,
+) -> i32 {
+    let Some(host) = host() else {
+        return STATUS_ERROR;
+    };
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: per the contract.
+        f(unsafe { &*ctx.cast_const().cast::<KernelRegistration>() })
     }));
-    match run {
-        Ok((_, STATUS_OK)) => STATUS_OK,
-        Ok((reg, status)) => report(host, last_error_of(reg, status)),
-        Err(payload) => report_panic(host, payload),
-    }
+    let (status, message) = match run {
+        Ok(Ok(())) => return STATUS_OK,
+        Ok(Err(Error::KernelPanic { message, .. })) => (STATUS_PANIC, message),
+        Ok(Err(Error::Kernel { message, .. })) => (STATUS_ERROR, message),
+        Ok(Err(e)) => (STATUS_ERROR, e.to_string()),
+        Err(payload) => (STATUS_PANIC, crate::panic::dispose(payload)),
+    };
+    say(host, &message);
+    status
 }
 
 /// The error the kernel of `reg` left on this thread as it returned `status`, not OK.
@@ -254,23 +268,6 @@ fn last_error_of(reg: &KernelRegistration, status: i32) -> Error {
         op: reg.op.name().to_string(),
         message: format!("the kernel failed with status {status} and left no error"),
     })
-}
-
-/// Sends a kernel's error to the host and returns its status.
-fn report(host: &HostV1, e: Error) -> i32 {
-    let (status, message) = match e {
-        Error::KernelPanic { message, .. } => (STATUS_PANIC, message),
-        Error::Kernel { message, .. } => (STATUS_ERROR, message),
-        e => (STATUS_ERROR, e.to_string()),
-    };
-    say(host, &message);
-    status
-}
-
-#[cold]
-fn report_panic(host: &HostV1, payload: Box<dyn std::any::Any + Send>) -> i32 {
-    say(host, &crate::panic::dispose(payload));
-    STATUS_PANIC
 }
 
 /// # Safety

@@ -461,32 +461,43 @@ mod tests {
     use crate::dispatch::{BoxedOp, LibraryKind, LibraryRegistration, OpDef, SchemaCell};
     use crate::error::Site;
 
+    static LIBRARY: LibraryRegistration = LibraryRegistration {
+        namespace: "t",
+        kind: LibraryKind::Def,
+        python_module: None,
+        site: Site {
+            file: "test.c",
+            line: 1,
+        },
+        ops: &[],
+    };
+
+    /// An op of one argument and one return, `name` its qualified name in `text`.
+    const fn def(
+        text: &'static str,
+        name: &'static str,
+        tensor_args: u64,
+        parsed: &'static SchemaCell,
+    ) -> OpDef {
+        OpDef {
+            op: BoxedOp {
+                text,
+                name_len: name.len() as u32,
+                name_hash: opbox_codegen::op_name_hash::op_name_hash(name),
+                num_args: 1,
+                num_outputs: 1,
+                parsed,
+            },
+            tensor_args,
+            extras: None,
+            line: 1,
+        }
+    }
+
     /// `t::f(int x) -> int`, kept in statics (an entry is `&'static`; nothing leaks).
     fn op() -> &'static OpEntry {
         static CELL: SchemaCell = SchemaCell::new();
-        static DEF: OpDef = OpDef {
-            op: BoxedOp {
-                text: "t::f(int x) -> int",
-                name_len: 4,
-                name_hash: opbox_codegen::op_name_hash::op_name_hash("t::f"),
-                num_args: 1,
-                num_outputs: 1,
-                parsed: &CELL,
-            },
-            tensor_args: 0,
-            extras: None,
-            line: 1,
-        };
-        static LIBRARY: LibraryRegistration = LibraryRegistration {
-            namespace: "t",
-            kind: LibraryKind::Def,
-            python_module: None,
-            site: Site {
-                file: "test.c",
-                line: 1,
-            },
-            ops: &[],
-        };
+        static DEF: OpDef = def("t::f(int x) -> int", "t::f", 0, &CELL);
         static ENTRY: OnceLock<OpEntry> = OnceLock::new();
         ENTRY.get_or_init(|| OpEntry::new(&LIBRARY, &DEF, Some(&"test.so")))
     }
@@ -619,29 +630,7 @@ mod tests {
     /// `t::g(Tensor x) -> Tensor`, kept in statics as `op` is.
     fn tensor_op() -> &'static OpEntry {
         static CELL: SchemaCell = SchemaCell::new();
-        static DEF: OpDef = OpDef {
-            op: BoxedOp {
-                text: "t::g(Tensor x) -> Tensor",
-                name_len: 4,
-                name_hash: opbox_codegen::op_name_hash::op_name_hash("t::g"),
-                num_args: 1,
-                num_outputs: 1,
-                parsed: &CELL,
-            },
-            tensor_args: 1,
-            extras: None,
-            line: 2,
-        };
-        static LIBRARY: LibraryRegistration = LibraryRegistration {
-            namespace: "t",
-            kind: LibraryKind::Def,
-            python_module: None,
-            site: Site {
-                file: "test.c",
-                line: 1,
-            },
-            ops: &[],
-        };
+        static DEF: OpDef = def("t::g(Tensor x) -> Tensor", "t::g", 1, &CELL);
         static ENTRY: OnceLock<OpEntry> = OnceLock::new();
         ENTRY.get_or_init(|| OpEntry::new(&LIBRARY, &DEF, Some(&"test.so")))
     }
