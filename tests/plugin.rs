@@ -482,7 +482,7 @@ fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a
         "no current_stream on a 1.0 host"
     );
 
-    // On this (1.3) host the same plugin uses the function.
+    // On this (1.4) host the same plugin uses the function.
     plugin::load(c_plugin("plugin.c", "cplug", &[])).unwrap();
     let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();

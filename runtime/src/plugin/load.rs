@@ -9,7 +9,7 @@ use super::host::{clear_error, table_for, take_error_text, Registration};
 use super::kernel::PluginKernels;
 use super::{LoadOptions, PluginInfo};
 use crate::abi::plugin_v1::{
-    unpack_version, version_string, EntryV1, HostV1, PluginV1, ABI_VERSION, ENTRY_V1,
+    unpack_version, version_string, EntryV1, HostV1, PluginV1, ABI_V1_4, ABI_VERSION, ENTRY_V1,
     HOST_FUNCTIONS_SINCE_1_0, PLUGIN_SIZE_V1_0, STATUS_OK,
 };
 use crate::dispatch::foreign::{self, ForeignBatch};
@@ -86,10 +86,15 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
         libraries,
         ops,
         impls,
-        kernels,
+        mut kernels,
         mut errors,
         ..
     } = registration;
+    if host.version < ABI_V1_4 {
+        // A host shown as older than 1.4 (`LoadOptions::host_version`) calls only `kernel`, as
+        // such a host would.
+        kernels.iter_mut().for_each(|k| k.in_place = None);
+    }
     let failed = |e: Error| Error::Plugin {
         path: path.display().to_string(),
         source: Box::new(e),
