@@ -148,7 +148,7 @@ pub(crate) fn with_lent<R>(
                 if t.foreign_header().is_some() {
                     // Another image's header (a kernel's input, passed on): lent as it is.
                     ptr_bits(t.as_raw())
-                } else if let Some(h) = tensor::lent(t) {
+                } else if let Some(h) = t.lent_header() {
                     ptr_bits(h)
                 } else {
                     // SAFETY: `hi < tensors`, the number of slots behind `h` (counted above).
@@ -461,7 +461,7 @@ pub(crate) unsafe fn borrow(v: &Value) -> Result<StableValue> {
 }
 
 /// [`borrow`] for a kernel's input, valid for its call: another image's tensor is the header
-/// itself, borrowed in place (see `tensor::header`), with nothing wrapped or retained.
+/// itself, borrowed in place (see `tensor::other_image`), with nothing wrapped or retained.
 ///
 /// # Safety
 /// As [`borrow`], with `v`'s objects live until the value is dropped.

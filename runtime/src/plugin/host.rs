@@ -272,17 +272,8 @@ unsafe fn with_registration(
 /// # Safety
 /// `p` is null or points at a descriptor whose first field is its `u64` size.
 unsafe fn sized<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
-    if p.is_null() {
-        return Err(Error::InvalidArgument(format!("plugin ABI: a null {what}")));
-    }
-    // SAFETY: every descriptor begins with its size, per the contract.
-    let size = unsafe { p.cast::<u64>().read() };
-    if size < size_of::<T>() as u64 {
-        return Err(Error::InvalidArgument(format!(
-            "plugin ABI: the {what} is {size} bytes, smaller than the {} of ABI 1.0",
-            size_of::<T>()
-        )));
-    }
+    // SAFETY: forwarded.
+    unsafe { declared_size(p, what, size_of::<T>()) }?;
     // SAFETY: at least as large as T, per its size.
     Ok(unsafe { &*p })
 }
@@ -293,6 +284,25 @@ unsafe fn sized<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
 /// # Safety
 /// As [`sized`]; every field of `T` past `min` is valid as zero bytes.
 unsafe fn read_grown<T: Copy>(p: *const T, what: &str, min: usize) -> Result<T> {
+    // SAFETY: forwarded.
+    let size = unsafe { declared_size(p, what, min) }?;
+    let len = size.min(size_of::<T>());
+    let mut copy = std::mem::MaybeUninit::<T>::zeroed();
+    // SAFETY: the descriptor holds `size >= len` bytes; `copy` has room for `size_of::<T>()`.
+    // The first `min` bytes are a whole 1.0 descriptor and the rest valid as zero (the
+    // contract), so the copy is a valid `T`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(p.cast::<u8>(), copy.as_mut_ptr().cast::<u8>(), len);
+        Ok(copy.assume_init())
+    }
+}
+
+/// The size a descriptor declares, refused when `p` is null or the size is under `min` (its
+/// ABI 1.0 size).
+///
+/// # Safety
+/// As [`sized`].
+unsafe fn declared_size<T>(p: *const T, what: &str, min: usize) -> Result<usize> {
     if p.is_null() {
         return Err(Error::InvalidArgument(format!("plugin ABI: a null {what}")));
     }
@@ -303,15 +313,7 @@ unsafe fn read_grown<T: Copy>(p: *const T, what: &str, min: usize) -> Result<T> 
             "plugin ABI: the {what} is {size} bytes, smaller than the {min} of ABI 1.0"
         )));
     }
-    let len = (size as usize).min(size_of::<T>());
-    let mut copy = std::mem::MaybeUninit::<T>::zeroed();
-    // SAFETY: the descriptor holds `size >= len` bytes; `copy` has room for `size_of::<T>()`.
-    // The first `min` bytes are a whole 1.0 descriptor and the rest valid as zero (the
-    // contract), so the copy is a valid `T`.
-    unsafe {
-        std::ptr::copy_nonoverlapping(p.cast::<u8>(), copy.as_mut_ptr().cast::<u8>(), len);
-        Ok(copy.assume_init())
-    }
+    Ok(usize::try_from(size).unwrap_or(usize::MAX))
 }
 
 unsafe extern "C" fn library(reg: *mut Registrar, desc: *const LibraryDesc) -> i32 {

@@ -239,21 +239,23 @@ impl PluginKernel {
             return Err(self.in_place_refused(op, status, written, None));
         }
         for (i, (slot, expect)) in written.iter_mut().zip(self.plan.returns.iter()).enumerate() {
-            if !expect.admits(slot.raw_tag()) || !convert::is_held(slot.raw_tag()) {
+            // A held plan's returns admit only tensors and plain values.
+            if !expect.admits(slot.raw_tag()) {
                 return Err(self.in_place_refused(op, status, written, Some(i)));
             }
             if slot
                 .as_tensor()
-                .is_some_and(|t| t.foreign_header().is_some())
+                .is_none_or(|t| t.foreign_header().is_none())
             {
-                let made = slot.take_tensor().map(crate::Tensor::into_raw);
-                // SAFETY: an owned reference to another image's header, handed over once.
-                let taken = made.map(|h| unsafe { super::tensor::take(h.cast()) });
-                match taken {
-                    Some(Ok(t)) => slot.set(StableValue::tensor(t)),
-                    Some(Err(e)) => return Err(failed(op.name(), format!("output #{i}: {e}"))),
-                    None => {}
-                }
+                continue;
+            }
+            let Some(made) = slot.take_tensor() else {
+                continue;
+            };
+            // SAFETY: an owned reference to another image's header, handed over once.
+            match unsafe { super::tensor::take(made.into_raw().cast()) } {
+                Ok(t) => slot.set(StableValue::tensor(t)),
+                Err(e) => return Err(failed(op.name(), format!("output #{i}: {e}"))),
             }
         }
         Ok(())
@@ -276,22 +278,10 @@ impl PluginKernel {
         let error = if status != STATUS_OK {
             self.failure(op, status)
         } else if !written[num_outputs].is_none() {
-            failed(
-                op.name(),
-                format!("the kernel wrote more than the {num_outputs} outputs its schema declares"),
-            )
+            too_many_outputs(op, num_outputs)
         } else {
             let i = wrong.unwrap_or_default();
-            let message = if written[i].is_none() {
-                format!("the kernel wrote {i} of the {num_outputs} outputs its schema declares")
-            } else {
-                format!(
-                    "output #{i} is {}, but the schema returns {}",
-                    written[i].describe(),
-                    op.schema().returns[i].ty
-                )
-            };
-            failed(op.name(), message)
+            output_of_wrong_type(op, i, num_outputs, &written[i])
         };
         for slot in written.iter_mut() {
             if !convert::is_held(slot.raw_tag()) {
@@ -364,11 +354,7 @@ impl PluginKernel {
     fn outputs_refused(&self, op: &'static OpEntry, status: i32, written: &[Value]) -> Error {
         discard_from(written, 0);
         if status == STATUS_OK {
-            let num_outputs = written.len() - 1;
-            return failed(
-                op.name(),
-                format!("the kernel wrote more than the {num_outputs} outputs its schema declares"),
-            );
+            return too_many_outputs(op, written.len() - 1);
         }
         self.failure(op, status)
     }
@@ -437,16 +423,35 @@ fn wrong_output(op: &'static OpEntry, written: &[Value], i: usize) -> Error {
     // SAFETY: an owned value the kernel wrote, taken once (to describe it).
     let taken = unsafe { convert::take(written[i]) };
     discard_from(written, i + 1);
-    let ty = op.schema().returns[i].ty;
-    let message = match taken {
-        Ok(value) if value.is_none() => {
-            format!("the kernel wrote {i} of the {num_outputs} outputs its schema declares")
-        }
-        Ok(value) => format!(
-            "output #{i} is {}, but the schema returns {ty}",
-            value.describe()
-        ),
-        Err(e) => format!("output #{i}: {e}"),
+    match taken {
+        Ok(value) => output_of_wrong_type(op, i, num_outputs, &value),
+        Err(e) => failed(op.name(), format!("output #{i}: {e}")),
+    }
+}
+
+/// A kernel wrote into the guard slot past its `num_outputs` outputs.
+fn too_many_outputs(op: &'static OpEntry, num_outputs: usize) -> Error {
+    failed(
+        op.name(),
+        format!("the kernel wrote more than the {num_outputs} outputs its schema declares"),
+    )
+}
+
+/// Output `i` of `num_outputs`, `value`, is not of its schema type (None: it was not written).
+fn output_of_wrong_type(
+    op: &'static OpEntry,
+    i: usize,
+    num_outputs: usize,
+    value: &StableValue,
+) -> Error {
+    let message = if value.is_none() {
+        format!("the kernel wrote {i} of the {num_outputs} outputs its schema declares")
+    } else {
+        format!(
+            "output #{i} is {}, but the schema returns {}",
+            value.describe(),
+            op.schema().returns[i].ty
+        )
     };
     failed(op.name(), message)
 }

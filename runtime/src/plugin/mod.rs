@@ -20,9 +20,8 @@
 //! `kernel.rs` a plugin's kernel as the dispatcher calls it, with the checks `plan.rs` works out
 //! once per op; `convert.rs` values across the boundary; `tensor.rs` tensor headers (a tensor
 //! object's own are `tensor::own_header`'s, and another image's, read in place, are
-//! `tensor::other_image`'s); `guest.rs`
-//! the plugin side (`export_plugin!`), with `call_stream.rs` keeping the host's current stream
-//! for the length of a kernel call.
+//! `tensor::other_image`'s); `guest.rs` the plugin side (`export_plugin!`), with
+//! `call_stream.rs` keeping the host's current stream for the length of a kernel call.
 
 mod arena;
 pub(crate) mod call_stream;
@@ -30,7 +29,6 @@ mod convert;
 pub mod guest;
 mod host;
 mod kernel;
-
 mod load;
 #[cfg(test)]
 mod other_image;

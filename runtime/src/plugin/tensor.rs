@@ -104,13 +104,6 @@ pub(crate) unsafe fn lend_into(t: &Tensor, slot: *mut TensorHeader) -> Result<()
     unsafe { write_header(t, 0, slot) }
 }
 
-/// The header that lends `t` for one call with nothing written: its lent header (see
-/// `tensor::header`), None for a tensor DLPack cannot describe (whose lending, through
-/// [`lend_into`], says why) or another image's.
-pub(crate) fn lent(t: &Tensor) -> Option<*mut TensorHeader> {
-    t.lent_header()
-}
-
 /// A header that lends `t` for one call, for tests.
 #[cfg(test)]
 pub(crate) fn borrowed(t: &Tensor) -> Result<TensorHeader> {

@@ -9,9 +9,9 @@
 //!
 //! A `Tensor` is one pointer wide: it points at a `TensorImpl` (its plugin-ABI header, dtype,
 //! device, shape, strides, offset, and an `Arc` of its storage) owned by an `Arc`, or, in a
-//! plugin, at the host's header of a tensor it was lent (`other_image.rs`). Cloning a tensor is one atomic
-//! increment and makes a second handle to the *same* tensor; views are new tensors that share
-//! the storage. The boxed ABI moves handles through [`Tensor::into_raw`],
+//! plugin, at the host's header of a tensor it was lent (`other_image.rs`). Cloning a tensor is
+//! one atomic increment and makes a second handle to the *same* tensor; views are new tensors
+//! that share the storage. The boxed ABI moves handles through [`Tensor::into_raw`],
 //! [`Tensor::from_raw`] and [`Tensor::borrow_raw`]. [`live_tensors`] counts tensor objects so
 //! tests can catch leaks and double frees.
 //!
@@ -86,11 +86,11 @@ pub struct Tensor {
     ptr: NonNull<TensorImpl>,
 }
 
-/// What a [`Tensor`] handle points at (or another image's header, see `header.rs`). Immutable
-/// once made, except for the bytes in storage.
+/// What a [`Tensor`] handle points at (or another image's header, see `other_image.rs`).
+/// Immutable once made, except for the bytes in storage.
 #[repr(C)]
 struct TensorImpl {
-    /// This tensor as the plugin ABI's owned header (`header.rs`), first: its vtable is this
+    /// This tensor as the plugin ABI's owned header (`own_header.rs`), first: its vtable is this
     /// image's, where another image's header has its maker's, so one load tells a handle to this
     /// image's tensor from one to another's; and a handle is a pointer to it, so the tensor goes
     /// to another image as it is, counted by its `Arc`.

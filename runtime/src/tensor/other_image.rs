@@ -5,10 +5,11 @@
 //! `DLTensor` with a vtable). The kernel gets them as `&Tensor` with nothing wrapped or
 //! allocated: the handle points at the header itself. Every tensor object of this image starts
 //! with its own header (`own_header.rs`), whose vtable is this image's, exactly where another
-//! image's header has its maker's, so one load tells the two apart. A foreign handle reads its metadata from the header, clones
-//! through the maker's `retain` and drops through its `release`; what needs this image's storage
-//! (element access, views, transfers, DLPack) runs on a tensor of this image's over the same
-//! memory ([`Tensor::adopted`]), made when it is asked for.
+//! image's header has its maker's, so one load tells the two apart. A foreign handle reads its
+//! metadata from the header, clones through the maker's `retain` and drops through its
+//! `release`; what needs this image's storage (element access, views, transfers, DLPack) runs on
+//! a tensor of this image's over the same memory ([`Tensor::adopted`]), made when it is asked
+//! for.
 //!
 //! Only [`checked`] headers become handles, so the metadata read here is well-formed: a known
 //! dtype and device, shape and strides present for every dimension, no negative size, an element
@@ -30,7 +31,7 @@ const MAX_DIMS: i32 = 64;
 /// The header `ptr` points at when it is another image's, else None.
 #[inline]
 pub(super) fn foreign<'a>(ptr: NonNull<TensorImpl>) -> Option<&'a TensorHeader> {
-    // SAFETY: a handle points at a live `TensorImpl` (repr(C), `image` first) or at a checked
+    // SAFETY: a handle points at a live `TensorImpl` (repr(C), its header first) or at a checked
     // live header (repr(C), `vtable` first): either way the first word is a vtable pointer.
     let first = unsafe { ptr.cast::<*const TensorVTable>().read() };
     if std::ptr::eq(first, this_image()) {
