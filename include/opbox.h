@@ -50,7 +50,9 @@ extern "C" {
 /* 1.4: OpboxImplDesc.kernel_in_place, the same kernel taking its inputs as the host holds them.
  * Same table. */
 #define OPBOX_ABI_V1_4 OPBOX_VERSION_PACK(1, 4, 0)
-#define OPBOX_ABI_VERSION OPBOX_ABI_V1_4
+/* 1.5: OpboxHostV1.tensor_from_bytes. */
+#define OPBOX_ABI_V1_5 OPBOX_VERSION_PACK(1, 5, 0)
+#define OPBOX_ABI_VERSION OPBOX_ABI_V1_5
 
 #ifndef OPBOX_TARGET_VERSION
 #define OPBOX_TARGET_VERSION OPBOX_ABI_VERSION
@@ -222,6 +224,12 @@ typedef struct OpboxHostV1 {
     /* 1.2: the CUstream the host made current for CUDA device `device` on this thread, or
      * NULL (the legacy default stream); queue the plugin's CUDA work there. */
     int32_t (*current_stream)(int32_t device, void** out);
+#endif
+#if OPBOX_TARGET_VERSION >= OPBOX_ABI_V1_5
+    /* 1.5: a new contiguous CPU tensor of `shape` and `dtype` in the host's memory holding a
+     * copy of the `len` bytes at `data` (exactly the shape's size), owned by the caller. */
+    int32_t (*tensor_from_bytes)(const void* data, size_t len, const int64_t* shape,
+                                 int32_t ndim, OpboxDLDataType dtype, OpboxTensor** out);
 #endif
 } OpboxHostV1;
 

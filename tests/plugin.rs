@@ -164,7 +164,7 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
         ]
     );
     assert_eq!(info.abi_version, ABI_VERSION);
-    assert_eq!(info.abi_version_string(), "1.4.0");
+    assert_eq!(info.abi_version_string(), "1.5.0");
     assert_eq!(info.opbox_version, 0, "not built with opbox's crates");
 
     let add_one = opbox::op("cplug::add_one").expect("resolves like an in-process op");
@@ -258,8 +258,15 @@ fn a_rust_plugin_built_with_the_macros_reads_host_tensors_and_calls_host_ops() {
     assert_eq!(scale.backends(), ["CPU", "CUDA"]);
     let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
     // The host fills the default (s=2.0) before the plugin runs.
+    let plugin_live = int_call("rplug::live", ()).unwrap();
     let y: Tensor = opbox::op("rplug::scale").unwrap().call((&x,)).unwrap();
     assert_eq!(y.to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0]);
+    assert_eq!(
+        int_call("rplug::live", ()).unwrap(),
+        plugin_live,
+        "the plugin's Tensor::from_vec made the host's own tensor (ABI 1.5): it holds nothing \
+         for y"
+    );
     let kept: Tensor = opbox::op("rplug::keep").unwrap().call((&x,)).unwrap();
     assert_eq!(
         kept.data_ptr(),
@@ -553,12 +560,12 @@ fn bad_plugins_are_refused_with_messages_that_say_why_and_the_host_stays_usable(
             "major",
             &["-DBAD_MAJOR"],
             "it was built for plugin ABI 2.0.0, but this host speaks major version 1 (it offers \
-             1.4.0); rebuild the plugin against this opbox",
+             1.5.0); rebuild the plugin against this opbox",
         ),
         (
             "size",
             &["-DBAD_SIZE"],
-            "its descriptor is 24 bytes, smaller than the 48 bytes its version 1.4.0 has",
+            "its descriptor is 24 bytes, smaller than the 48 bytes its version 1.5.0 has",
         ),
         (
             "refuses",

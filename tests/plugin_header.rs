@@ -69,6 +69,10 @@ fn expected() -> Vec<String> {
             offset_of!(HostV1, current_stream),
         ),
         (
+            "OpboxHostV1.tensor_from_bytes",
+            offset_of!(HostV1, tensor_from_bytes),
+        ),
+        (
             "OpboxPluginV1.min_host_version",
             offset_of!(PluginV1, min_host_version),
         ),
@@ -95,6 +99,7 @@ fn expected() -> Vec<String> {
         ("OPBOX_ABI_V1_2".into(), ABI_V1_2),
         ("OPBOX_ABI_V1_3".into(), ABI_V1_3),
         ("OPBOX_ABI_V1_4".into(), ABI_V1_4),
+        ("OPBOX_ABI_V1_5".into(), ABI_V1_5),
         ("OPBOX_ABI_VERSION".into(), ABI_VERSION),
         ("OPBOX_OK".into(), STATUS_OK as u64),
         ("OPBOX_ERROR".into(), STATUS_ERROR as u64),

@@ -90,8 +90,10 @@ pub const ABI_V1_3: u64 = pack_version(1, 3, 0);
 /// Adds [`ImplDesc::kernel_in_place`]: a kernel may also take its inputs as the host holds
 /// them; the table is 1.2's.
 pub const ABI_V1_4: u64 = pack_version(1, 4, 0);
+/// Adds [`HostV1::tensor_from_bytes`].
+pub const ABI_V1_5: u64 = pack_version(1, 5, 0);
 /// What this host offers and what plugins built from this crate are built against.
-pub const ABI_VERSION: u64 = ABI_V1_4;
+pub const ABI_VERSION: u64 = ABI_V1_5;
 
 /// Success.
 pub const STATUS_OK: i32 = crate::dispatch::STATUS_OK;
@@ -325,12 +327,26 @@ pub struct HostV1 {
     /// so they are ordered with the host's work on that stream. The stream stays valid for the
     /// call that asked.
     pub current_stream: unsafe extern "C" fn(device: i32, out: *mut *mut c_void) -> i32,
+    /// 1.5: a new contiguous CPU tensor of `shape` and `dtype` in the host's memory, holding a
+    /// copy of the `len` bytes at `data` (exactly the shape's size), owned by the caller. A
+    /// plugin's tensor made from its own elements is then the host's, as one made in the host
+    /// is: the host takes it back with nothing to wrap.
+    pub tensor_from_bytes: unsafe extern "C" fn(
+        data: *const c_void,
+        len: usize,
+        shape: *const i64,
+        ndim: i32,
+        dtype: DLDataType,
+        out: *mut *mut TensorHeader,
+    ) -> i32,
 }
 
 /// The size of the host table of version `version`: each minor version appends functions.
 pub const fn host_size_for(version: u64) -> usize {
-    if version >= ABI_V1_2 {
+    if version >= ABI_V1_5 {
         size_of::<HostV1>()
+    } else if version >= ABI_V1_2 {
+        offset_of!(HostV1, tensor_from_bytes)
     } else if version >= ABI_V1_1 {
         offset_of!(HostV1, current_stream)
     } else {
@@ -340,8 +356,11 @@ pub const fn host_size_for(version: u64) -> usize {
 
 /// The host functions added after 1.0, with the version that added each, for messages that
 /// name what a plugin needs.
-pub const HOST_FUNCTIONS_SINCE_1_0: &[(&str, u64)] =
-    &[("warn", ABI_V1_1), ("current_stream", ABI_V1_2)];
+pub const HOST_FUNCTIONS_SINCE_1_0: &[(&str, u64)] = &[
+    ("warn", ABI_V1_1),
+    ("current_stream", ABI_V1_2),
+    ("tensor_from_bytes", ABI_V1_5),
+];
 
 /// What a plugin is (`OpboxPluginV1`), returned by its entry.
 #[repr(C)]
@@ -400,7 +419,7 @@ const _: () = {
     assert!(size_of::<OpDesc>() == 32);
     assert!(size_of::<ImplDesc>() == 104);
     assert!(offset_of!(ImplDesc, kernel_in_place) == 96);
-    assert!(size_of::<HostV1>() == 104);
+    assert!(size_of::<HostV1>() == 112);
     assert!(offset_of!(HostV1, warn) == 88);
     assert!(size_of::<PluginV1>() == 48);
     // Shapes and strides are handed out in place: usize and isize are int64_t's size.
@@ -421,5 +440,7 @@ mod tests {
         assert_eq!(host_size_for(ABI_V1_0), 88);
         assert_eq!(host_size_for(ABI_V1_1), 96);
         assert_eq!(host_size_for(ABI_V1_2), 104);
+        assert_eq!(host_size_for(ABI_V1_4), 104);
+        assert_eq!(host_size_for(ABI_V1_5), 112);
     }
 }

@@ -13,7 +13,7 @@ use super::convert;
 use super::tensor;
 use crate::abi::plugin_v1::{
     host_size_for, unpack_version, version_string, HostV1, ImplDesc, LibraryDesc, OpDesc, PluginV1,
-    Registrar, StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_VERSION, LIBRARY_DEF,
+    Registrar, StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_V1_5, ABI_VERSION, LIBRARY_DEF,
     LIBRARY_FRAGMENT, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
 };
 use crate::dispatch::foreign::{self, ForeignKernel};
@@ -418,26 +418,71 @@ pub(crate) fn host_op(name: &str) -> Result<Option<&'static OpEntry>> {
 pub(crate) fn host_empty(shape: &[usize], dtype: DType, device: Device) -> Option<Result<Tensor>> {
     let host = host()?;
     Some((|| {
-        let dims: SmallVec<[i64; 8]> = shape.iter().map(|&d| d as i64).collect();
-        let ndim = i32::try_from(dims.len())
-            .map_err(|_| Error::InvalidArgument(format!("{} dimensions", dims.len())))?;
+        let (dims, ndim) = host_dims(shape)?;
         let mut out: *mut TensorHeader = std::ptr::null_mut();
         // SAFETY: a 1.0 table's function, with `ndim` sizes and room for one pointer.
         let status = unsafe {
             (host.tensor_empty)(
-                dims.as_ptr(),
+                dims,
                 ndim,
                 to_dl_dtype(dtype),
                 to_dl_device(device)?,
                 &mut out,
             )
         };
-        if status != STATUS_OK {
-            return Err(Error::Message(host_error(host)));
-        }
-        // SAFETY: the host handed over one owned header.
-        unsafe { tensor::take(out) }
+        // SAFETY: what the host function just wrote.
+        unsafe { made(host, status, out) }
     })())
+}
+
+/// In a loaded plugin on a host of ABI 1.5 or later, a new CPU tensor in the host's memory
+/// holding a copy of `bytes` (through its `tensor_from_bytes`), so that a tensor this plugin
+/// makes from its own elements is the host's from the start; `None` in a host and on an older
+/// one (the caller then makes it here, and the host wraps it when it takes it).
+pub(crate) fn host_from_bytes(
+    bytes: &[u8],
+    shape: &[usize],
+    dtype: DType,
+) -> Option<Result<Tensor>> {
+    let host = host().filter(|h| h.size as usize >= host_size_for(ABI_V1_5))?;
+    Some((|| {
+        let (dims, ndim) = host_dims(shape)?;
+        let mut out: *mut TensorHeader = std::ptr::null_mut();
+        // SAFETY: a 1.5 table (its size covers `tensor_from_bytes`), with `len` bytes at `data`,
+        // `ndim` sizes and room for one pointer.
+        let status = unsafe {
+            (host.tensor_from_bytes)(
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                dims,
+                ndim,
+                to_dl_dtype(dtype),
+                &mut out,
+            )
+        };
+        // SAFETY: what the host function just wrote.
+        unsafe { made(host, status, out) }
+    })())
+}
+
+/// `shape` as the ABI's sizes (`int64_t`, which is `usize`'s size: asserted with the ABI's
+/// layouts), and their count. A size past `i64::MAX` reads as negative, which the host refuses.
+fn host_dims(shape: &[usize]) -> Result<(*const i64, i32)> {
+    let ndim = i32::try_from(shape.len())
+        .map_err(|_| Error::InvalidArgument(format!("{} dimensions", shape.len())))?;
+    Ok((shape.as_ptr().cast(), ndim))
+}
+
+/// The tensor a host function that returned `status` made at `out`, or the host's error.
+///
+/// # Safety
+/// On success `out` is one owned header the host handed over.
+unsafe fn made(host: &HostV1, status: i32, out: *mut TensorHeader) -> Result<Tensor> {
+    if status != STATUS_OK {
+        return Err(Error::Message(host_error(host)));
+    }
+    // SAFETY: per the contract.
+    unsafe { tensor::take_from_host(out) }
 }
 
 /// Sends a warning through the host's channel (ABI 1.1), or returns it when the host is older

@@ -7,7 +7,6 @@ use std::ffi::{c_char, c_void};
 use std::mem::size_of;
 
 use opbox_codegen::cpp_ident::is_identifier;
-use smallvec::SmallVec;
 
 use super::arena::StrArena;
 use super::convert;
@@ -16,8 +15,8 @@ use super::schemas::SchemaCache;
 use super::tensor;
 use crate::abi::plugin_v1::{
     host_size_for, opbox_version, AbiString, HostV1, ImplDesc, LibraryDesc, OpDesc, Registrar,
-    StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_V1_2, ABI_VERSION, LIBRARY_DEF,
-    LIBRARY_FRAGMENT, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+    StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_V1_2, ABI_V1_3, ABI_V1_4, ABI_VERSION,
+    LIBRARY_DEF, LIBRARY_FRAGMENT, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
 };
 use crate::dispatch::foreign::{ForeignImpl, ForeignLibrary, ForeignOp};
 use crate::dispatch::{DispatchKey, LibraryKind};
@@ -54,10 +53,12 @@ pub(crate) fn take_error_text() -> Option<String> {
 /// The tables this host can offer, oldest first: the same functions, with `size` and `version`
 /// as a host of each minor version has them. A plugin is given the newest unless it must be
 /// shown an older host (`LoadOptions::host_version`).
-static TABLES: [HostV1; 4] = [
+static TABLES: [HostV1; 6] = [
     table(ABI_V1_0),
     table(ABI_V1_1),
     table(ABI_V1_2),
+    table(ABI_V1_3),
+    table(ABI_V1_4),
     table(ABI_VERSION),
 ];
 
@@ -85,6 +86,7 @@ pub(crate) const fn table(version: u64) -> HostV1 {
         op_schema,
         warn,
         current_stream,
+        tensor_from_bytes,
     }
 }
 
@@ -471,32 +473,68 @@ unsafe extern "C" fn tensor_empty(
     out: *mut *mut TensorHeader,
 ) -> i32 {
     edge(|| {
-        if out.is_null() {
-            return Err(Error::InvalidArgument(
-                "tensor_empty: the out pointer is null".to_string(),
-            ));
-        }
-        let ndim = usize::try_from(ndim)
-            .map_err(|_| Error::InvalidArgument(format!("tensor_empty: ndim {ndim}")))?;
-        let dims: &[i64] = if ndim == 0 {
-            &[]
-        } else if shape.is_null() {
-            return Err(Error::InvalidArgument(
-                "tensor_empty: the shape is null".to_string(),
-            ));
-        } else {
-            // SAFETY: the caller passes `ndim` sizes.
-            unsafe { std::slice::from_raw_parts(shape, ndim) }
-        };
-        let dims = dims
-            .iter()
-            .map(|&d| {
-                usize::try_from(d).map_err(|_| {
-                    Error::InvalidArgument(format!("tensor_empty: a negative size {d}"))
-                })
-            })
-            .collect::<Result<SmallVec<[usize; 8]>>>()?;
-        let t = Tensor::empty(&dims, from_dl_dtype(dtype)?, from_dl_device(device)?)?;
+        let out = out_pointer(out, "tensor_empty")?;
+        // SAFETY: the caller passes `ndim` sizes.
+        let dims = unsafe { sizes(shape, ndim, "tensor_empty") }?;
+        let t = Tensor::empty(dims, from_dl_dtype(dtype)?, from_dl_device(device)?)?;
+        // SAFETY: checked non-null; the caller gives space for one pointer.
+        unsafe { out.write(tensor::owned(t)?) };
+        Ok(())
+    })
+}
+
+/// `out`, refused when null (`function` names the host function, for the message).
+fn out_pointer<T>(out: *mut T, function: &str) -> Result<*mut T> {
+    if out.is_null() {
+        return Err(Error::InvalidArgument(format!(
+            "{function}: the out pointer is null"
+        )));
+    }
+    Ok(out)
+}
+
+/// The `ndim` sizes at `shape` as a tensor's shape, read in place (`int64_t` is `usize`'s
+/// size: asserted with the ABI's layouts); a negative one is refused.
+///
+/// # Safety
+/// `shape` holds `ndim` sizes, live for `'a` (or `ndim` is 0).
+unsafe fn sizes<'a>(shape: *const i64, ndim: i32, function: &str) -> Result<&'a [usize]> {
+    let ndim = usize::try_from(ndim)
+        .map_err(|_| Error::InvalidArgument(format!("{function}: ndim {ndim}")))?;
+    if ndim == 0 {
+        return Ok(&[]);
+    }
+    if shape.is_null() {
+        return Err(Error::InvalidArgument(format!(
+            "{function}: the shape is null"
+        )));
+    }
+    // SAFETY: per the contract.
+    let dims = unsafe { std::slice::from_raw_parts(shape, ndim) };
+    if let Some(d) = dims.iter().find(|&&d| d < 0) {
+        return Err(Error::InvalidArgument(format!(
+            "{function}: a negative size {d}"
+        )));
+    }
+    // SAFETY: the same `ndim` values, none negative, as `usize`s of the same size.
+    Ok(unsafe { std::slice::from_raw_parts(shape.cast::<usize>(), ndim) })
+}
+
+unsafe extern "C" fn tensor_from_bytes(
+    data: *const c_void,
+    len: usize,
+    shape: *const i64,
+    ndim: i32,
+    dtype: DLDataType,
+    out: *mut *mut TensorHeader,
+) -> i32 {
+    edge(|| {
+        let out = out_pointer(out, "tensor_from_bytes")?;
+        // SAFETY: the caller passes `ndim` sizes.
+        let dims = unsafe { sizes(shape, ndim, "tensor_from_bytes") }?;
+        // SAFETY: the caller passes `len` bytes at `data`.
+        let bytes = unsafe { bytes(data.cast(), len, "tensor_from_bytes: the data") }?;
+        let t = Tensor::from_bytes(bytes, dims, from_dl_dtype(dtype)?)?;
         // SAFETY: checked non-null; the caller gives space for one pointer.
         unsafe { out.write(tensor::owned(t)?) };
         Ok(())
@@ -646,7 +684,56 @@ unsafe impl Sync for SendPtr {}
 
 #[cfg(test)]
 mod tests {
-    use super::utf8;
+    use super::{table, take_error_text, tensor, utf8, TensorHeader, STATUS_ERROR, STATUS_OK};
+    use crate::abi::plugin_v1::ABI_VERSION;
+    use crate::tensor::dlpack::codes::to_dl_dtype;
+    use crate::{DType, Tensor};
+
+    /// `tensor_from_bytes` on `data` (as bytes) and `shape`: the tensor, or the host's error.
+    fn from_bytes(data: &[f32], len: usize, shape: &[i64]) -> Result<Tensor, String> {
+        let host = table(ABI_VERSION);
+        let mut out: *mut TensorHeader = std::ptr::null_mut();
+        // SAFETY: `len` is at most `data`'s size in bytes; `shape.len()` sizes; room for one
+        // pointer.
+        let status = unsafe {
+            (host.tensor_from_bytes)(
+                data.as_ptr().cast(),
+                len,
+                shape.as_ptr(),
+                shape.len() as i32,
+                to_dl_dtype(DType::F32),
+                &mut out,
+            )
+        };
+        if status != STATUS_OK {
+            assert_eq!(status, STATUS_ERROR);
+            return Err(take_error_text().unwrap_or_default());
+        }
+        // SAFETY: the one owned header the host just made.
+        Ok(unsafe { tensor::take(out) }.unwrap())
+    }
+
+    #[test]
+    fn tensor_from_bytes_copies_into_a_host_tensor_and_refuses_what_does_not_fit() {
+        let data = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let t = from_bytes(&data, 24, &[2, 3]).unwrap();
+        assert_eq!(t.shape(), [2, 3]);
+        assert_eq!(t.to_vec::<f32>().unwrap(), data);
+        assert_ne!(t.data_ptr(), data.as_ptr().cast(), "a copy");
+        assert_eq!(t.ref_count(), 1, "the caller's one reference, taken back");
+        assert_eq!(
+            from_bytes(&data, 20, &[2, 3]).unwrap_err(),
+            "shape error: 5 values cannot fill a tensor of shape [2, 3], which has 6 elements"
+        );
+        assert_eq!(
+            from_bytes(&data, 23, &[2, 3]).unwrap_err(),
+            "shape error: 23 bytes are not a whole number of f32 elements"
+        );
+        assert_eq!(
+            from_bytes(&data, 24, &[-6]).unwrap_err(),
+            "invalid argument: tensor_from_bytes: a negative size -6"
+        );
+    }
 
     #[test]
     fn names_are_taken_as_utf8_and_refused_otherwise() {

@@ -403,6 +403,25 @@ pub(crate) unsafe fn take(h: *mut TensorHeader) -> Result<Tensor> {
     Ok(t)
 }
 
+/// Takes the owned header that one of the host table's tensor functions (`tensor_empty`,
+/// `tensor_from_bytes`) just made, in a loaded plugin. The host wrote it itself, as it writes
+/// the headers of the tensors an in-place kernel is given, so it is held as the handle without
+/// the checks a header of unknown origin gets.
+///
+/// # Safety
+/// `h` is null (an error) or a live header the host table's function returned, whose one owned
+/// reference the caller hands over.
+pub(crate) unsafe fn take_from_host(h: *mut TensorHeader) -> Result<Tensor> {
+    // SAFETY: per the contract (null is refused before it is read).
+    if h.is_null() || is_ours(unsafe { &*h }) {
+        // SAFETY: forwarded.
+        return unsafe { take(h) };
+    }
+    // SAFETY: the host's live header, whose reference the handle now owns: the host keeps it
+    // until the handle's drop releases it.
+    Ok(unsafe { Tensor::from_raw(h.cast()) })
+}
+
 /// A header as a borrower meets it: one of this image's, whose tensor is a new handle, or
 /// another image's.
 enum Met<'a> {

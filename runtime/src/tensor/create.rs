@@ -1,6 +1,6 @@
 //! Constructors.
 
-use super::layout::Layout;
+use super::layout::{checked_nbytes, checked_numel, Layout};
 use super::storage::Storage;
 use super::{DType, Device, Element, Tensor};
 use crate::{Error, Result, Scalar};
@@ -58,16 +58,37 @@ impl Tensor {
     /// A contiguous cpu tensor of `shape` holding a copy of `data` (row-major). `data.len()`
     /// must equal the product of `shape`.
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Tensor> {
-        let layout = Layout::contiguous(shape, T::DTYPE)?;
-        if data.len() != layout.numel {
-            return Err(Error::Shape(format!(
-                "{} values cannot fill a tensor of shape {shape:?}, which has {} elements",
-                data.len(),
-                layout.numel
-            )));
+        Tensor::from_bytes(bytemuck::cast_slice::<T, u8>(data), shape, T::DTYPE)
+    }
+
+    /// A contiguous cpu tensor of `shape` and `dtype` holding a copy of `bytes`, which must be
+    /// exactly its size.
+    pub(crate) fn from_bytes(bytes: &[u8], shape: &[usize], dtype: DType) -> Result<Tensor> {
+        let numel = checked_numel(shape)?;
+        let size = dtype.size();
+        if checked_nbytes(shape, numel, dtype)? != bytes.len() {
+            return Err(Error::Shape(if bytes.len() % size == 0 {
+                format!(
+                    "{} values cannot fill a tensor of shape {shape:?}, which has {numel} elements",
+                    bytes.len() / size,
+                )
+            } else {
+                format!(
+                    "{} bytes are not a whole number of {dtype} elements",
+                    bytes.len()
+                )
+            }));
         }
-        let storage = Storage::cpu_from_bytes(bytemuck::cast_slice::<T, u8>(data))?;
-        Ok(Tensor::from_impl(storage, layout, T::DTYPE))
+        // In a loaded plugin, the host makes it (ABI 1.5): the tensor is then the host's own.
+        if let Some(made) = crate::plugin::guest::host_from_bytes(bytes, shape, dtype) {
+            return made;
+        }
+        let storage = Storage::cpu_from_bytes(bytes)?;
+        Ok(Tensor::from_impl(
+            storage,
+            Layout::contiguous(shape, dtype)?,
+            dtype,
+        ))
     }
 
     /// A new contiguous tensor with this tensor's shape, dtype and device; elements unspecified.
