@@ -47,12 +47,14 @@ impl ForeignKernels for PluginKernels {
             in_place,
             ctx,
         } = self.raw[index];
+        let plan = Plan::of(schema);
         Box::leak(Box::new(PluginKernel {
             kernel,
-            in_place,
+            // Only an op of tensors and plain values can run on the host's stack as it is.
+            in_place: in_place.filter(|_| plan.held),
             ctx,
             image: self.image,
-            plan: Plan::of(schema),
+            plan,
         }))
     }
 }
@@ -114,15 +116,16 @@ impl ForeignKernel for PluginKernel {
         );
         // A C kernel cannot check tags as the in-process shims do: the host checks them here,
         // with the same message.
-        if let Some(index) = self.plan.first_refused(stack.as_slice()) {
+        let refused = match self.in_place {
+            Some(kernel) => match self.plan.held_args(stack.as_slice()) {
+                Ok(true) => return self.call_in_place(op, kernel, stack),
+                Ok(false) => None,
+                Err(index) => Some(index),
+            },
+            None => self.plan.first_refused(stack.as_slice()),
+        };
+        if let Some(index) = refused {
             return Err(arg_type_error(op, index, &stack.as_slice()[index]));
-        }
-        if let Some(kernel) = self.in_place {
-            if self.plan.held && every_tensor_is_a_header(stack.as_slice()) {
-                return foreign::with_outputs(op, stack, |values| {
-                    self.call_in_place(op, kernel, values)
-                });
-            }
         }
         if self.plan.plain {
             return self.call_plain(op, stack);
@@ -209,32 +212,38 @@ impl PluginKernel {
         )
     }
 
-    /// The call of the in-place kernel on `values`: the arguments as the stack holds them (plain
-    /// values and tensors, each tensor's handle being its header), then `num_outputs` Nones and
-    /// the guard. What it wrote is this image's values too, bit for bit; a tensor another image
-    /// made is wrapped as `take` wraps one, and anything else in the wrong place is refused.
+    /// The call of the in-place kernel on the stack as it is: the arguments (plain values and
+    /// tensors, each tensor's handle being its header), then `num_outputs` Nones and the guard
+    /// in the stack's spare slots, which it does not own while the kernel runs. What the kernel
+    /// wrote is this image's values too, bit for bit; a tensor another image made is wrapped as
+    /// `take` wraps one, and anything else in the wrong place is refused. On success the
+    /// outputs take the arguments' place, which are released.
     #[inline]
     fn call_in_place(
         &self,
         op: &'static OpEntry,
         kernel: KernelFn,
-        values: &mut [StableValue],
+        stack: &mut Stack,
     ) -> Result<()> {
         let (num_args, num_outputs) = (op.num_args(), op.num_outputs());
+        let base = stack.spare_nones(num_outputs + 1);
         clear_error();
-        // SAFETY: `values` holds the arguments and `num_outputs + 1` Nones, valid and unaliased
-        // for the call; every argument is plain or a tensor whose handle is a live header
-        // (checked by the caller), as ABI 1.4's in-place kernel takes them. The plugin is never
-        // unloaded.
+        // SAFETY: the stack's `num_args` values then `num_outputs + 1` Nones, valid and
+        // unaliased for the call; every argument is plain or a tensor whose handle is a live
+        // header (checked by the caller), as ABI 1.4's in-place kernel takes them. The plugin
+        // is never unloaded.
         let status = unsafe {
             kernel(
                 self.ctx.0,
-                values.as_mut_ptr().cast::<Value>(),
+                base.cast::<Value>(),
                 num_args as u64,
                 num_outputs as u64,
             )
         };
-        let written = &mut values[num_args..];
+        // SAFETY: the spare slots just lent, initialised; `stack` is not touched until
+        // `written` is done with.
+        let written =
+            unsafe { std::slice::from_raw_parts_mut(base.add(num_args), num_outputs + 1) };
         if status != STATUS_OK || !written[num_outputs].is_none() {
             return Err(self.in_place_refused(op, status, written, None));
         }
@@ -245,26 +254,23 @@ impl PluginKernel {
             }
             if slot
                 .as_tensor()
-                .is_none_or(|t| t.foreign_header().is_none())
+                .is_some_and(|t| t.foreign_header().is_some())
             {
-                continue;
-            }
-            let Some(made) = slot.take_tensor() else {
-                continue;
-            };
-            // SAFETY: an owned reference to another image's header, handed over once.
-            match unsafe { super::tensor::take(made.into_raw().cast()) } {
-                Ok(t) => slot.set(StableValue::tensor(t)),
-                Err(e) => return Err(failed(op.name(), format!("output #{i}: {e}"))),
+                if let Err(e) = adopt_output(slot) {
+                    discard_written(written);
+                    return Err(failed(op.name(), format!("output #{i}: {e}")));
+                }
             }
         }
+        // SAFETY: the `num_outputs` spare slots hold the outputs, checked above.
+        unsafe { stack.release_for_spare(num_outputs) };
         Ok(())
     }
 
     /// The error of an in-place call that failed, wrote past its outputs, or wrote output
-    /// `wrong` of the wrong type. Then every slot it wrote that is not a tensor or a plain value
-    /// is set back to None unreleased (a string or list would be another allocator's); the rest
-    /// are released with the stack.
+    /// `wrong` of the wrong type. Then every slot it wrote is released when it is a tensor or a
+    /// plain value and set back to None unreleased otherwise (a string or list would be another
+    /// allocator's): the spare slots are left holding nothing.
     #[cold]
     #[inline(never)]
     fn in_place_refused(
@@ -283,11 +289,7 @@ impl PluginKernel {
             let i = wrong.unwrap_or_default();
             output_of_wrong_type(op, i, num_outputs, &written[i])
         };
-        for slot in written.iter_mut() {
-            if !convert::is_held(slot.raw_tag()) {
-                std::mem::forget(std::mem::take(slot));
-            }
-        }
+        discard_written(written);
         error
     }
 
@@ -380,12 +382,29 @@ impl PluginKernel {
     }
 }
 
-/// Whether each tensor among `args` is a header as it is: this image's, described, or
-/// another's (as an in-place kernel takes them).
-#[inline]
-fn every_tensor_is_a_header(args: &[StableValue]) -> bool {
-    args.iter()
-        .all(|v| v.as_tensor().is_none_or(crate::Tensor::is_a_header))
+/// Wraps the tensor another image made, in the output `slot`, as this image's (see
+/// `tensor::take`); on error the slot is None and the reference released.
+fn adopt_output(slot: &mut StableValue) -> Result<()> {
+    let Some(made) = slot.take_tensor() else {
+        return Ok(());
+    };
+    // SAFETY: an owned reference to another image's header, handed over once.
+    let t = unsafe { super::tensor::take(made.into_raw().cast()) }?;
+    slot.set(StableValue::tensor(t));
+    Ok(())
+}
+
+/// Empties the spare slots an in-place kernel wrote (`written`, which the stack does not own):
+/// a tensor or plain value is released, anything else set back to None unreleased (a string or
+/// list would be another allocator's).
+#[cold]
+fn discard_written(written: &mut [StableValue]) {
+    for slot in written.iter_mut() {
+        let value = std::mem::take(slot);
+        if !convert::is_held(value.raw_tag()) {
+            std::mem::forget(value);
+        }
+    }
 }
 
 /// A call's inputs as lent to the kernel and as the dispatcher passed them.

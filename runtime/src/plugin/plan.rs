@@ -96,6 +96,22 @@ impl Plan {
             .position(|(v, expect)| !expect.admits(v.raw_tag()))
     }
 
+    /// For a kernel that runs in place: the index of the first of `values` (one an argument)
+    /// whose tag its argument refuses, else whether each tensor among them is a header as it is
+    /// (this image's, described, or another's), as the in-place kernel takes them; one that is
+    /// not (a meta tensor) is lent instead. One pass, as the call's only look at its arguments.
+    #[inline]
+    pub(crate) fn held_args(&self, values: &[StableValue]) -> Result<bool, usize> {
+        let mut headers = true;
+        for (i, (v, expect)) in values.iter().zip(self.args.iter()).enumerate() {
+            if !expect.admits(v.raw_tag()) {
+                return Err(i);
+            }
+            headers &= v.as_tensor().is_none_or(crate::Tensor::is_a_header);
+        }
+        Ok(headers)
+    }
+
     /// Whether each of the first `returns.len()` values of `written` is of its return's type.
     #[inline]
     pub(crate) fn returns_admit(&self, written: &[Value]) -> bool {

@@ -67,7 +67,7 @@ impl Tensor {
         let numel = checked_numel(shape)?;
         let size = dtype.size();
         if checked_nbytes(shape, numel, dtype)? != bytes.len() {
-            return Err(Error::Shape(if bytes.len() % size == 0 {
+            return Err(Error::Shape(if bytes.len().is_multiple_of(size) {
                 format!(
                     "{} values cannot fill a tensor of shape {shape:?}, which has {numel} elements",
                     bytes.len() / size,

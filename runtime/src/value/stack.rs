@@ -184,6 +184,33 @@ impl<'a> Stack<'a> {
         }
     }
 
+    /// Releases every value and keeps the `count` spare slots past the top (as
+    /// [`spare_nones`](Self::spare_nones) lent them) as the stack's values instead: a kernel's
+    /// outputs, written past its arguments, taking the arguments' place.
+    ///
+    /// # Safety
+    /// The `count` slots past the top must be spare slots, within the capacity, that hold
+    /// initialised values the stack may own.
+    #[inline]
+    pub(crate) unsafe fn release_for_spare(&mut self, count: usize) {
+        let len = self.values.len();
+        // SAFETY: slots `0..len` are initialised values dropped once here, and the `count`
+        // after them initialised and within the capacity (the contract), moved to the front
+        // after the drops, so each write lands on a slot that holds nothing. The length is 0
+        // meanwhile, so a panicking drop leaks instead of dropping twice.
+        unsafe {
+            self.values.set_len(0);
+            let base = self.values.as_mut_ptr();
+            for i in 0..len {
+                std::ptr::drop_in_place(base.add(i));
+            }
+            for i in 0..count {
+                StableValue::move_by_halves(base.add(len + i), base.add(i));
+            }
+            self.values.set_len(count);
+        }
+    }
+
     /// Moves value `index` out, leaving None (or None when out of range).
     #[inline]
     pub(crate) fn take(&mut self, index: usize) -> StableValue {
