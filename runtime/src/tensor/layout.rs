@@ -71,21 +71,20 @@ pub(crate) fn contiguous_strides(shape: &[usize]) -> Strides {
 }
 
 /// PyTorch's rule: sizes of 1 place no constraint on their stride, and empty tensors are
-/// contiguous.
-pub(crate) fn is_contiguous(shape: &[usize], strides: &[isize], numel: usize) -> bool {
-    if numel == 0 {
-        return true;
-    }
+/// contiguous. One pass, with no element count: a size of 0 anywhere makes the tensor empty.
+pub(crate) fn is_contiguous(shape: &[usize], strides: &[isize]) -> bool {
     let mut expected: isize = 1;
+    let mut packed = true;
     for (&d, &s) in shape.iter().zip(strides).rev() {
+        if d == 0 {
+            return true;
+        }
         if d != 1 {
-            if s != expected {
-                return false;
-            }
+            packed &= s == expected;
             expected = expected.saturating_mul(d as isize);
         }
     }
-    true
+    packed
 }
 
 impl Layout {
@@ -123,7 +122,7 @@ impl Layout {
     pub(crate) fn set_extent(&mut self, offset: usize, numel: usize) {
         self.offset = offset;
         self.numel = numel;
-        self.contiguous = is_contiguous(&self.shape, &self.strides, numel);
+        self.contiguous = is_contiguous(&self.shape, &self.strides);
     }
 
     pub(crate) fn ndim(&self) -> usize {

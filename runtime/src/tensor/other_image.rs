@@ -18,7 +18,7 @@
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
-use super::dlpack::codes::{from_dl_device, from_dl_dtype};
+use super::dlpack::codes::{dl_device, dl_dtype, from_dl_device, from_dl_dtype};
 use super::layout::is_contiguous;
 use super::own_header::this_image;
 use super::{DType, Device, Tensor, TensorImpl};
@@ -123,14 +123,14 @@ pub(super) fn strides(h: &TensorHeader) -> &[isize] {
 #[inline(never)]
 pub(super) fn dtype(h: &TensorHeader) -> DType {
     // Checked: the dtype is known, so the fallback is never taken.
-    from_dl_dtype(h.dl.dtype).unwrap_or(DType::U8)
+    dl_dtype(h.dl.dtype).unwrap_or(DType::U8)
 }
 
 #[cold]
 #[inline(never)]
 pub(super) fn device(h: &TensorHeader) -> Device {
     // Checked: the device is known, so the fallback is never taken.
-    from_dl_device(h.dl.device).unwrap_or(Device::Meta)
+    dl_device(h.dl.device).unwrap_or(Device::Meta)
 }
 
 #[cold]
@@ -143,7 +143,8 @@ pub(super) fn numel(h: &TensorHeader) -> usize {
 #[cold]
 #[inline(never)]
 pub(super) fn is_contiguous_header(h: &TensorHeader) -> bool {
-    is_contiguous(shape(h), strides(h), numel(h))
+    // SAFETY: checked: `ndim` sizes and `ndim` strides, live as long as the header.
+    unsafe { is_contiguous(dims(h.dl.shape, h.dl.ndim), dims(h.dl.strides, h.dl.ndim)) }
 }
 
 /// The first element's offset from `data`, in elements (checked whole).

@@ -45,14 +45,21 @@ pub(crate) fn to_dl_dtype(dtype: DType) -> DLDataType {
 
 /// The dtype DLPack's `t` names, or an error saying why opbox cannot hold it.
 pub(crate) fn from_dl_dtype(t: DLDataType) -> Result<DType> {
-    if t.lanes == 1 && t.bits.is_power_of_two() && (8..=128).contains(&t.bits) {
-        let by_bits = BY_DLPACK.get(usize::from(t.code));
-        if let Some(&Some(d)) = by_bits.and_then(|b| b.get((t.bits.trailing_zeros() - 3) as usize))
-        {
-            return Ok(d);
-        }
+    match dl_dtype(t) {
+        Some(d) => Ok(d),
+        None => no_dtype(t),
     }
-    no_dtype(t)
+}
+
+/// The dtype DLPack's `t` names, None for one opbox cannot hold: the lookup alone, for a
+/// header already checked.
+#[inline]
+pub(crate) fn dl_dtype(t: DLDataType) -> Option<DType> {
+    if t.lanes == 1 && t.bits.is_power_of_two() && (8..=128).contains(&t.bits) {
+        let by_bits = BY_DLPACK.get(usize::from(t.code))?;
+        return *by_bits.get((t.bits.trailing_zeros() - 3) as usize)?;
+    }
+    None
 }
 
 /// The dtype of each DLPack `(code, bits)` the type table gives, indexed by code and by bits as
@@ -133,6 +140,19 @@ pub(crate) fn to_dl_device(device: Device) -> Result<DLDevice> {
     }
 }
 
+/// The device DLPack's `d` names (see [`from_dl_device`]), None for one opbox cannot reach:
+/// the match alone, for a header already checked.
+#[inline]
+pub(crate) fn dl_device(d: DLDevice) -> Option<Device> {
+    match d.device_type {
+        _ if is_host(d) => Some(Device::Cpu),
+        DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED => {
+            u32::try_from(d.device_id).ok().map(Device::Cuda)
+        }
+        _ => None,
+    }
+}
+
 /// Whether `d` is memory the host addresses, which opbox holds as [`Device::Cpu`].
 pub(crate) fn is_host(d: DLDevice) -> bool {
     matches!(d.device_type, DLDeviceType::CPU | DLDeviceType::CUDA_HOST)
@@ -142,18 +162,15 @@ pub(crate) fn is_host(d: DLDevice) -> bool {
 /// Pinned host memory (`kDLCUDAHost`) is host memory: it becomes a cpu tensor. Managed memory
 /// (`kDLCUDAManaged`) is addressable from its device: it becomes a cuda tensor there.
 pub(crate) fn from_dl_device(d: DLDevice) -> Result<Device> {
+    if let Some(device) = dl_device(d) {
+        return Ok(device);
+    }
     match d.device_type {
-        _ if is_host(d) => Ok(Device::Cpu),
-        DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED => {
-            let ordinal = u32::try_from(d.device_id).map_err(|_| {
-                Error::InvalidArgument(format!(
-                    "from_dlpack: DLPack device {} has a negative device id {}",
-                    d.device_type.name().unwrap_or("kDLCUDA"),
-                    d.device_id
-                ))
-            })?;
-            Ok(Device::Cuda(ordinal))
-        }
+        DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED => Err(Error::InvalidArgument(format!(
+            "from_dlpack: DLPack device {} has a negative device id {}",
+            d.device_type.name().unwrap_or("kDLCUDA"),
+            d.device_id
+        ))),
         other => Err(Error::Unsupported(format!(
             "from_dlpack: DLPack device type {} ({}) is not one opbox holds; it takes kDLCPU, \
              kDLCUDAHost (as cpu), kDLCUDA and kDLCUDAManaged (as cuda)",
