@@ -160,7 +160,8 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
             "cplug::has_warn",
             "cplug::calls_host",
             "cplug::stream_of",
-            "cplug::identity"
+            "cplug::identity",
+            "cplug::iota"
         ]
     );
     assert_eq!(info.abi_version, ABI_VERSION);
@@ -196,6 +197,21 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
     assert_eq!(x.ref_count(), 2);
     drop(back);
     assert_eq!(x.ref_count(), 1);
+
+    // A tensor made from the C kernel's own array: the host copies it in (ABI 1.5).
+    let (iota, copied): (Tensor, i64) = opbox::op("cplug::iota").unwrap().call((4i64,)).unwrap();
+    assert_eq!(
+        (iota.to_vec::<f32>().unwrap(), copied),
+        (vec![0.0, 1.0, 2.0, 3.0], 1)
+    );
+    assert_eq!(
+        opbox::op("cplug::iota")
+            .unwrap()
+            .call::<_, (Tensor, i64)>((17i64,))
+            .unwrap_err()
+            .to_string(),
+        "cplug::iota: iota takes an int from 0 to 16"
+    );
 
     assert_eq!(int_call("cplug::fails", (-4i64,)).unwrap(), 4);
     // An old call of a host op that has since grown a trailing default.
@@ -488,8 +504,15 @@ fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a
         -1,
         "no current_stream on a 1.0 host"
     );
+    let (iota, copied): (Tensor, i64) =
+        opbox::op("cplug_old::iota").unwrap().call((3i64,)).unwrap();
+    assert_eq!(
+        (iota.to_vec::<f32>().unwrap(), copied),
+        (vec![0.0, 1.0, 2.0], 0),
+        "no tensor_from_bytes on a 1.0 host: allocated with tensor_empty and filled"
+    );
 
-    // On this (1.4) host the same plugin uses the function.
+    // On this (1.5) host the same plugin uses the functions.
     plugin::load(c_plugin("plugin.c", "cplug", &[])).unwrap();
     let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
