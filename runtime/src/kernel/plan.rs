@@ -35,6 +35,8 @@ enum Planned {
 #[derive(Clone, Copy, Debug)]
 pub struct LaunchPlan {
     params: [Planned; MAX_PLANNED],
+    // Read by `pack`, which only a CUDA launch calls.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     len: u8,
     /// Some buffer is written and some is read: the launch must check that they do not share
     /// storage ([`check_aliases`](super::prepare::check_aliases)).
@@ -87,6 +89,7 @@ impl LaunchPlan {
     /// (`cuda:0` when there are none); `None` when the launch must go the general way. The
     /// words are the ones `prepare` packs.
     #[inline]
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn pack(
         &self,
         args: &[LaunchArg<'_>],
@@ -100,16 +103,13 @@ impl LaunchPlan {
         for ((planned, arg), word) in self.params[..len].iter().zip(args).zip(words.iter_mut()) {
             *word = match (*planned, arg) {
                 (Planned::Tensor { dtype, .. }, &LaunchArg::Tensor(x)) => {
-                    let on = x.device();
-                    if x.dtype() != dtype || !on.is_cuda() || !x.is_contiguous() {
-                        return None;
-                    }
+                    let (on, address) = x.cuda_buffer(dtype)?;
                     match device {
                         None => device = Some(on),
                         Some(first) if first != on => return None,
                         Some(_) => {}
                     }
-                    x.device_ptr().ok()?.to_ne_bytes()
+                    address.to_ne_bytes()
                 }
                 (Planned::Tensor { nullable: true, .. }, LaunchArg::Null) => [0; 8],
                 (Planned::Scalar(t), a) => match a.scalar() {
@@ -124,6 +124,7 @@ impl LaunchPlan {
 
     /// Whether a launch must check that no written buffer shares storage with a read one.
     #[inline]
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn aliasing(&self) -> bool {
         self.aliasing
     }

@@ -147,6 +147,19 @@ pub(super) fn is_contiguous_header(h: &TensorHeader) -> bool {
     unsafe { is_contiguous(dims(h.dl.shape, h.dl.ndim), dims(h.dl.strides, h.dl.ndim)) }
 }
 
+/// [`Tensor::cuda_buffer`] of a header: its CUDA device and first element's address, when it
+/// is a contiguous CUDA tensor of `dtype`.
+#[cold]
+#[inline(never)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(super) fn cuda_buffer(h: &TensorHeader, dtype: DType) -> Option<(Device, u64)> {
+    let on = dl_device(h.dl.device)?;
+    if dl_dtype(h.dl.dtype) != Some(dtype) || !on.is_cuda() || !is_contiguous_header(h) {
+        return None;
+    }
+    Some((on, element_ptr(h) as usize as u64))
+}
+
 /// The first element's offset from `data`, in elements (checked whole).
 #[cold]
 #[inline(never)]

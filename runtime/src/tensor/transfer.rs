@@ -2,7 +2,7 @@
 //! ([`Tensor::cuda_ptr`], [`Tensor::with_cuda_slice`]). The bytes move through the storage seam.
 
 use super::storage::Storage;
-use super::{Device, Tensor};
+use super::{DType, Device, Tensor};
 use crate::{Error, Result};
 
 impl Tensor {
@@ -107,6 +107,23 @@ impl Tensor {
         }
         let base = self.storage().device_ptr("cuda_ptr")?;
         Ok(base + (self.offset() * self.dtype().size()) as u64)
+    }
+
+    /// For a launch that takes this tensor as a packed buffer of `dtype`: its CUDA device and
+    /// first element's device address, or None when it is not a contiguous CUDA tensor of
+    /// `dtype` (the launch then goes the general way, which says why). Another image's tensor
+    /// is read from its header in one call, rather than one per accessor.
+    #[inline]
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn cuda_buffer(&self, dtype: DType) -> Option<(Device, u64)> {
+        if let Some(h) = self.foreign_header() {
+            return super::other_image::cuda_buffer(h, dtype);
+        }
+        let on = self.device();
+        if self.dtype() != dtype || !on.is_cuda() || !self.is_contiguous() {
+            return None;
+        }
+        Some((on, self.device_ptr().ok()?))
     }
 
     /// Calls `f` with the storage's whole allocation, the byte offset of this tensor's first
