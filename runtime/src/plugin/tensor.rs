@@ -608,6 +608,40 @@ mod tests {
     }
 
     #[test]
+    fn another_images_cuda_header_is_read_for_a_launch_in_one_call() {
+        let refs = AtomicI64::new(0);
+        let (mut data, mut dims) = ([0.0f32; 4], [0i64; 2]);
+        let mut on_cuda = header(&mut data, &mut dims, &refs);
+        // Never dereferenced: a launch only takes the address.
+        on_cuda.dl.device = crate::tensor::dlpack::codes::to_dl_device(Device::Cuda(1)).unwrap();
+        on_cuda.dl.byte_offset = 8;
+        let first = (on_cuda.dl.data as u64) + 8;
+        let buffer = |h: &mut TensorHeader, dtype| {
+            // SAFETY: a live header of "another image", valid for the value's life.
+            let value = unsafe { lend_in(h) }.unwrap();
+            value.as_tensor().unwrap().cuda_buffer(dtype)
+        };
+        assert_eq!(
+            buffer(&mut on_cuda, DType::F32),
+            Some((Device::Cuda(1), first))
+        );
+        assert_eq!(buffer(&mut on_cuda, DType::I32), None, "another dtype");
+        let mut strided = on_cuda;
+        let mut every_other = [2i64, 2];
+        // Both from one pointer, so neither borrow invalidates the other.
+        let every_other = every_other.as_mut_ptr();
+        (strided.dl.shape, strided.dl.strides) = (every_other, every_other.wrapping_add(1));
+        assert_eq!(buffer(&mut strided, DType::F32), None, "not contiguous");
+        let (mut cpu_data, mut cpu_dims) = ([0.0f32; 4], [0i64; 2]);
+        let mut on_cpu = header(&mut cpu_data, &mut cpu_dims, &refs);
+        assert_eq!(buffer(&mut on_cpu, DType::F32), None, "not on CUDA");
+        // The same answers for this image's own tensor.
+        let own = Tensor::from_vec(vec![0.0f32; 4], &[4]).unwrap();
+        assert_eq!(own.cuda_buffer(DType::F32), None);
+        assert_eq!(refs.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
     fn headers_lend_and_own_without_leaking() {
         let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
         let mut lent = borrowed(&t).unwrap();
