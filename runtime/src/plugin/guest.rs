@@ -444,7 +444,7 @@ pub(crate) fn host_from_bytes(
     shape: &[usize],
     dtype: DType,
 ) -> Option<Result<Tensor>> {
-    let host = host().filter(|h| h.size as usize >= host_size_for(ABI_V1_5))?;
+    let host = host().filter(|_| host_has(host_size_for(ABI_V1_5)))?;
     Some((|| {
         let (dims, ndim) = host_dims(shape)?;
         let mut out: *mut TensorHeader = std::ptr::null_mut();

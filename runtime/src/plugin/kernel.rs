@@ -51,7 +51,7 @@ impl ForeignKernels for PluginKernels {
         Box::leak(Box::new(PluginKernel {
             kernel,
             // Only an op of tensors and plain values can run on the host's stack as it is.
-            in_place: in_place.filter(|_| plan.held),
+            in_place: in_place.filter(|_| plan.held()),
             ctx,
             image: self.image,
             plan,
@@ -731,7 +731,11 @@ mod tests {
             "t::g: the kernel wrote more than the 1 outputs its schema declares"
         );
         drop(stack);
-        assert_eq!(x.ref_count(), 1, "what it wrote is released with the stack");
+        assert_eq!(
+            x.ref_count(),
+            1,
+            "what it wrote is released, the argument with the stack"
+        );
 
         // A tensor DLPack cannot describe has no header to pass as it is: the op takes the
         // lending path, which says why it cannot lend it.

@@ -81,9 +81,6 @@ pub(crate) struct Plan {
     pub(crate) returns: Box<[Expect]>,
     /// Every argument and return is plain: the call copies bits both ways.
     pub(crate) plain: bool,
-    /// Every argument and return is plain or a tensor: an in-place kernel (ABI 1.4) can run on
-    /// the stack as it is.
-    pub(crate) held: bool,
 }
 
 impl Plan {
@@ -125,13 +122,20 @@ impl Plan {
         let args: Box<[Expect]> = schema.arguments.iter().map(|a| Expect::of(a.ty)).collect();
         let returns: Box<[Expect]> = schema.returns.iter().map(|r| Expect::of(r.ty)).collect();
         let plain = args.iter().chain(returns.iter()).all(|e| e.is_plain());
-        let held = args.iter().chain(returns.iter()).all(|e| e.is_held());
         Plan {
             args,
             returns,
             plain,
-            held,
         }
+    }
+
+    /// Every argument and return is plain or a tensor: an in-place kernel (ABI 1.4) can run on
+    /// the stack as it is.
+    pub(crate) fn held(&self) -> bool {
+        self.args
+            .iter()
+            .chain(self.returns.iter())
+            .all(|e| e.is_held())
     }
 }
 
@@ -148,9 +152,9 @@ mod tests {
         assert!(!plan("f(int x) -> Tensor").plain);
         assert!(!plan("f(str s) -> int").plain);
         assert!(!plan("f(int[] xs) -> int").plain);
-        assert!(plan("f(Tensor x, Tensor? y, float s) -> (Tensor, int)").held);
-        assert!(!plan("f(Tensor x, str s) -> Tensor").held);
-        assert!(!plan("f(Tensor x) -> int[]").held);
+        assert!(plan("f(Tensor x, Tensor? y, float s) -> (Tensor, int)").held());
+        assert!(!plan("f(Tensor x, str s) -> Tensor").held());
+        assert!(!plan("f(Tensor x) -> int[]").held());
         let p = plan("f(int? x, Tensor t) -> ()");
         assert!(p.args[0].admits(Tag::None as u32) && p.args[0].admits(Tag::Int as u32));
         assert!(!p.args[0].admits(Tag::Float as u32));

@@ -86,7 +86,7 @@ impl Tensor {
         let storage = Storage::cpu_from_bytes(bytes)?;
         Ok(Tensor::from_impl(
             storage,
-            Layout::contiguous(shape, dtype)?,
+            Layout::packed(shape, numel),
             dtype,
         ))
     }

@@ -92,13 +92,19 @@ impl Layout {
     pub(crate) fn contiguous(shape: &[usize], dtype: DType) -> Result<Layout> {
         let numel = checked_numel(shape)?;
         checked_nbytes(shape, numel, dtype)?;
-        Ok(Layout {
+        Ok(Layout::packed(shape, numel))
+    }
+
+    /// The packed row-major layout of `shape`, whose element count (`numel`) and size the
+    /// caller has already checked.
+    pub(crate) fn packed(shape: &[usize], numel: usize) -> Layout {
+        Layout {
             shape: SmallVec::from_slice(shape),
             strides: contiguous_strides(shape),
             offset: 0,
             numel,
             contiguous: true,
-        })
+        }
     }
 
     /// A layout from parts whose element count the caller already knows to be `numel`.

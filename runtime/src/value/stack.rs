@@ -194,21 +194,10 @@ impl<'a> Stack<'a> {
     #[inline]
     pub(crate) unsafe fn release_for_spare(&mut self, count: usize) {
         let len = self.values.len();
-        // SAFETY: slots `0..len` are initialised values dropped once here, and the `count`
-        // after them initialised and within the capacity (the contract), moved to the front
-        // after the drops, so each write lands on a slot that holds nothing. The length is 0
-        // meanwhile, so a panicking drop leaks instead of dropping twice.
-        unsafe {
-            self.values.set_len(0);
-            let base = self.values.as_mut_ptr();
-            for i in 0..len {
-                std::ptr::drop_in_place(base.add(i));
-            }
-            for i in 0..count {
-                StableValue::move_by_halves(base.add(len + i), base.add(i));
-            }
-            self.values.set_len(count);
-        }
+        // SAFETY: the `count` slots past the top are initialised and within the capacity (the
+        // contract), so the stack may own them.
+        unsafe { self.values.set_len(len + count) };
+        self.release_front(len);
     }
 
     /// Moves value `index` out, leaving None (or None when out of range).
