@@ -478,7 +478,7 @@ unsafe extern "C" fn tensor_empty(
         let dims = unsafe { sizes(shape, ndim, "tensor_empty") }?;
         let t = Tensor::empty(dims, from_dl_dtype(dtype)?, from_dl_device(device)?)?;
         // SAFETY: checked non-null; the caller gives space for one pointer.
-        unsafe { out.write(tensor::owned(t)?) };
+        unsafe { out.write(tensor::fresh(t)?) };
         Ok(())
     })
 }
@@ -536,7 +536,7 @@ unsafe extern "C" fn tensor_from_bytes(
         let bytes = unsafe { bytes(data.cast(), len, "tensor_from_bytes: the data") }?;
         let t = Tensor::from_bytes(bytes, dims, from_dl_dtype(dtype)?)?;
         // SAFETY: checked non-null; the caller gives space for one pointer.
-        unsafe { out.write(tensor::owned(t)?) };
+        unsafe { out.write(tensor::fresh(t)?) };
         Ok(())
     })
 }

@@ -115,6 +115,15 @@ pub(crate) fn borrowed(t: &Tensor) -> Result<TensorHeader> {
     }
 }
 
+/// An owned header holding the one reference of `t`, a tensor just made here (by a host
+/// function): its own header, with nothing to compare, as it views no other image's memory.
+pub(crate) fn fresh(t: Tensor) -> Result<*mut TensorHeader> {
+    if t.own_header().is_some() {
+        return Ok(t.into_raw().cast());
+    }
+    owned(t)
+}
+
 /// An owned header holding one reference to `t`. When `t` is exactly the view a header another
 /// image handed over describes (a kernel returning its input, or the tensor the host allocated
 /// for it), that header is retained and given back: its maker takes its own tensor back with

@@ -64,25 +64,16 @@ impl Tensor {
     /// A contiguous cpu tensor of `shape` and `dtype` holding a copy of `bytes`, which must be
     /// exactly its size.
     pub(crate) fn from_bytes(bytes: &[u8], shape: &[usize], dtype: DType) -> Result<Tensor> {
-        let numel = checked_numel(shape)?;
-        let size = dtype.size();
-        if checked_nbytes(shape, numel, dtype)? != bytes.len() {
-            return Err(Error::Shape(if bytes.len().is_multiple_of(size) {
-                format!(
-                    "{} values cannot fill a tensor of shape {shape:?}, which has {numel} elements",
-                    bytes.len() / size,
-                )
-            } else {
-                format!(
-                    "{} bytes are not a whole number of {dtype} elements",
-                    bytes.len()
-                )
-            }));
-        }
-        // In a loaded plugin, the host makes it (ABI 1.5): the tensor is then the host's own.
+        // In a loaded plugin, the host makes it (ABI 1.5) and checks the size as
+        // `packed_numel` does: the tensor is then the host's own. Only a refusal is checked
+        // again here, for its typed error.
         if let Some(made) = crate::plugin::guest::host_from_bytes(bytes, shape, dtype) {
-            return made;
+            return made.map_err(|refused| match packed_numel(bytes, shape, dtype) {
+                Err(e) => e,
+                Ok(_) => refused,
+            });
         }
+        let numel = packed_numel(bytes, shape, dtype)?;
         let storage = Storage::cpu_from_bytes(bytes)?;
         Ok(Tensor::from_impl(
             storage,
@@ -105,4 +96,25 @@ impl Tensor {
     pub fn full_like(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         Tensor::full(self.shape(), value, self.dtype(), self.device())
     }
+}
+
+/// The element count of a contiguous tensor of `shape` and `dtype`, checked to be exactly what
+/// `bytes` holds.
+fn packed_numel(bytes: &[u8], shape: &[usize], dtype: DType) -> Result<usize> {
+    let numel = checked_numel(shape)?;
+    let size = dtype.size();
+    if checked_nbytes(shape, numel, dtype)? == bytes.len() {
+        return Ok(numel);
+    }
+    Err(Error::Shape(if bytes.len().is_multiple_of(size) {
+        format!(
+            "{} values cannot fill a tensor of shape {shape:?}, which has {numel} elements",
+            bytes.len() / size,
+        )
+    } else {
+        format!(
+            "{} bytes are not a whole number of {dtype} elements",
+            bytes.len()
+        )
+    }))
 }
