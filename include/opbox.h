@@ -52,7 +52,9 @@ extern "C" {
 #define OPBOX_ABI_V1_4 OPBOX_VERSION_PACK(1, 4, 0)
 /* 1.5: OpboxHostV1.tensor_from_bytes. */
 #define OPBOX_ABI_V1_5 OPBOX_VERSION_PACK(1, 5, 0)
-#define OPBOX_ABI_VERSION OPBOX_ABI_V1_5
+/* 1.6: OpboxHostV1.tensor_to. */
+#define OPBOX_ABI_V1_6 OPBOX_VERSION_PACK(1, 6, 0)
+#define OPBOX_ABI_VERSION OPBOX_ABI_V1_6
 
 #ifndef OPBOX_TARGET_VERSION
 #define OPBOX_TARGET_VERSION OPBOX_ABI_VERSION
@@ -230,6 +232,11 @@ typedef struct OpboxHostV1 {
      * copy of the `len` bytes at `data` (exactly the shape's size), owned by the caller. */
     int32_t (*tensor_from_bytes)(const void* data, size_t len, const int64_t* shape,
                                  int32_t ndim, OpboxDLDataType dtype, OpboxTensor** out);
+#endif
+#if OPBOX_TARGET_VERSION >= OPBOX_ABI_V1_6
+    /* 1.6: `t` (borrowed) on `device`: a contiguous copy made on the host's current stream and
+     * waited for, or `t` itself when it is there already; owned by the caller. */
+    int32_t (*tensor_to)(OpboxTensor* t, OpboxDLDevice device, OpboxTensor** out);
 #endif
 } OpboxHostV1;
 

@@ -165,7 +165,7 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
         ]
     );
     assert_eq!(info.abi_version, ABI_VERSION);
-    assert_eq!(info.abi_version_string(), "1.5.0");
+    assert_eq!(info.abi_version_string(), "1.6.0");
     assert_eq!(info.opbox_version, 0, "not built with opbox's crates");
 
     let add_one = opbox::op("cplug::add_one").expect("resolves like an in-process op");
@@ -583,12 +583,12 @@ fn bad_plugins_are_refused_with_messages_that_say_why_and_the_host_stays_usable(
             "major",
             &["-DBAD_MAJOR"],
             "it was built for plugin ABI 2.0.0, but this host speaks major version 1 (it offers \
-             1.5.0); rebuild the plugin against this opbox",
+             1.6.0); rebuild the plugin against this opbox",
         ),
         (
             "size",
             &["-DBAD_SIZE"],
-            "its descriptor is 24 bytes, smaller than the 48 bytes its version 1.5.0 has",
+            "its descriptor is 24 bytes, smaller than the 48 bytes its version 1.6.0 has",
         ),
         (
             "refuses",

@@ -72,6 +72,7 @@ fn expected() -> Vec<String> {
             "OpboxHostV1.tensor_from_bytes",
             offset_of!(HostV1, tensor_from_bytes),
         ),
+        ("OpboxHostV1.tensor_to", offset_of!(HostV1, tensor_to)),
         (
             "OpboxPluginV1.min_host_version",
             offset_of!(PluginV1, min_host_version),
@@ -100,6 +101,7 @@ fn expected() -> Vec<String> {
         ("OPBOX_ABI_V1_3".into(), ABI_V1_3),
         ("OPBOX_ABI_V1_4".into(), ABI_V1_4),
         ("OPBOX_ABI_V1_5".into(), ABI_V1_5),
+        ("OPBOX_ABI_V1_6".into(), ABI_V1_6),
         ("OPBOX_ABI_VERSION".into(), ABI_VERSION),
         ("OPBOX_OK".into(), STATUS_OK as u64),
         ("OPBOX_ERROR".into(), STATUS_ERROR as u64),

@@ -53,7 +53,7 @@ fn ops_lists_a_plugins_namespace_schemas_backends_and_image() {
     assert_eq!(
         out,
         format!(
-            "plugin plugin ({p}): ABI 1.5.0, opbox {version}, namespaces myplug\nmyplug (from \
+            "plugin plugin ({p}): ABI 1.6.0, opbox {version}, namespaces myplug\nmyplug (from \
              {p})\n  myplug::add(int a, int b=1) -> int  [CPU]\n"
         )
     );
@@ -63,7 +63,7 @@ fn ops_lists_a_plugins_namespace_schemas_backends_and_image() {
         out,
         format!(
             "{{\"plugins\": [{{\"path\": \"{p}\", \"name\": \"plugin\", \"abi_version\": \
-             \"1.5.0\", \"opbox_version\": \"{version}\", \"namespaces\": [\"myplug\"], \"ops\": \
+             \"1.6.0\", \"opbox_version\": \"{version}\", \"namespaces\": [\"myplug\"], \"ops\": \
              [\"myplug::add\"]}}], \"ops\": [{{\"name\": \"myplug::add\", \"namespace\": \
              \"myplug\", \"schema\": \"myplug::add(int a, int b=1) -> int\", \"backends\": [\"CPU\"], \
              \"image\": \"{p}\"}}]}}\n"

@@ -92,8 +92,10 @@ pub const ABI_V1_3: u64 = pack_version(1, 3, 0);
 pub const ABI_V1_4: u64 = pack_version(1, 4, 0);
 /// Adds [`HostV1::tensor_from_bytes`].
 pub const ABI_V1_5: u64 = pack_version(1, 5, 0);
+/// Adds [`HostV1::tensor_to`].
+pub const ABI_V1_6: u64 = pack_version(1, 6, 0);
 /// What this host offers and what plugins built from this crate are built against.
-pub const ABI_VERSION: u64 = ABI_V1_5;
+pub const ABI_VERSION: u64 = ABI_V1_6;
 
 /// Success.
 pub const STATUS_OK: i32 = crate::dispatch::STATUS_OK;
@@ -339,12 +341,23 @@ pub struct HostV1 {
         dtype: DLDataType,
         out: *mut *mut TensorHeader,
     ) -> i32,
+    /// 1.6: `t` on `device`, as opbox's `Tensor::to` gives it (a contiguous copy, or `t`
+    /// itself when it is there already), owned by the caller; `t` is borrowed. The host copies
+    /// on its current stream and waits for the copy. A plugin's transfers of the host's tensors
+    /// are then the host's own, with nothing wrapped on either side.
+    pub tensor_to: unsafe extern "C" fn(
+        t: *mut TensorHeader,
+        device: DLDevice,
+        out: *mut *mut TensorHeader,
+    ) -> i32,
 }
 
 /// The size of the host table of version `version`: each minor version appends functions.
 pub const fn host_size_for(version: u64) -> usize {
-    if version >= ABI_V1_5 {
+    if version >= ABI_V1_6 {
         size_of::<HostV1>()
+    } else if version >= ABI_V1_5 {
+        offset_of!(HostV1, tensor_to)
     } else if version >= ABI_V1_2 {
         offset_of!(HostV1, tensor_from_bytes)
     } else if version >= ABI_V1_1 {
@@ -360,6 +373,7 @@ pub const HOST_FUNCTIONS_SINCE_1_0: &[(&str, u64)] = &[
     ("warn", ABI_V1_1),
     ("current_stream", ABI_V1_2),
     ("tensor_from_bytes", ABI_V1_5),
+    ("tensor_to", ABI_V1_6),
 ];
 
 /// What a plugin is (`OpboxPluginV1`), returned by its entry.
@@ -419,7 +433,7 @@ const _: () = {
     assert!(size_of::<OpDesc>() == 32);
     assert!(size_of::<ImplDesc>() == 104);
     assert!(offset_of!(ImplDesc, kernel_in_place) == 96);
-    assert!(size_of::<HostV1>() == 112);
+    assert!(size_of::<HostV1>() == 120);
     assert!(offset_of!(HostV1, warn) == 88);
     assert!(size_of::<PluginV1>() == 48);
     // Shapes and strides are handed out in place: usize and isize are int64_t's size.
@@ -442,5 +456,6 @@ mod tests {
         assert_eq!(host_size_for(ABI_V1_2), 104);
         assert_eq!(host_size_for(ABI_V1_4), 104);
         assert_eq!(host_size_for(ABI_V1_5), 112);
+        assert_eq!(host_size_for(ABI_V1_6), 120);
     }
 }

@@ -13,8 +13,8 @@ use super::convert;
 use super::tensor;
 use crate::abi::plugin_v1::{
     host_size_for, unpack_version, version_string, HostV1, ImplDesc, LibraryDesc, OpDesc, PluginV1,
-    Registrar, StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_V1_5, ABI_VERSION, LIBRARY_DEF,
-    LIBRARY_FRAGMENT, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+    Registrar, StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_V1_5, ABI_V1_6, ABI_VERSION,
+    LIBRARY_DEF, LIBRARY_FRAGMENT, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
 };
 use crate::dispatch::foreign::{self, ForeignKernel};
 use crate::dispatch::registry::OpEntry;
@@ -457,6 +457,28 @@ pub(crate) fn host_from_bytes(
                 dims,
                 ndim,
                 to_dl_dtype(dtype),
+                &mut out,
+            )
+        };
+        // SAFETY: what the host function just wrote.
+        unsafe { made(host, status, out) }
+    })())
+}
+
+/// In a loaded plugin on a host of ABI 1.6 or later, another image's tensor `h` on `device`,
+/// moved by the host (through its `tensor_to`) as its own `Tensor::to` moves it: nothing is
+/// wrapped on either side, and the copy goes on the host's current stream. `None` in a host
+/// and on an older one (the caller then wraps the header and moves it here).
+pub(crate) fn host_to(h: &TensorHeader, device: Device) -> Option<Result<Tensor>> {
+    let host = host().filter(|_| host_has(host_size_for(ABI_V1_6)))?;
+    Some((|| {
+        let mut out: *mut TensorHeader = std::ptr::null_mut();
+        // SAFETY: a 1.6 table (its size covers `tensor_to`), a live header lent for the call,
+        // and room for one pointer.
+        let status = unsafe {
+            (host.tensor_to)(
+                std::ptr::from_ref(h).cast_mut(),
+                to_dl_device(device)?,
                 &mut out,
             )
         };

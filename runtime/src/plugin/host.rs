@@ -15,8 +15,8 @@ use super::schemas::SchemaCache;
 use super::tensor;
 use crate::abi::plugin_v1::{
     host_size_for, opbox_version, AbiString, HostV1, ImplDesc, LibraryDesc, OpDesc, Registrar,
-    StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_V1_2, ABI_V1_3, ABI_V1_4, ABI_VERSION,
-    LIBRARY_DEF, LIBRARY_FRAGMENT, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+    StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_V1_2, ABI_V1_3, ABI_V1_4, ABI_V1_5,
+    ABI_VERSION, LIBRARY_DEF, LIBRARY_FRAGMENT, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
 };
 use crate::dispatch::foreign::{ForeignImpl, ForeignLibrary, ForeignOp};
 use crate::dispatch::{DispatchKey, LibraryKind};
@@ -53,12 +53,13 @@ pub(crate) fn take_error_text() -> Option<String> {
 /// The tables this host can offer, oldest first: the same functions, with `size` and `version`
 /// as a host of each minor version has them. A plugin is given the newest unless it must be
 /// shown an older host (`LoadOptions::host_version`).
-static TABLES: [HostV1; 6] = [
+static TABLES: [HostV1; 7] = [
     table(ABI_V1_0),
     table(ABI_V1_1),
     table(ABI_V1_2),
     table(ABI_V1_3),
     table(ABI_V1_4),
+    table(ABI_V1_5),
     table(ABI_VERSION),
 ];
 
@@ -87,6 +88,7 @@ pub(crate) const fn table(version: u64) -> HostV1 {
         warn,
         current_stream,
         tensor_from_bytes,
+        tensor_to,
     }
 }
 
@@ -541,6 +543,22 @@ unsafe extern "C" fn tensor_from_bytes(
     })
 }
 
+unsafe extern "C" fn tensor_to(
+    t: *mut TensorHeader,
+    device: DLDevice,
+    out: *mut *mut TensorHeader,
+) -> i32 {
+    edge(|| {
+        let out = out_pointer(out, "tensor_to")?;
+        // SAFETY: the caller lends a live header for the call.
+        let t = unsafe { tensor::borrow(t) }?;
+        let moved = t.to(from_dl_device(device)?)?;
+        // SAFETY: checked non-null; the caller gives space for one pointer.
+        unsafe { out.write(tensor::owned(moved)?) };
+        Ok(())
+    })
+}
+
 unsafe extern "C" fn call_op(
     name: *const c_char,
     name_len: usize,
@@ -686,8 +704,8 @@ unsafe impl Sync for SendPtr {}
 mod tests {
     use super::{table, take_error_text, tensor, utf8, TensorHeader, STATUS_ERROR, STATUS_OK};
     use crate::abi::plugin_v1::ABI_VERSION;
-    use crate::tensor::dlpack::codes::to_dl_dtype;
-    use crate::{DType, Tensor};
+    use crate::tensor::dlpack::codes::{to_dl_device, to_dl_dtype};
+    use crate::{DType, Device, Tensor};
 
     /// `tensor_from_bytes` on `data` (as bytes) and `shape`: the tensor, or the host's error.
     fn from_bytes(data: &[f32], len: usize, shape: &[i64]) -> Result<Tensor, String> {
@@ -732,6 +750,50 @@ mod tests {
         assert_eq!(
             from_bytes(&data, 24, &[-6]).unwrap_err(),
             "invalid argument: tensor_from_bytes: a negative size -6"
+        );
+    }
+
+    /// `tensor_to` on `header` (lent for the call): the moved tensor, or the host's error.
+    fn moved(header: *mut TensorHeader, device: Device) -> Result<Tensor, String> {
+        let host = table(ABI_VERSION);
+        let mut out: *mut TensorHeader = std::ptr::null_mut();
+        // SAFETY: a live header, and room for one pointer.
+        let status = unsafe { (host.tensor_to)(header, to_dl_device(device).unwrap(), &mut out) };
+        if status != STATUS_OK {
+            assert_eq!(status, STATUS_ERROR);
+            return Err(take_error_text().unwrap_or_default());
+        }
+        // SAFETY: the one owned header the host just handed over.
+        unsafe { tensor::take(out) }.map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn tensor_to_moves_a_lent_tensor_as_tensor_to_does() {
+        let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+        let own = t.own_header().unwrap();
+        let same = moved(own, Device::Cpu).unwrap();
+        assert!(same.ptr_eq(&t), "already there: the tensor itself");
+        assert_eq!(t.ref_count(), 2);
+        drop(same);
+        let mut lent = tensor::borrowed(&t).unwrap();
+        assert!(moved(&mut lent, Device::Cpu).unwrap().ptr_eq(&t));
+        assert_eq!(t.ref_count(), 1, "nothing kept");
+
+        // As the host's own `to` does, with or without a GPU.
+        match (moved(own, Device::Cuda(0)), t.to(Device::Cuda(0))) {
+            (Ok(host), Ok(local)) => {
+                assert_eq!(host.device(), Device::Cuda(0));
+                assert_eq!(
+                    host.to_vec::<f32>().unwrap(),
+                    local.to_vec::<f32>().unwrap()
+                );
+            }
+            (Err(host), Err(local)) => assert_eq!(host, local.to_string()),
+            (host, local) => panic!("tensor_to gave {host:?}, Tensor::to {local:?}"),
+        }
+        assert_eq!(
+            moved(std::ptr::null_mut(), Device::Cpu).unwrap_err(),
+            "invalid argument: plugin ABI: a null tensor"
         );
     }
 

@@ -12,12 +12,19 @@ impl Tensor {
     /// meta is an error (there is no data). Without a usable GPU, anything to cuda is
     /// [`Error::NoCuda`].
     pub fn to(&self, device: Device) -> Result<Tensor> {
-        if let Some(t) = self.adopted()? {
-            return t.to(device);
-        }
         let from = self.device();
         if from == device {
             return Ok(self.clone());
+        }
+        if let Some(h) = self.foreign_header() {
+            // In a loaded plugin, the host moves its tensor (ABI 1.6), with nothing wrapped on
+            // either side. A refusal is made again below, for its typed error.
+            if let Some(Ok(moved)) = crate::plugin::guest::host_to(h, device) {
+                return Ok(moved);
+            }
+        }
+        if let Some(t) = self.adopted()? {
+            return t.to(device);
         }
         if device.is_meta() {
             return Tensor::empty(self.shape(), self.dtype(), Device::Meta);
