@@ -18,7 +18,7 @@ use crate::abi::plugin_v1::{TensorHeader, TensorVTable, TENSOR_FLAG_READ_ONLY};
 use crate::tensor::dlpack::codes::{from_dl_device, to_dl_dtype};
 use crate::tensor::dlpack::export::dl_tensor;
 use crate::tensor::dlpack::import::wrap_dltensor;
-use crate::tensor::own_header::{is_own, lent_object};
+use crate::tensor::own_header::{is_own, lent_object, retain_own};
 use crate::tensor::storage::Deleter;
 use crate::value::StableValue;
 use crate::{Error, Result, Tensor};
@@ -252,8 +252,8 @@ unsafe extern "C" fn retain(h: *mut TensorHeader) -> *mut TensorHeader {
     }
     // SAFETY: the ABI calls a header's vtable with that header, live.
     if is_own(unsafe { &*h }) {
-        // SAFETY: as above; the reference taken is the one the returned header owns.
-        std::mem::forget(unsafe { handle_of(h) });
+        // SAFETY: as above, and own; the reference taken is the one the returned header owns.
+        unsafe { retain_own(h) };
         return h;
     }
     // SAFETY: the ABI calls a header's vtable with that header, live.

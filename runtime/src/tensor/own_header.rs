@@ -156,6 +156,17 @@ pub(crate) unsafe fn lent_object(h: *mut TensorHeader) -> Option<*mut c_void> {
     )
 }
 
+/// One more reference to the tensor object whose own header `h` is: its maker's retain, with
+/// nothing to look up (the header is the object's first field, so `h` is its handle).
+///
+/// # Safety
+/// `h` is the own header ([`is_own`]) of a live tensor object of this image's.
+pub(crate) unsafe fn retain_own(h: *mut TensorHeader) {
+    // SAFETY: per the contract, `h` is the object's address, which came from `Arc::into_raw`,
+    // and the object is alive.
+    unsafe { std::sync::Arc::increment_strong_count(h.cast::<TensorImpl>().cast_const()) };
+}
+
 /// Whether `h`, a header of this image's, is a tensor object's own (so `h` is its handle), not
 /// a borrowed one lent for a call or a boxed one.
 pub(crate) fn is_own(h: &TensorHeader) -> bool {
