@@ -574,6 +574,31 @@ mod tests {
             0,
             "borrowed: nothing retained"
         );
+        // What the header answers wraps nothing: the tensor itself (retained through its
+        // maker) when it is contiguous already, or on the device asked for.
+        let unwrapped = |same: Tensor| {
+            assert_eq!(same.as_raw(), h.cast(), "the header itself");
+            assert_eq!(refs.load(Ordering::Relaxed), 1);
+        };
+        unwrapped(x.contiguous().unwrap());
+        unwrapped(x.to(Device::Cpu).unwrap());
+        assert_eq!(refs.load(Ordering::Relaxed), 0);
+        let (mut one, mut one_dims) = ([7.0f32], [0i64; 2]);
+        let mut scalar = crate::plugin::other_image::header(&mut one, &mut one_dims, &refs);
+        // SAFETY: as above.
+        let scalar = unsafe { lend_in(&mut scalar) }.unwrap();
+        let scalar = scalar.as_tensor().unwrap();
+        assert_eq!(scalar.item::<f32>().unwrap(), 7.0, "read in place");
+        assert_eq!(scalar.item_scalar().unwrap(), crate::Scalar::Float(7.0));
+        assert_eq!(
+            scalar.item::<i32>().unwrap_err().to_string(),
+            crate::Tensor::from_vec(vec![7.0f32], &[1])
+                .unwrap()
+                .item::<i32>()
+                .unwrap_err()
+                .to_string(),
+            "the same refusal as this image's tensor"
+        );
         // What needs storage runs on a tensor of this image's over the same memory.
         assert_eq!(x.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0]);
         assert_eq!(

@@ -100,11 +100,13 @@ impl Tensor {
         if let Some(elems) = self.lent_elements::<T>() {
             return Ok(elems.to_vec());
         }
-        if let Some(t) = self.adopted()? {
-            return t.to_vec();
-        }
+        // Before adopting: another image's CUDA tensor comes over by its maker's `to` (plugin
+        // ABI 1.6), as one read in place.
         if self.device().is_cuda() {
             return self.to(super::Device::Cpu)?.to_vec();
+        }
+        if let Some(t) = self.adopted()? {
+            return t.to_vec();
         }
         let guard = self.storage().read("to_vec")?;
         let Some((range, lo)) = self.byte_span() else {
@@ -275,9 +277,6 @@ impl Tensor {
     /// The one element of a tensor with exactly one element (any number of dims). `T` must
     /// match the dtype.
     pub fn item<T: Element>(&self) -> Result<T> {
-        if let Some(t) = self.adopted()? {
-            return t.item();
-        }
         self.check_dtype::<T>("item")?;
         if self.numel() != 1 {
             return Err(Error::Shape(format!(
@@ -290,6 +289,12 @@ impl Tensor {
         if self.device().is_cuda() {
             return self.to(super::Device::Cpu)?.item();
         }
+        if let Some(&[v]) = self.lent_elements::<T>() {
+            return Ok(v);
+        }
+        if let Some(t) = self.adopted()? {
+            return t.item();
+        }
         let guard = self.storage().read("item")?;
         let size = self.dtype().size();
         let at = self.offset() * size;
@@ -300,9 +305,6 @@ impl Tensor {
     /// [`Tensor::item`] as a [`Scalar`], whatever the dtype. A complex value with an imaginary
     /// part has no `Scalar`: that is an error naming `item::<Complex32>()` (or `Complex64`).
     pub fn item_scalar(&self) -> Result<Scalar> {
-        if let Some(t) = self.adopted()? {
-            return t.item_scalar();
-        }
         with_dtype!(self.dtype(), T => {
             let v = self.item::<T>()?;
             if !v.is_exact_scalar() {

@@ -133,11 +133,13 @@ impl Tensor {
     /// This tensor if it is already contiguous (another handle, no copy), else a packed
     /// row-major copy in new storage.
     pub fn contiguous(&self) -> Result<Tensor> {
-        if let Some(t) = self.adopted()? {
-            return t.contiguous();
-        }
+        // Asked first: another image's header answers in place, so a plugin's
+        // `x.contiguous()?` on a host tensor that already is wraps nothing.
         if self.is_contiguous() {
             return Ok(self.clone());
+        }
+        if let Some(t) = self.adopted()? {
+            return t.contiguous();
         }
         let out = self.empty_like()?;
         if !self.device().is_meta() {
