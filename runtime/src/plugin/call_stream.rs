@@ -33,6 +33,9 @@ thread_local! {
 
 /// One kernel call's scope: from its creation to its drop, the host's answer is kept.
 pub(crate) struct CallScope {
+    /// This thread's `KNOWN`, found once: in a plugin (a shared library) each lookup of a
+    /// thread-local is a call into the dynamic loader, and a call asks on entry and on exit.
+    known: &'static Cell<Known>,
     outer: Known,
 }
 
@@ -40,10 +43,12 @@ impl CallScope {
     /// Opens the scope of a kernel call on this thread.
     #[inline]
     pub(crate) fn enter() -> CallScope {
+        // SAFETY: `KNOWN` has no destructor, so it lives as long as its thread; the reference
+        // is `!Send` (a `Cell` is not `Sync`), so it is only used on that thread.
+        let known: &'static Cell<Known> = KNOWN.with(|k| unsafe { &*std::ptr::from_ref(k) });
         CallScope {
-            outer: KNOWN
-                .try_with(|k| k.replace(Known::Unasked))
-                .unwrap_or(Known::Outside),
+            known,
+            outer: known.replace(Known::Unasked),
         }
     }
 }
@@ -51,7 +56,7 @@ impl CallScope {
 impl Drop for CallScope {
     #[inline]
     fn drop(&mut self) {
-        let _ = KNOWN.try_with(|k| k.set(self.outer));
+        self.known.set(self.outer);
     }
 }
 
