@@ -512,7 +512,7 @@ fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a
         "no tensor_from_bytes on a 1.0 host: allocated with tensor_empty and filled"
     );
 
-    // On this (1.5) host the same plugin uses the functions.
+    // On this (1.6) host the same plugin uses the functions.
     plugin::load(c_plugin("plugin.c", "cplug", &[])).unwrap();
     let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
