@@ -161,7 +161,8 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
             "cplug::calls_host",
             "cplug::stream_of",
             "cplug::identity",
-            "cplug::iota"
+            "cplug::iota",
+            "cplug::to_device"
         ]
     );
     assert_eq!(info.abi_version, ABI_VERSION);
@@ -211,6 +212,23 @@ fn a_c_plugin_registers_ops_whose_kernels_are_c_and_whose_errors_carry_its_messa
             .unwrap_err()
             .to_string(),
         "cplug::iota: iota takes an int from 0 to 16"
+    );
+
+    // A move through the host (ABI 1.6): already on the cpu, x comes back as the host's own
+    // tensor; a device the host does not know is refused with its message.
+    let to_device = opbox::op("cplug::to_device").unwrap();
+    let (moved, by_host): (Tensor, i64) = to_device.call((&x, 1i64)).unwrap();
+    assert!(moved.ptr_eq(&x) && by_host == 1);
+    drop(moved);
+    assert_eq!(x.ref_count(), 1, "nothing kept on either side");
+    let refused = to_device
+        .call::<_, (Tensor, i64)>((&x, 99i64))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        refused,
+        "cplug::to_device: tensor_to: DLPack device type 99 (unknown to DLPack 1.x) is not one \
+         opbox holds; it takes kDLCPU, kDLCUDAHost (as cpu), kDLCUDA and kDLCUDAManaged (as cuda)"
     );
 
     assert_eq!(int_call("cplug::fails", (-4i64,)).unwrap(), 4);
@@ -511,6 +529,16 @@ fn a_v1_0_plugin_runs_on_this_host_and_a_1_1_function_falls_back_or_refuses_on_a
         (vec![0.0, 1.0, 2.0], 0),
         "no tensor_from_bytes on a 1.0 host: allocated with tensor_empty and filled"
     );
+    let (kept, by_host): (Tensor, i64) = opbox::op("cplug_old::to_device")
+        .unwrap()
+        .call((&x, 1i64))
+        .unwrap();
+    assert!(
+        kept.ptr_eq(&x) && by_host == 0,
+        "no tensor_to on a 1.0 host: the input, retained"
+    );
+    drop(kept);
+    assert_eq!(x.ref_count(), 1);
 
     // On this (1.6) host the same plugin uses the functions.
     plugin::load(c_plugin("plugin.c", "cplug", &[])).unwrap();

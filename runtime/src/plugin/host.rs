@@ -21,7 +21,7 @@ use crate::abi::plugin_v1::{
 use crate::dispatch::foreign::{ForeignImpl, ForeignLibrary, ForeignOp};
 use crate::dispatch::{DispatchKey, LibraryKind};
 use crate::error::Site;
-use crate::tensor::dlpack::codes::{from_dl_device, from_dl_dtype};
+use crate::tensor::dlpack::codes::{from_dl_device_for, from_dl_dtype_for};
 use crate::tensor::dlpack::ffi::{DLDataType, DLDevice};
 use crate::value::{StableValue, Stack};
 use crate::{Error, Result, Tensor};
@@ -478,7 +478,11 @@ unsafe extern "C" fn tensor_empty(
         let out = out_pointer(out, "tensor_empty")?;
         // SAFETY: the caller passes `ndim` sizes.
         let dims = unsafe { sizes(shape, ndim, "tensor_empty") }?;
-        let t = Tensor::empty(dims, from_dl_dtype(dtype)?, from_dl_device(device)?)?;
+        let t = Tensor::empty(
+            dims,
+            from_dl_dtype_for(dtype, "tensor_empty")?,
+            from_dl_device_for(device, "tensor_empty")?,
+        )?;
         // SAFETY: checked non-null; the caller gives space for one pointer.
         unsafe { out.write(tensor::fresh(t)?) };
         Ok(())
@@ -536,7 +540,7 @@ unsafe extern "C" fn tensor_from_bytes(
         let dims = unsafe { sizes(shape, ndim, "tensor_from_bytes") }?;
         // SAFETY: the caller passes `len` bytes at `data`.
         let bytes = unsafe { bytes(data.cast(), len, "tensor_from_bytes: the data") }?;
-        let t = Tensor::from_bytes(bytes, dims, from_dl_dtype(dtype)?)?;
+        let t = Tensor::from_bytes(bytes, dims, from_dl_dtype_for(dtype, "tensor_from_bytes")?)?;
         // SAFETY: checked non-null; the caller gives space for one pointer.
         unsafe { out.write(tensor::fresh(t)?) };
         Ok(())
@@ -552,7 +556,7 @@ unsafe extern "C" fn tensor_to(
         let out = out_pointer(out, "tensor_to")?;
         // SAFETY: the caller lends a live header for the call.
         let t = unsafe { tensor::borrow(t) }?;
-        let moved = t.to(from_dl_device(device)?)?;
+        let moved = t.to(from_dl_device_for(device, "tensor_to")?)?;
         // SAFETY: checked non-null; the caller gives space for one pointer.
         unsafe { out.write(tensor::owned(moved)?) };
         Ok(())

@@ -45,9 +45,14 @@ pub(crate) fn to_dl_dtype(dtype: DType) -> DLDataType {
 
 /// The dtype DLPack's `t` names, or an error saying why opbox cannot hold it.
 pub(crate) fn from_dl_dtype(t: DLDataType) -> Result<DType> {
+    from_dl_dtype_for(t, "from_dlpack")
+}
+
+/// [`from_dl_dtype`] for `doing`, which its error names (a plugin host function, say).
+pub(crate) fn from_dl_dtype_for(t: DLDataType, doing: &str) -> Result<DType> {
     match dl_dtype(t) {
         Some(d) => Ok(d),
-        None => no_dtype(t),
+        None => no_dtype(t, doing),
     }
 }
 
@@ -86,7 +91,7 @@ const BY_DLPACK: [[Option<DType>; 5]; 32] = {
 /// Why `t`, which `BY_DLPACK` does not hold, is no opbox dtype.
 #[cold]
 #[inline(never)]
-fn no_dtype(t: DLDataType) -> Result<DType> {
+fn no_dtype(t: DLDataType, doing: &str) -> Result<DType> {
     let named = || {
         format!(
             "DLPack dtype {{code {} ({}), bits {}, lanes {}}}",
@@ -98,7 +103,7 @@ fn no_dtype(t: DLDataType) -> Result<DType> {
     };
     if t.lanes != 1 {
         return Err(Error::Unsupported(format!(
-            "from_dlpack: {} is a vector type ({} lanes); opbox tensors hold one value per \
+            "{doing}: {} is a vector type ({} lanes); opbox tensors hold one value per \
              element (lanes = 1)",
             named(),
             t.lanes
@@ -115,7 +120,7 @@ fn no_dtype(t: DLDataType) -> Result<DType> {
         format!("of this kind opbox holds {}", same_code.join(", "))
     };
     Err(Error::Unsupported(format!(
-        "from_dlpack: {} has no opbox dtype: {hint}",
+        "{doing}: {} has no opbox dtype: {hint}",
         named()
     )))
 }
@@ -162,17 +167,22 @@ pub(crate) fn is_host(d: DLDevice) -> bool {
 /// Pinned host memory (`kDLCUDAHost`) is host memory: it becomes a cpu tensor. Managed memory
 /// (`kDLCUDAManaged`) is addressable from its device: it becomes a cuda tensor there.
 pub(crate) fn from_dl_device(d: DLDevice) -> Result<Device> {
+    from_dl_device_for(d, "from_dlpack")
+}
+
+/// [`from_dl_device`] for `doing`, which its error names (a plugin host function, say).
+pub(crate) fn from_dl_device_for(d: DLDevice, doing: &str) -> Result<Device> {
     if let Some(device) = dl_device(d) {
         return Ok(device);
     }
     match d.device_type {
         DLDeviceType::CUDA | DLDeviceType::CUDA_MANAGED => Err(Error::InvalidArgument(format!(
-            "from_dlpack: DLPack device {} has a negative device id {}",
+            "{doing}: DLPack device {} has a negative device id {}",
             d.device_type.name().unwrap_or("kDLCUDA"),
             d.device_id
         ))),
         other => Err(Error::Unsupported(format!(
-            "from_dlpack: DLPack device type {} ({}) is not one opbox holds; it takes kDLCPU, \
+            "{doing}: DLPack device type {} ({}) is not one opbox holds; it takes kDLCPU, \
              kDLCUDAHost (as cpu), kDLCUDA and kDLCUDAManaged (as cuda)",
             other.0,
             other.name().unwrap_or("unknown to DLPack 1.x")
