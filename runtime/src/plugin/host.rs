@@ -727,12 +727,22 @@ mod tests {
                 &mut out,
             )
         };
+        // SAFETY: what the host function just wrote.
+        unsafe { taken(status, out) }
+    }
+
+    /// The tensor a host function that returned `status` handed over at `out`, or the error
+    /// text it left.
+    ///
+    /// # Safety
+    /// On success `out` is one owned header the host handed over.
+    unsafe fn taken(status: i32, out: *mut TensorHeader) -> Result<Tensor, String> {
         if status != STATUS_OK {
             assert_eq!(status, STATUS_ERROR);
             return Err(take_error_text().unwrap_or_default());
         }
-        // SAFETY: the one owned header the host just made.
-        Ok(unsafe { tensor::take(out) }.unwrap())
+        // SAFETY: per the contract.
+        unsafe { tensor::take(out) }.map_err(|e| e.to_string())
     }
 
     #[test]
@@ -763,12 +773,8 @@ mod tests {
         let mut out: *mut TensorHeader = std::ptr::null_mut();
         // SAFETY: a live header, and room for one pointer.
         let status = unsafe { (host.tensor_to)(header, to_dl_device(device).unwrap(), &mut out) };
-        if status != STATUS_OK {
-            assert_eq!(status, STATUS_ERROR);
-            return Err(take_error_text().unwrap_or_default());
-        }
-        // SAFETY: the one owned header the host just handed over.
-        unsafe { tensor::take(out) }.map_err(|e| e.to_string())
+        // SAFETY: what the host function just wrote.
+        unsafe { taken(status, out) }
     }
 
     #[test]
