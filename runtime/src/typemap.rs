@@ -124,10 +124,7 @@ impl KernelReturn for () {
 impl<T: ReturnValue> KernelReturn for T {
     const FORMS: &'static [u64] = &[T::FORM];
     type Value = T;
-    // Out of line: every op's shim calls this, and inlined into each one it was a sixth of a
-    // release build of 1,000 ops (LLVM time, N = 1,000 scale crate: CPU 12.0 s -> 10.2 s); one
-    // copy per return type costs a call per boxed result (about 8 instructions).
-    #[inline(never)]
+    #[inline(always)]
     fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()> {
         outs.push(self.into_stable())
     }

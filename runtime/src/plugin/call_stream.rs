@@ -33,19 +33,25 @@ thread_local! {
 
 /// One kernel call's scope: from its creation to its drop, the host's answer is kept.
 pub(crate) struct CallScope {
-    /// This thread's `KNOWN`, found once: in a plugin (a shared library) each lookup of a
-    /// thread-local is a call into the dynamic loader, and a call asks on entry and on exit.
+    /// This thread's `KNOWN` ([`known`]), for the scope's entry and exit.
     known: &'static Cell<Known>,
     outer: Known,
+}
+
+/// This thread's `KNOWN`, found once for the several reads and writes of a caller: in a plugin
+/// (a shared library) each lookup of a thread-local is a call into the dynamic loader.
+#[inline]
+fn known() -> &'static Cell<Known> {
+    // SAFETY: `KNOWN` has no destructor, so it lives as long as its thread; the reference is
+    // `!Send` (a `Cell` is not `Sync`), so it is only used on that thread.
+    KNOWN.with(|k| unsafe { &*std::ptr::from_ref(k) })
 }
 
 impl CallScope {
     /// Opens the scope of a kernel call on this thread.
     #[inline]
     pub(crate) fn enter() -> CallScope {
-        // SAFETY: `KNOWN` has no destructor, so it lives as long as its thread; the reference
-        // is `!Send` (a `Cell` is not `Sync`), so it is only used on that thread.
-        let known: &'static Cell<Known> = KNOWN.with(|k| unsafe { &*std::ptr::from_ref(k) });
+        let known = known();
         CallScope {
             known,
             outer: known.replace(Known::Unasked),
@@ -72,16 +78,16 @@ pub(crate) fn host_current_stream(device: usize) -> Option<*mut c_void> {
 /// a call).
 #[cfg_attr(not(any(feature = "cuda", test)), allow(dead_code))]
 fn answer(device: usize, ask: impl FnOnce(usize) -> Option<*mut c_void>) -> Option<*mut c_void> {
-    match KNOWN.try_with(Cell::get).unwrap_or(Known::Outside) {
+    let known = known();
+    match known.get() {
         Known::Asked { ordinal, stream } if ordinal == device => stream,
         Known::Outside => ask(device),
         Known::Unasked | Known::Asked { .. } => {
             let stream = ask(device);
-            let asked = Known::Asked {
+            known.set(Known::Asked {
                 ordinal: device,
                 stream,
-            };
-            let _ = KNOWN.try_with(|k| k.set(asked));
+            });
             stream
         }
     }
