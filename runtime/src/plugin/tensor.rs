@@ -639,6 +639,15 @@ mod tests {
             e.to_string(),
             "invalid argument: plugin ABI: a tensor header has -1 dimensions"
         );
+        bad.dl.ndim = 1;
+        bad.dl.dtype.code = 99;
+        // SAFETY: as above.
+        let e = unsafe { lend_in(&mut bad) }.unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "plugin ABI: a tensor header: DLPack dtype {code 99 (an unknown type code), bits 32, \
+             lanes 1} has no opbox dtype: opbox has no dtype of this kind"
+        );
     }
 
     #[test]

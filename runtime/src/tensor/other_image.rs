@@ -18,7 +18,7 @@
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
-use super::dlpack::codes::{dl_device, dl_dtype, from_dl_device, from_dl_dtype};
+use super::dlpack::codes::{dl_device, dl_dtype, from_dl_device_for, from_dl_dtype_for};
 use super::layout::is_contiguous;
 use super::own_header::this_image;
 use super::{DType, Device, Tensor, TensorImpl};
@@ -56,8 +56,9 @@ pub(crate) fn checked(h: &TensorHeader) -> Result<()> {
     if !(0..=MAX_DIMS).contains(&dl.ndim) {
         return bad(format!("has {} dimensions", dl.ndim));
     }
-    let dtype = from_dl_dtype(dl.dtype)?;
-    from_dl_device(dl.device)?;
+    const DOING: &str = "plugin ABI: a tensor header";
+    let dtype = from_dl_dtype_for(dl.dtype, DOING)?;
+    from_dl_device_for(dl.device, DOING)?;
     if dl.ndim > 0 && (dl.shape.is_null() || dl.strides.is_null()) {
         return bad("has no shape or no strides".into());
     }
