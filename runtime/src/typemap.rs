@@ -124,6 +124,9 @@ impl KernelReturn for () {
 impl<T: ReturnValue> KernelReturn for T {
     const FORMS: &'static [u64] = &[T::FORM];
     type Value = T;
+    // Inlined: its callers are the shared entries, one per kernel shape rather than per op, so
+    // a copy per shape is cheap, and the call with its error-sized Result through memory was
+    // 29 of a boxed int call's 304 instructions (callgrind).
     #[inline(always)]
     fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()> {
         outs.push(self.into_stable())
