@@ -146,8 +146,8 @@ macro_rules! return_tuple {
             fn into_value(self) -> Result<Self> {
                 Ok(self)
             }
-            // Out of line, as the single return's write is.
-            #[inline(never)]
+            // Inlined, as the single return's write is.
+            #[inline(always)]
             #[allow(non_snake_case)]
             fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()> {
                 let ($($name,)+) = self;
