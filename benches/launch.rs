@@ -34,6 +34,9 @@ use opbox::prelude::*;
 
 #[path = "common/gpu.rs"]
 mod gpu;
+#[path = "common/process.rs"]
+mod process;
+use process::minor_faults;
 
 #[extern_kernel(source = "../examples/kernels/empty.cu")]
 fn empty(x: In<[f32]>);
@@ -106,18 +109,6 @@ fn first_launch_child() -> opbox::Result<()> {
         done.as_secs_f64() * 1e3
     );
     Ok(())
-}
-
-/// This process's minor page faults so far (`/proc/self/stat`'s tenth field; 0 where there is
-/// none): a first launch in a fresh process maps in code and heap nothing touched before it.
-fn minor_faults() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name (in parentheses, which may hold spaces) start at the
-    // third; the tenth is the eighth of them.
-    stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().nth(7))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
 }
 
 /// [`first_launch_child`]'s launch in three timed parts. The lookup runs twice (once alone, once

@@ -30,6 +30,10 @@ use std::process::Command;
 use criterion::{criterion_group, Criterion};
 use opbox::prelude::*;
 
+#[path = "common/process.rs"]
+mod process;
+use process::minor_faults;
+
 #[stable_library(inproc)]
 fn inproc(m: &mut Library) {
     m.def("negate(int x) -> int");
@@ -160,6 +164,7 @@ fn load_many() {
     let path = c_plugin(dir.path(), "many_ops");
     let exe = std::env::current_exe().expect("the bench's path");
     let mut ms: Vec<f64> = Vec::with_capacity(RUNS);
+    let mut faults: Vec<f64> = Vec::with_capacity(RUNS);
     let mut ops = String::new();
     for _ in 0..RUNS {
         let out = Command::new(&exe)
@@ -168,28 +173,34 @@ fn load_many() {
             .expect("running the bench again to load the plugin");
         assert!(out.status.success(), "the child load failed: {out:?}");
         let text = String::from_utf8_lossy(&out.stdout);
-        let (n, t) = text.trim().split_once(' ').expect("'<ops> <ms>'");
-        ops = n.to_string();
-        ms.push(t.parse().expect("milliseconds"));
+        let mut fields = text.split_whitespace();
+        let mut next = || fields.next().expect("'<ops> <ms> <minor faults>'");
+        ops = next().to_string();
+        ms.push(next().parse().expect("milliseconds"));
+        faults.push(next().parse().expect("a fault count"));
     }
     ms.sort_by(f64::total_cmp);
+    faults.sort_by(f64::total_cmp);
     println!(
         "load and register a plugin of {ops} ops, {RUNS} fresh processes: median {:.2} ms \
-         ({:.2}..{:.2})",
+         ({:.2}..{:.2}), {:.0} minor page faults",
         ms[RUNS / 2],
         ms[0],
-        ms[RUNS - 1]
+        ms[RUNS - 1],
+        faults[RUNS / 2]
     );
 }
 
 /// In a child of [`load_many`]: loads `path` after the in-process registry is up and prints
-/// `<ops> <ms>`.
+/// `<ops> <ms> <minor page faults>`.
 fn load_child(path: &std::ffi::OsStr) {
     opbox::init().expect("the in-process registry");
+    let faults = minor_faults();
     let start = std::time::Instant::now();
     let info = opbox::plugin::load(path).expect("the 10,000-op plugin loads");
     let took = start.elapsed();
-    println!("{} {}", info.ops.len(), took.as_secs_f64() * 1e3);
+    let faults = minor_faults() - faults;
+    println!("{} {} {faults}", info.ops.len(), took.as_secs_f64() * 1e3);
 }
 
 /// `local` and `plugin` in short alternating batches of `calls`, `rounds` times; the median
