@@ -627,11 +627,7 @@ unsafe extern "C" fn op_schema(
     edge(|| {
         // SAFETY: the ABI's contract: `name_len` bytes at `name`.
         let name = unsafe { text(name, name_len, "an op name") }?;
-        if out.is_null() {
-            return Err(Error::InvalidArgument(
-                "op_schema: the out pointer is null".to_string(),
-            ));
-        }
+        let out = out_pointer(out, "op_schema")?;
         let op = crate::dispatch::op(name)?;
         // The qualified form, so the plugin's parse names the op as the host does.
         let schema = op.schema().to_string();
