@@ -18,7 +18,7 @@ use crate::abi::plugin_v1::{
     StrRef, TensorHeader, Value, ABI_V1_0, ABI_V1_1, ABI_V1_2, ABI_V1_3, ABI_V1_4, ABI_V1_5,
     ABI_VERSION, LIBRARY_DEF, LIBRARY_FRAGMENT, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
 };
-use crate::dispatch::foreign::{ForeignImpl, ForeignLibrary, ForeignOp};
+use crate::dispatch::foreign::{ForeignImpl, ForeignLibrary, ForeignOp, ImplOp};
 use crate::dispatch::{DispatchKey, LibraryKind};
 use crate::error::Site;
 use crate::tensor::dlpack::codes::{from_dl_device_for, from_dl_dtype_for};
@@ -203,47 +203,74 @@ pub(crate) struct Registration {
     pub(crate) errors: Vec<Error>,
     /// Names, kept for the process (plugins are never unloaded).
     strings: StrArena,
-    /// File and function names, which repeat across a plugin's registrations: kept once each.
-    interned: std::collections::HashSet<&'static str, foldhash::fast::FixedState>,
-    /// The last two of them interned (a file and a function, as impls alternate them).
-    recent: [&'static str; 2],
+    /// The strings impls name by number (`ForeignImpl`): file and function names, which
+    /// repeat across a plugin's registrations and are kept once each, and the names of ops an
+    /// impl does not follow.
+    pub(crate) names: Vec<&'static str>,
+    /// Each file and function name's place in `names`.
+    interned: std::collections::HashMap<&'static str, u32, foldhash::fast::FixedState>,
+    /// The last two of them interned, with their places (a file and a function, as impls
+    /// alternate them).
+    recent: [(&'static str, u32); 2],
     schemas: SchemaCache,
 }
+
+/// The ops and impls a registration makes room for before its first: address space, not
+/// memory, since a page is backed only once written. Grown by doubling instead, a plugin of
+/// 10,000 ops copied its tables a dozen times into fresh pages, and a fresh page costs about
+/// 2 µs to fault in (the kernel zeroes it), more than registering an op does. [`Registration::
+/// shrink`] gives back the rest.
+const RESERVED_OPS: usize = 1 << 16;
 
 impl Registration {
     pub(crate) fn new() -> Registration {
         Registration {
             libraries: Vec::new(),
-            ops: Vec::new(),
-            impls: Vec::new(),
-            kernels: Vec::new(),
+            ops: Vec::with_capacity(RESERVED_OPS),
+            impls: Vec::with_capacity(RESERVED_OPS),
+            kernels: Vec::with_capacity(RESERVED_OPS),
             errors: Vec::new(),
             strings: StrArena::default(),
-            interned: std::collections::HashSet::default(),
-            recent: [""; 2],
+            names: Vec::new(),
+            interned: std::collections::HashMap::default(),
+            recent: [("", u32::MAX); 2],
             schemas: SchemaCache::default(),
         }
     }
 
     /// `s` (checked to be UTF-8, as `what`), kept for the process, shared with earlier equal
-    /// ones.
-    fn intern(&mut self, s: &[u8], what: &str) -> Result<&'static str> {
+    /// ones; with its place in `names`.
+    fn intern(&mut self, s: &[u8], what: &str) -> Result<(&'static str, u32)> {
         // A plugin passes the same file and function names call after call: most end here.
-        if let Some(&kept) = self.recent.iter().find(|k| k.as_bytes() == s) {
+        if let Some(&kept) = self.recent.iter().find(|(k, _)| k.as_bytes() == s) {
             return Ok(kept);
         }
         let s = utf8(s, what)?;
-        let kept = match self.interned.get(s) {
-            Some(&kept) => kept,
+        let kept = match self.interned.get_key_value(s) {
+            Some((&kept, &at)) => (kept, at),
             None => {
                 let kept = self.strings.concat(&[s]);
-                self.interned.insert(kept);
-                kept
+                let at = self.name(kept);
+                self.interned.insert(kept, at);
+                (kept, at)
             }
         };
         self.recent.rotate_right(1);
         self.recent[0] = kept;
         Ok(kept)
+    }
+
+    /// `kept`'s place in `names`, as a new entry.
+    fn name(&mut self, kept: &'static str) -> u32 {
+        self.names.push(kept);
+        (self.names.len() - 1) as u32
+    }
+
+    /// Gives back the unused part of the reservation (shrinking in place, without a copy).
+    pub(crate) fn shrink(&mut self) {
+        self.ops.shrink_to_fit();
+        self.impls.shrink_to_fit();
+        self.kernels.shrink_to_fit();
     }
 
     pub(crate) fn as_registrar(&mut self) -> *mut Registrar {
@@ -346,7 +373,7 @@ unsafe extern "C" fn library(reg: *mut Registrar, desc: *const LibraryDesc) -> i
                 }
             };
             let site = Site {
-                file: r.intern(file.as_bytes(), "a file name")?,
+                file: r.intern(file.as_bytes(), "a file name")?.0,
                 line: desc.line,
             };
             r.libraries.push(ForeignLibrary {
@@ -430,24 +457,30 @@ unsafe extern "C" fn impl_kernel(reg: *mut Registrar, desc: *const ImplDesc) -> 
                 "impl descriptor",
                 std::mem::offset_of!(ImplDesc, kernel_in_place),
             )?;
-            // An impl usually follows its op's def: then its name is that op's.
+            // An impl usually follows its op's def: then its op is that one.
             let op = bytes_ref(desc.op, "an op name")?;
-            let op = match r.ops.last() {
-                Some(last) if last.name.as_bytes() == op => last.name,
-                _ => r.strings.concat(&[utf8(op, "an op name")?]),
+            let (op, op_name) = match r.ops.last() {
+                Some(last) if last.name.as_bytes() == op => {
+                    (ImplOp::Def(r.ops.len() as u32 - 1), last.name)
+                }
+                _ => {
+                    let name = r.strings.concat(&[utf8(op, "an op name")?]);
+                    (ImplOp::Named(r.name(name)), name)
+                }
             };
             let key_name = text_ref(desc.key, "a dispatch key")?;
-            let site = Site {
-                file: r.intern(bytes_ref(desc.file, "a file name")?, "a file name")?,
-                line: desc.line,
-            };
+            let (file, file_at) = r.intern(bytes_ref(desc.file, "a file name")?, "a file name")?;
             let function = bytes_ref(desc.function, "a function name")?;
-            let function = r.intern(function, "a function name")?;
+            let (_, function) = r.intern(function, "a function name")?;
             let key = DispatchKey::from_name(key_name).ok_or_else(|| {
                 let keys: Vec<&str> = DispatchKey::ALL.iter().map(|k| k.name()).collect();
+                let site = Site {
+                    file,
+                    line: desc.line,
+                };
                 Error::InvalidArgument(format!(
-                    "the kernel for '{op}' at {site}: unknown dispatch key '{key_name}' (one of \
-                     {})",
+                    "the kernel for '{op_name}' at {site}: unknown dispatch key '{key_name}' \
+                     (one of {})",
                     keys.join(", ")
                 ))
             })?;
@@ -455,7 +488,8 @@ unsafe extern "C" fn impl_kernel(reg: *mut Registrar, desc: *const ImplDesc) -> 
                 op,
                 key,
                 function,
-                site,
+                file: file_at,
+                line: desc.line,
             });
             r.kernels.push(RawKernel {
                 kernel: desc.kernel,

@@ -12,12 +12,20 @@ use crate::abi::plugin_v1::{
     unpack_version, version_string, EntryV1, HostV1, PluginV1, ABI_V1_4, ABI_VERSION, ENTRY_V1,
     HOST_FUNCTIONS_SINCE_1_0, PLUGIN_SIZE_V1_0, STATUS_OK,
 };
-use crate::dispatch::foreign::{self, ForeignBatch};
+use crate::dispatch::foreign::{self, ForeignBatch, Registered};
 use crate::{Error, Result};
 
-/// The plugins loaded so far, by canonical path. The lock also keeps two loads from
-/// interleaving their registrations.
-static LOADED: Mutex<Vec<(PathBuf, PluginInfo)>> = Mutex::new(Vec::new());
+/// The plugins loaded so far, by canonical path, with their info less its `ops`, which their
+/// batch gives. The lock also keeps two loads from interleaving their registrations.
+static LOADED: Mutex<Vec<(PathBuf, PluginInfo, Registered)>> = Mutex::new(Vec::new());
+
+/// `info` with its ops, from their batch.
+fn with_ops(info: &PluginInfo, batch: Registered) -> PluginInfo {
+    PluginInfo {
+        ops: batch.op_names(),
+        ..info.clone()
+    }
+}
 
 fn refuse(path: &Path, message: impl Into<String>) -> Error {
     Error::Plugin {
@@ -27,7 +35,11 @@ fn refuse(path: &Path, message: impl Into<String>) -> Error {
 }
 
 pub(crate) fn loaded() -> Vec<PluginInfo> {
-    LOADED.lock().iter().map(|(_, info)| info.clone()).collect()
+    LOADED
+        .lock()
+        .iter()
+        .map(|&(_, ref info, batch)| with_ops(info, batch))
+        .collect()
 }
 
 pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo> {
@@ -35,8 +47,8 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
         .canonicalize()
         .map_err(|e| refuse(path, format!("cannot be opened: {e}")))?;
     let mut loaded = LOADED.lock();
-    if let Some((_, info)) = loaded.iter().find(|(p, _)| *p == canonical) {
-        return Ok(info.clone());
+    if let Some(&(_, ref info, batch)) = loaded.iter().find(|(p, ..)| *p == canonical) {
+        return Ok(with_ops(info, batch));
     }
     // SAFETY: loading runs the library's initializers; the caller named it as a plugin to run.
     let library = unsafe { libloading::Library::new(&canonical) }
@@ -82,10 +94,12 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
     clear_error();
     // SAFETY: the descriptor's `register`, with a registrar that lives for the call.
     let status = unsafe { (desc.register)(registration.as_registrar()) };
+    registration.shrink();
     let Registration {
         libraries,
         ops,
         impls,
+        names,
         mut kernels,
         mut errors,
         ..
@@ -114,11 +128,12 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
             namespaces.push(lib.namespace.to_string());
         }
     }
-    let added = foreign::register(ForeignBatch {
+    let batch = foreign::register(ForeignBatch {
         image,
         libraries,
         ops,
         impls,
+        names,
         kernels: Box::new(PluginKernels {
             raw: kernels,
             image,
@@ -131,10 +146,11 @@ pub(crate) fn load_with(path: &Path, options: &LoadOptions) -> Result<PluginInfo
         abi_version: desc.abi_version,
         opbox_version: desc.opbox_version,
         namespaces,
-        ops: added,
+        ops: Vec::new(),
     };
-    loaded.push((canonical, info.clone()));
-    Ok(info)
+    let whole = with_ops(&info, batch);
+    loaded.push((canonical, info, batch));
+    Ok(whole)
 }
 
 /// # Safety
