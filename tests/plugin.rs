@@ -636,6 +636,19 @@ fn bad_plugins_are_refused_with_messages_that_say_why_and_the_host_stays_usable(
              again at bad_plugin.c:61. Keep one of them",
         ),
         (
+            "foreign_impl",
+            &["-DBAD_FOREIGN_IMPL"],
+            "a CPU kernel for 'hostlib::twice' is registered at bad_plugin.c:81, but \
+             'hostlib::twice' is defined at tests/plugin.rs:17, outside this plugin: plugin ABI \
+             v1 lets a plugin implement only the ops it defines",
+        ),
+        (
+            "orphan_impl",
+            &["-DBAD_ORPHAN_IMPL"],
+            "a CPU kernel for 'bad_orphan::none' is registered at bad_plugin.c:92, but no \
+             #[stable_library] or #[stable_fragment] defines 'bad_orphan::none'",
+        ),
+        (
             "type",
             &["-DBAD_TYPE"],
             "bad_type::names at bad_plugin.c:71: argument #0 (xs) is str[], which plugin ABI v1 \
