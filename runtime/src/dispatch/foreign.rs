@@ -16,12 +16,11 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::ops::Range;
-use std::sync::OnceLock;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 use opbox_codegen::schema::{Argument, Return, Schema};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use super::boxed_op::{operator_name, BoxedOp};
 use super::key::DispatchKey;
@@ -152,6 +151,10 @@ struct Batch {
     ops: Vec<ForeignOp>,
     /// Beside `ops`, one each.
     states: Vec<OpState>,
+    /// The entries of the ops resolved so far, by op: built on first use, usually for a few of
+    /// a batch's ops, so kept apart from `states` (a cell per op made every op's record twice
+    /// as large, and a plugin of 10,000 ops fault in 160 KB more as it loads).
+    entries: Mutex<HashMap<u32, &'static OpEntry, FixedState>>,
     /// How many impls it had: what they said beyond their kernels is in `states`, or was
     /// for messages while it was checked.
     impls: usize,
@@ -161,11 +164,10 @@ struct Batch {
 /// `OpState::kernels` of a key with no impl.
 const NO_IMPL: u32 = u32::MAX;
 
-/// What registration found for one op of a batch, and its entry once built.
+/// What registration found for one op of a batch.
 struct OpState {
     /// Its impl for each key: an index into the batch's `impls`, or [`NO_IMPL`].
     kernels: [u32; DispatchKey::COUNT],
-    entry: OnceLock<&'static OpEntry>,
 }
 
 impl ForeignLibrary {
@@ -384,7 +386,6 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Registered> {
             // here refuses the batch.
             states.push(OpState {
                 kernels: [NO_IMPL; DispatchKey::COUNT],
-                entry: OnceLock::new(),
             });
             let in_process = if in_host { host.get(def.name) } else { None };
             if let Some(first) = in_process {
@@ -477,6 +478,7 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Registered> {
         libraries,
         ops,
         states,
+        entries: Mutex::default(),
         impls: impls.len(),
         kernels,
     }));
@@ -488,7 +490,12 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Registered> {
 impl Batch {
     /// Op `i`'s entry, built on first use.
     fn entry(&'static self, i: usize) -> &'static OpEntry {
-        self.states[i].entry.get_or_init(|| self.build(i))
+        // Built under the lock, so an op has one entry however many threads resolve it at once.
+        *self
+            .entries
+            .lock()
+            .entry(i as u32)
+            .or_insert_with(|| self.build(i))
     }
 
     fn build(&'static self, i: usize) -> &'static OpEntry {
