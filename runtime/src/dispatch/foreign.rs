@@ -491,11 +491,9 @@ impl Batch {
     /// Op `i`'s entry, built on first use.
     fn entry(&'static self, i: usize) -> &'static OpEntry {
         // Built under the lock, so an op has one entry however many threads resolve it at once.
-        *self
-            .entries
-            .lock()
-            .entry(i as u32)
-            .or_insert_with(|| self.build(i))
+        let mut entries = self.entries.lock();
+        let entry: &mut &'static OpEntry = entries.entry(i as u32).or_insert_with(|| self.build(i));
+        *entry
     }
 
     fn build(&'static self, i: usize) -> &'static OpEntry {
