@@ -492,8 +492,8 @@ impl Batch {
     fn entry(&'static self, i: usize) -> &'static OpEntry {
         // Built under the lock, so an op has one entry however many threads resolve it at once.
         let mut entries = self.entries.lock();
-        let entry: &mut &'static OpEntry = entries.entry(i as u32).or_insert_with(|| self.build(i));
-        *entry
+        let entry: &'static OpEntry = *entries.entry(i as u32).or_insert_with(|| self.build(i));
+        entry
     }
 
     fn build(&'static self, i: usize) -> &'static OpEntry {
