@@ -492,7 +492,11 @@ impl Batch {
     fn entry(&'static self, i: usize) -> &'static OpEntry {
         // Built under the lock, so an op has one entry however many threads resolve it at once.
         let mut entries = self.entries.lock();
-        let entry: &'static OpEntry = *entries.entry(i as u32).or_insert_with(|| self.build(i));
+        if let Some(&entry) = entries.get(&(i as u32)) {
+            return entry;
+        }
+        let entry = self.build(i);
+        entries.insert(i as u32, entry);
         entry
     }
 
