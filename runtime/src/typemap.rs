@@ -101,8 +101,9 @@ not_schema!(f32, i16, i32, u8, u16, u32, u64, usize, isize, char);
 pub trait KernelReturn {
     /// The returns' form codes, in order.
     const FORMS: &'static [u64];
-    /// What a typed call receives: the return without its `Result`.
-    type Value: 'static;
+    /// What a typed call receives: the return without its `Result` (and what a fused boxed
+    /// call writes).
+    type Value: KernelReturn + 'static;
     /// Writes the returned values into the kernel's output slots.
     fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()>;
     /// The returned value, for a typed call, without boxing it.

@@ -104,7 +104,13 @@ pub struct KernelOutputs<'a> {
     written: usize,
 }
 
-impl KernelOutputs<'_> {
+impl<'a> KernelOutputs<'a> {
+    /// The output slots `slots`, all None, none written yet.
+    #[inline]
+    pub(super) fn new(slots: &'a mut [StableValue]) -> KernelOutputs<'a> {
+        KernelOutputs { slots, written: 0 }
+    }
+
     /// Writes the next output slot; an error when the kernel returns more values than its schema.
     #[inline]
     pub fn push(&mut self, value: StableValue) -> Result<()> {

@@ -10,6 +10,7 @@ use super::foreign;
 use super::kernel::{self, panic_error, take_last_error, STATUS_OK};
 use super::key::DispatchKey;
 use super::registry::{check, OpEntry};
+use super::shared_shim::{Fused, Probe};
 use super::suggest::closest;
 use super::typed::{restore, type_id, ErasedFn, TypedFn};
 use crate::value::{Devices, List, StableValue, Stack};
@@ -200,6 +201,17 @@ impl OpHandle {
     fn try_call(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Result<()> {
         let entry = self.entry;
         let num_args = entry.num_args();
+        // The usual call (every argument given, no fixed-size list, kernels of one shape) runs
+        // in its shape's fused entry, which unboxes once for both dispatch and the kernel.
+        if stack.len() == num_args && entry.fixed_lists.is_empty() {
+            if let Some((probe, fused)) = Probe::of(entry) {
+                match fused(entry, probe, key, stack) {
+                    Fused::Done => return Ok(()),
+                    Fused::Failed(error) => return Err(*error),
+                    Fused::General => {}
+                }
+            }
+        }
         if stack.len() != num_args || !entry.fixed_lists.is_empty() {
             complete_arguments(entry, stack)?;
         }

@@ -7,10 +7,14 @@
 use std::marker::PhantomData;
 
 use super::boxed_op::BoxedOp;
-use super::kernel::{run_boxed, BoxedKernelFn, KernelArgs, KernelBodyFn, KernelOutputs};
+use super::kernel::{
+    kernel_error, panic_error, run_boxed, BoxedKernelFn, KernelArgs, KernelBodyFn, KernelOutputs,
+};
+use super::key::DispatchKey;
+use super::registry::OpEntry;
 use super::typed::{erase, unerase, ErasedFn, TypedEntry};
 use crate::typemap::KernelReturn;
-use crate::value::{ParamFamily, StableValue};
+use crate::value::{Devices, ParamFamily, StableValue, Stack, TypedKey};
 use crate::Result;
 
 /// A kernel's parameter list as a tuple of [`ParamFamily`] keys, up to
@@ -40,6 +44,21 @@ pub unsafe trait ParamList: 'static {
         kernel: Self::Kernel<R>,
         args: Self::Args<'_>,
     ) -> Result<R::Value>;
+
+    /// Unboxes the arguments from `values`, asks `pick` for the kernel of their tensors'
+    /// devices, and calls it under `catch_unwind`: its value, or `None` with its error left in
+    /// `failure`, or a panic's payload. `None` (nothing called) when an argument has another
+    /// type or `pick` has no kernel. The core of a fused boxed call; the error-sized `Result`s
+    /// stay inside it, so the usual call moves only the value.
+    ///
+    /// # Safety
+    /// `pick` returns only kernels erased from `Self::Kernel<R>`.
+    #[doc(hidden)]
+    unsafe fn lend_and_call<R: KernelReturn>(
+        values: &[StableValue],
+        pick: impl FnOnce(Devices) -> Option<ErasedFn>,
+        failure: &mut Option<crate::Error>,
+    ) -> Option<std::thread::Result<Option<R::Value>>>;
 }
 
 macro_rules! param_list {
@@ -74,6 +93,36 @@ macro_rules! param_list {
             ) -> Result<R::Value> {
                 let ($($s,)*) = args;
                 R::into_value(kernel($($s),*))
+            }
+
+            #[inline(always)]
+            #[allow(unused_variables, unused_mut)]
+            unsafe fn lend_and_call<R: KernelReturn>(
+                values: &[StableValue],
+                pick: impl FnOnce(Devices) -> Option<ErasedFn>,
+                failure: &mut Option<crate::Error>,
+            ) -> Option<std::thread::Result<Option<R::Value>>> {
+                $(let mut $s = <$p::Scratch<'_>>::default();)*
+                let args = ($(
+                    match values.get($i).map(|v| $p::lend(v, &mut $s)) {
+                        Some(Ok(arg)) => arg,
+                        _ => return None,
+                    },
+                )*);
+                let mut devices = Devices::default();
+                $(args.$i.note_devices(&mut devices);)*
+                // SAFETY: the caller's contract: `pick` gives a kernel of this type.
+                let kernel = unsafe { unerase::<Self::Kernel<R>>(pick(devices)?) };
+                let call = std::panic::AssertUnwindSafe(move || {
+                    match kernel($(args.$i),*).into_value() {
+                        Ok(value) => Some(value),
+                        Err(error) => {
+                            *failure = Some(error);
+                            None
+                        }
+                    }
+                });
+                Some(std::panic::catch_unwind(call))
             }
         }
     };
@@ -118,6 +167,134 @@ unsafe impl ParamList for UnboxedBody {
             "a kernel with more parameters than a shared shim takes has no typed entry".into(),
         ))
     }
+
+    unsafe fn lend_and_call<R: KernelReturn>(
+        _: &[StableValue],
+        _: impl FnOnce(Devices) -> Option<ErasedFn>,
+        _: &mut Option<crate::Error>,
+    ) -> Option<std::thread::Result<Option<R::Value>>> {
+        None
+    }
+}
+
+/// What a fused boxed call did, with the stack as the general path leaves it. Two words, so
+/// that the usual outcome comes back in registers.
+pub(crate) enum Fused {
+    /// The kernel ran and its results are on the stack.
+    Done,
+    /// The call failed (the kernel's error or panic, named): the stack is empty.
+    Failed(Box<crate::Error>),
+    /// The call needs the general path: an argument of another type, tensors on several
+    /// devices, no kernel for the key, or a kernel of another shape. Nothing was changed.
+    General,
+}
+
+/// The kernel a fused call starts from: the entry's first kernel, whose shape's fused entry
+/// runs the call.
+#[derive(Clone, Copy)]
+pub(crate) struct Probe {
+    index: usize,
+    kernel: BoxedKernel,
+}
+
+impl Probe {
+    /// The first kernel of `entry`, if its shape has a fused entry.
+    #[inline]
+    pub(crate) fn of(entry: &OpEntry) -> Option<(Probe, FusedFn)> {
+        let (index, kernel) = entry
+            .kernels
+            .iter()
+            .enumerate()
+            .find_map(|(i, k)| k.map(|k| (i, k)))?;
+        let fused = kernel.entries.fused?;
+        Some((Probe { index, kernel }, fused))
+    }
+
+    /// The kernel a call with tensors on `devices` (or none, and `key`) dispatches to, when it
+    /// is the probe or a kernel of the probe's shape. None sends the call to the general path,
+    /// which dispatches (and refuses) as it always does.
+    #[inline(always)]
+    fn kernel_for(
+        self,
+        entry: &OpEntry,
+        devices: Devices,
+        key: Option<DispatchKey>,
+    ) -> Option<ErasedFn> {
+        let key = match devices.single()? {
+            Some(device) => DispatchKey::for_device(device),
+            None => key.unwrap_or(DispatchKey::CPU),
+        };
+        let (index, slot) = entry.slot_for(key)?;
+        // The probe's fused entry, which is running, was paired with its kernel by
+        // `BoxedKernel::of`, and so is every kernel of the same entries static.
+        let same_shape = index == self.index || std::ptr::eq(slot.entries, self.kernel.entries);
+        same_shape.then_some(slot.kernel)
+    }
+}
+
+/// A fused call's end, as the general path ends: the arguments released, and the kernel's
+/// value written as its results, or its error or panic named.
+#[inline(always)]
+fn fused_results<V: KernelReturn>(
+    entry: &'static OpEntry,
+    ran: std::thread::Result<Option<V>>,
+    failure: &mut Option<crate::Error>,
+    stack: &mut Stack<'_>,
+) -> Fused {
+    stack.clear();
+    let error = match ran {
+        Ok(Some(value)) => {
+            let num_outputs = entry.num_outputs();
+            let base = stack.reserve_outputs(num_outputs);
+            // SAFETY: `reserve_outputs` made the stack's `num_outputs` values the Nones at
+            // `base`, which nothing else touches while `outs` lives.
+            let slots = unsafe { std::slice::from_raw_parts_mut(base, num_outputs) };
+            match value.write(&mut KernelOutputs::new(slots)) {
+                Ok(()) => return Fused::Done,
+                Err(error) => {
+                    stack.clear();
+                    kernel_error(entry.name(), error)
+                }
+            }
+        }
+        Ok(None) => kernel_error(
+            entry.name(),
+            failure
+                .take()
+                .unwrap_or_else(|| crate::Error::msg("the kernel failed and left no error")),
+        ),
+        Err(payload) => panic_error(entry.name(), crate::panic::dispose(payload)),
+    };
+    Fused::Failed(Box::new(error))
+}
+
+/// A fused entry: a whole boxed call of an op whose kernels have one shape, in one function
+/// per shape.
+pub(crate) type FusedFn = fn(&'static OpEntry, Probe, Option<DispatchKey>, &mut Stack<'_>) -> Fused;
+
+/// The fused entry of parameter list `P` returning `R`: unboxes once for both dispatch and the
+/// kernel, calls it, releases the arguments and writes the results. The general path's
+/// separate device scan, output reservation, shim checks and status round trip are what it
+/// saves.
+fn fused_entry<P: ParamList, R: KernelReturn>(
+    entry: &'static OpEntry,
+    probe: Probe,
+    key: Option<DispatchKey>,
+    stack: &mut Stack<'_>,
+) -> Fused {
+    let mut failure = None;
+    // In a block, so that the arguments' borrows of the stack end before the results go on it.
+    let ran = {
+        let pick = |devices| probe.kernel_for(entry, devices, key);
+        // SAFETY: `kernel_for` gives only kernels of the probe's shape, which is `P, R`: this
+        // entry is the one `Shape::<P, R>` made for the probe's kernel.
+        match unsafe { P::lend_and_call::<R>(stack.as_slice(), pick, &mut failure) } {
+            Some(ran) => ran,
+            None => return Fused::General,
+        }
+    };
+    // By reference: moved, the error-sized slot would be copied on every call.
+    fused_results(entry, ran, &mut failure, stack)
 }
 
 /// A kernel as the dispatcher calls it: the kernel, and the entries shared by the kernels of
@@ -134,6 +311,8 @@ pub struct BoxedKernel {
 struct ShapeEntries {
     boxed: SharedEntryFn,
     typed: Option<TypedEntry>,
+    /// The whole boxed call in one function, for the kernels of a typed shape.
+    fused: Option<FusedFn>,
     /// The same shape's entries without the typed one, for [`BoxedKernel::without_typed`];
     /// `None` where `typed` is already `None`.
     boxed_only: Option<&'static ShapeEntries>,
@@ -150,12 +329,19 @@ impl<P: ParamList, R: KernelReturn> Shape<P, R> {
     const ENTRIES: &'static ShapeEntries = &ShapeEntries {
         boxed: boxed_entry_shared::<P, R>,
         typed: TypedEntry::of::<P, R>(),
+        fused: if P::TYPED {
+            Some(fused_entry::<P, R>)
+        } else {
+            None
+        },
         boxed_only: Some(Self::BOXED_ONLY),
     };
 
+    /// For an op with fixed-size lists, whose calls take the general path (it checks them).
     const BOXED_ONLY: &'static ShapeEntries = &ShapeEntries {
         boxed: boxed_entry_shared::<P, R>,
         typed: None,
+        fused: None,
         boxed_only: None,
     };
 }
@@ -164,6 +350,7 @@ impl<P: ParamList, R: KernelReturn> Shape<P, R> {
 static RAW_ENTRIES: ShapeEntries = ShapeEntries {
     boxed: raw_entry,
     typed: None,
+    fused: None,
     boxed_only: None,
 };
 

@@ -104,6 +104,7 @@ impl StableValue {
 // `float` also accepts an int, as PyTorch's argument parser does: the conversion is exact for
 // every int a caller is likely to pass, and it saves `2.0` vs `2` surprises in typed calls.
 impl<'a> FromStable<'a> for f64 {
+    #[inline]
     fn from_stable(v: &'a StableValue) -> Result<Self, Mismatch> {
         v.as_float()
             .or_else(|| v.as_int().map(|i| i as f64))

@@ -125,12 +125,19 @@ impl Slots {
     /// a panicking drop leaks the rest rather than dropping one twice.
     #[inline]
     pub(crate) fn truncate(&mut self, len: usize) {
-        let base = self.as_mut_ptr();
-        while self.len > len {
-            self.len -= 1;
-            // SAFETY: slot `len` holds an initialised value, no longer counted: dropped once.
-            unsafe { std::ptr::drop_in_place(base.add(self.len)) };
+        let old = self.len;
+        if old <= len {
+            return;
         }
+        // No longer counted before they are dropped, so a drop that panics leaks the rest
+        // rather than dropping any twice; the length is then written once, not once a value.
+        self.len = len;
+        let base = self.as_mut_ptr();
+        // SAFETY: slots `len..old` held initialised values, now past the length: each is
+        // dropped once here.
+        unsafe {
+            std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(base.add(len), old - len))
+        };
     }
 
     #[inline]
