@@ -203,7 +203,8 @@ impl OpHandle {
         let num_args = entry.num_args();
         // The usual call (every argument given, no fixed-size list, kernels of one shape) runs
         // in its shape's fused entry, which unboxes once for both dispatch and the kernel.
-        if stack.len() == num_args && entry.fixed_lists.is_empty() {
+        // (Another image's op has no fused entry: it is not probed for one.)
+        if stack.len() == num_args && entry.fixed_lists.is_empty() && entry.foreign.is_none() {
             if let Some((probe, fused)) = Probe::of(entry) {
                 match fused(entry, probe, key, stack) {
                     Fused::Done => return Ok(()),
