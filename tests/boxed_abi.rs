@@ -18,6 +18,7 @@ fn abi(m: &mut Library) {
     m.def("panics(Tensor x) -> Tensor");
     m.def("panics_any(int n) -> int");
     m.def("kwonly(int a, int c=4, *, int b) -> int");
+    m.def("numel_of(Tensor x, int plus) -> int");
     // Tensors at 3 and 66: the second is past the 64 arguments an op's tensor mask covers.
     m.def(
         "wide(int a0, int a1, int a2, Tensor a3, int a4, int a5, int a6, int a7, int a8, \
@@ -89,6 +90,18 @@ mod cpu {
 #[stable_impl(abi::count, Meta)]
 fn count_meta(n: i64) -> i64 {
     -n
+}
+
+// Two kernels of one op with different Rust signatures (one borrows its tensor, the other takes
+// it owned): a boxed call runs each one with its own unboxing.
+#[stable_impl(abi::numel_of, CPU)]
+fn numel_of_cpu(x: &Tensor, plus: i64) -> i64 {
+    x.numel() as i64 + plus
+}
+
+#[stable_impl(abi::numel_of, Meta)]
+fn numel_of_meta(x: Tensor, plus: i64) -> i64 {
+    -(x.numel() as i64) - plus
 }
 
 #[stable_impl(abi::comp, CompositeExplicit)]
@@ -474,6 +487,34 @@ fn defaults_fill_trailing_arguments() {
     let mut s = Stack::new();
     count.call_boxed(&mut s).unwrap();
     assert_eq!(s[0].as_int(), Some(3));
+}
+
+#[test]
+fn kernels_of_one_op_with_different_signatures_each_run_on_their_key() {
+    let numel_of = op("abi::numel_of");
+    let x = t(&[1.0, 2.0, 3.0]);
+    for round in 0..3 {
+        let mut s = Stack::new();
+        s.push(&x).push(10i64);
+        numel_of.call_boxed(&mut s).unwrap();
+        assert_eq!((s.len(), s[0].as_int()), (1, Some(13)), "CPU, round {round}");
+
+        let mut s = Stack::new();
+        s.push(meta()).push(10i64);
+        numel_of.call_boxed(&mut s).unwrap();
+        assert_eq!((s.len(), s[0].as_int()), (1, Some(-12)), "Meta, round {round}");
+    }
+    // A wrong argument type is refused with the same message on either key.
+    for x in [t(&[1.0]), meta()] {
+        let mut s = Stack::new();
+        s.push(x).push(1.5f64);
+        let e = numel_of.call_boxed(&mut s).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "abi::numel_of expects argument #1 (plus) to be int, but got float"
+        );
+        assert!(s.is_empty(), "the stack is empty after an error");
+    }
 }
 
 #[test]
