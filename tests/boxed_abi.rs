@@ -497,12 +497,20 @@ fn kernels_of_one_op_with_different_signatures_each_run_on_their_key() {
         let mut s = Stack::new();
         s.push(&x).push(10i64);
         numel_of.call_boxed(&mut s).unwrap();
-        assert_eq!((s.len(), s[0].as_int()), (1, Some(13)), "CPU, round {round}");
+        assert_eq!(
+            (s.len(), s[0].as_int()),
+            (1, Some(13)),
+            "CPU, round {round}"
+        );
 
         let mut s = Stack::new();
         s.push(meta()).push(10i64);
         numel_of.call_boxed(&mut s).unwrap();
-        assert_eq!((s.len(), s[0].as_int()), (1, Some(-12)), "Meta, round {round}");
+        assert_eq!(
+            (s.len(), s[0].as_int()),
+            (1, Some(-12)),
+            "Meta, round {round}"
+        );
     }
     // A wrong argument type is refused with the same message on either key.
     for x in [t(&[1.0]), meta()] {
