@@ -108,6 +108,22 @@ pub trait KernelReturn {
     fn write(self, outs: &mut KernelOutputs<'_>) -> Result<()>;
     /// The returned value, for a typed call, without boxing it.
     fn into_value(self) -> Result<Self::Value>;
+
+    /// Pushes the returned values onto `stack`, which holds nothing, as the op's
+    /// `num_outputs` results: how a fused boxed call ends. By default through
+    /// [`write`](Self::write), on that many reserved slots.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn push_results(self, stack: &mut crate::Stack<'_>, num_outputs: usize) -> Result<()>
+    where
+        Self: Sized,
+    {
+        let base = stack.reserve_outputs(num_outputs);
+        // SAFETY: `reserve_outputs` made the stack's `num_outputs` values the Nones at `base`,
+        // which nothing else touches while the slice lives.
+        let slots = unsafe { std::slice::from_raw_parts_mut(base, num_outputs) };
+        self.write(&mut KernelOutputs::new(slots))
+    }
 }
 
 impl KernelReturn for () {
@@ -135,6 +151,13 @@ impl<T: ReturnValue> KernelReturn for T {
     #[inline]
     fn into_value(self) -> Result<T> {
         Ok(self)
+    }
+    // One value onto an empty stack: a push, with no output slots to reserve and overwrite.
+    #[inline(always)]
+    fn push_results(self, stack: &mut crate::Stack<'_>, num_outputs: usize) -> Result<()> {
+        debug_assert_eq!(num_outputs, 1, "a single return is one output");
+        stack.push_value(self.into_stable());
+        Ok(())
     }
 }
 

@@ -107,7 +107,7 @@ pub struct KernelOutputs<'a> {
 impl<'a> KernelOutputs<'a> {
     /// The output slots `slots`, all None, none written yet.
     #[inline]
-    pub(super) fn new(slots: &'a mut [StableValue]) -> KernelOutputs<'a> {
+    pub(crate) fn new(slots: &'a mut [StableValue]) -> KernelOutputs<'a> {
         KernelOutputs { slots, written: 0 }
     }
 

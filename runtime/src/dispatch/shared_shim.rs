@@ -243,20 +243,13 @@ fn fused_results<V: KernelReturn>(
 ) -> Fused {
     stack.clear();
     let error = match ran {
-        Ok(Some(value)) => {
-            let num_outputs = entry.num_outputs();
-            let base = stack.reserve_outputs(num_outputs);
-            // SAFETY: `reserve_outputs` made the stack's `num_outputs` values the Nones at
-            // `base`, which nothing else touches while `outs` lives.
-            let slots = unsafe { std::slice::from_raw_parts_mut(base, num_outputs) };
-            match value.write(&mut KernelOutputs::new(slots)) {
-                Ok(()) => return Fused::Done,
-                Err(error) => {
-                    stack.clear();
-                    kernel_error(entry.name(), error)
-                }
+        Ok(Some(value)) => match value.push_results(stack, entry.num_outputs()) {
+            Ok(()) => return Fused::Done,
+            Err(error) => {
+                stack.clear();
+                kernel_error(entry.name(), error)
             }
-        }
+        },
         Ok(None) => kernel_error(
             entry.name(),
             failure
