@@ -8,23 +8,25 @@ use opbox_codegen::schema::{BaseType, Schema, Type, TypeShape};
 use crate::abi::plugin_v1::Value;
 use crate::value::{StableValue, Tag};
 
-/// The tag a value of one schema type carries (`None` too when the type is optional).
+/// The tags a value of one schema type may carry (`None` too when the type is optional), as a
+/// mask of tag numbers: a call tests one bit, with no branch on the type's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Expect {
-    /// A [`Tag`] number, or [`Expect::NEVER`] for a type plugin ABI v1 does not carry (the
-    /// registrar refuses those, so no call sees one).
-    tag: u32,
-    optional: bool,
+    /// Bit `t` set when tag number `t` is admitted; empty for a type plugin ABI v1 does not
+    /// carry (the registrar refuses those, so no call sees one).
+    admitted: u32,
+}
+
+/// The bit of `tag`.
+const fn bit(tag: Tag) -> u32 {
+    1 << tag as u32
 }
 
 impl Expect {
-    const NEVER: u32 = u32::MAX;
-
     pub(crate) const fn of(ty: Type) -> Expect {
         match ty.shape() {
             TypeShape::Optional(inner) => Expect {
-                optional: true,
-                ..Expect::of(inner)
+                admitted: Expect::of(inner).admitted | bit(Tag::None),
             },
             TypeShape::List(_) => Expect::exactly(Tag::List),
             TypeShape::Base(b) => match b.concrete() {
@@ -39,38 +41,30 @@ impl Expect {
                 BaseType::ScalarType => Expect::exactly(Tag::DType),
                 BaseType::Device => Expect::exactly(Tag::Device),
                 BaseType::Scalar => Expect::exactly(Tag::Scalar),
-                _ => Expect {
-                    tag: Expect::NEVER,
-                    optional: false,
-                },
+                _ => Expect { admitted: 0 },
             },
         }
     }
 
     const fn exactly(tag: Tag) -> Expect {
-        Expect {
-            tag: tag as u32,
-            optional: false,
-        }
+        Expect { admitted: bit(tag) }
     }
 
     /// Whether a value with tag number `tag` is one of this type.
     #[inline]
     pub(crate) fn admits(self, tag: u32) -> bool {
-        tag == self.tag || (self.optional && tag == Tag::None as u32)
+        tag < 32 && self.admitted & (1 << tag) != 0
     }
 
     /// Whether every value of this type is plain: no handle, the same bits in both images.
     const fn is_plain(self) -> bool {
-        !matches!(
-            Tag::from_u32(self.tag),
-            Some(Tag::Tensor | Tag::Str | Tag::List) | None
-        )
+        self.admitted != 0
+            && self.admitted & (bit(Tag::Tensor) | bit(Tag::Str) | bit(Tag::List)) == 0
     }
 
     /// Whether every value of this type is plain or a tensor, which an in-place kernel takes.
     const fn is_held(self) -> bool {
-        self.is_plain() || self.tag == Tag::Tensor as u32
+        self.admitted != 0 && self.admitted & (bit(Tag::Str) | bit(Tag::List)) == 0
     }
 }
 
