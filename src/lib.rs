@@ -123,7 +123,7 @@ pub mod kernel {
     };
 }
 
-/// Kernel graphs: launches recorded without running ([`graph::record`], [`graph::record_op`];
+/// Kernel graphs: launches recorded without running ([`graph::record`](fn@graph::record), [`graph::record_op`];
 /// each kernel's `launch_in(r, cfg, ..)`), their dependencies derived from what each reads and
 /// writes ([`graph::Graph::edges`], [`graph::Graph::to_dot`]), run now on a stream pool
 /// ([`graph::Graph::launch`]) or instantiated as a CUDA graph and replayed with re-bound

@@ -30,7 +30,7 @@ pub struct AotArgs {
     pub out: PathBuf,
 
     /// Only this kernel, by its Rust fn name (repeat, or separate with commas); default: every
-    /// registered kernel without #[constexpr] parameters.
+    /// registered kernel without `#[constexpr]` parameters.
     #[arg(short, long = "kernel", value_name = "NAME", value_delimiter = ',')]
     pub kernels: Vec<String>,
 

@@ -1,6 +1,6 @@
 //! Which Rust types a kernel takes and returns for each schema type: the one table.
 //!
-//! The table is a macro, [`rust_forms!`](crate::rust_forms), so that each reader takes it in the
+//! The table is a macro, [`rust_forms!`](macro@crate::rust_forms), so that each reader takes it in the
 //! form it needs: the runtime's `typemap` turns every row into a `RustParam` or `ReturnValue`
 //! impl naming the row's marker type, and this module turns it into [`base_forms`] and
 //! [`Wrapper::forms`], from which `#[stable_library]` says, per schema argument, which of those

@@ -122,7 +122,7 @@ pub struct AliasInputs<'a> {
 
 /// The device alias: the full key's inputs without NVRTC's version and without the emitted unit.
 /// A first launch computes it without emitting anything; in place of the unit it names what the
-/// unit is made from: the emitter (by [`CODEGEN_DIGEST`]), every declaration field the emitter
+/// unit is made from: the emitter (by `CODEGEN_DIGEST`), every declaration field the emitter
 /// reads, and the shared structs.
 pub fn alias_key(k: &AliasInputs<'_>) -> CacheKey {
     let mut r = Records(Sha256::new());

@@ -1,6 +1,6 @@
 //! opbox's own header, the first thing in every translation unit. It must compile under a bare
-//! NVRTC (the PyPI wheel ships no headers at all: no <cstdint>, no <type_traits>, no
-//! <cuda_fp16.h>), so it defines what it needs itself and only includes a system header when
+//! NVRTC (the PyPI wheel ships no headers at all: no `<cstdint>`, no `<type_traits>`, no
+//! `<cuda_fp16.h>`), so it defines what it needs itself and only includes a system header when
 //! `__has_include` finds it.
 
 /// Fixed-width integers through opbox's `<stdint.h>` (see `host_headers`): CCCL's own where its

@@ -1,4 +1,4 @@
-//! The primitive types, from the one table in [`table`]: [`NativeScalar`] (every row),
+//! The primitive types, from the one table in `table`: [`NativeScalar`] (every row),
 //! [`ElemType`] (tensor dtypes and kernel slice elements), [`ScalarType`] (by-value launch and
 //! `#[constexpr]` parameters), and [`ConstValue`], one scalar variant per `ScalarType`.
 

@@ -1,6 +1,6 @@
 //! The C ABI between `opbox aot --plugin lib.so` and a plugin (a cdylib that calls
 //! `opbox::export_aot!()`): the plugin's kernels are registered in the plugin's own copy of the
-//! runtime, so the plugin runs the [`session`](super::aot_session) itself and streams its
+//! runtime, so the plugin runs the session (`backend::cuda::aot_session`) itself and streams its
 //! events back through a callback.
 //!
 //! Version 1, symbol [`AOT_ENTRY_V1`]:

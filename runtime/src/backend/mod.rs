@@ -2,7 +2,7 @@
 //!
 //! The kernel layer ([`crate::kernel`]) checks and packs a launch without knowing any backend;
 //! a backend submits it. Tensor storage reaches a backend's memory through one trait
-//! ([`crate::tensor::storage::Memory`]), so a new backend, or foreign memory, is a new
+//! (`tensor::storage::Memory`), so a new backend, or foreign memory, is a new
 //! implementation rather than a new match arm in the tensor code.
 
 pub mod cpu;

@@ -1,5 +1,5 @@
 //! [`launch`]: what `#[extern_kernel]`'s generated `launch(cfg, args…)` calls. Two steps:
-//! check and pack ([`prepare`](super::prepare::prepare), backend-neutral), then submit to the
+//! check and pack ([`prepare`](fn@super::prepare()), backend-neutral), then submit to the
 //! backend of the tensors' device. A kernel with a [`LaunchPlan`](super::plan::LaunchPlan)
 //! first tries the CUDA backend's one-pass launch, which takes the usual launch and leaves the
 //! rest (and every error) to those two steps.
@@ -37,7 +37,7 @@ pub fn launch(
 }
 
 /// Runs a prepared launch on its device's backend; while this thread records a kernel graph
-/// ([`crate::graph::record`]), the launch is recorded instead.
+/// ([`record`](fn@crate::graph::record)), the launch is recorded instead.
 pub fn submit(prepared: &mut PreparedLaunch<'_>) -> Result<()> {
     if crate::graph::recording() {
         return crate::graph::record::record_launches(None, std::slice::from_ref(prepared), None)

@@ -6,7 +6,7 @@
 //! - [`config`]: [`LaunchConfig`] and the backend-neutral [`Stream`] handle.
 //! - [`plan`]: a plain kernel's launch checks, worked out at compile time: its repeat launches'
 //!   short path.
-//! - [`prepare`]: check and pack, giving a [`PreparedLaunch`] that a backend submits and a graph
+//! - [`prepare`](mod@prepare): check and pack, giving a [`PreparedLaunch`] that a backend submits and a graph
 //!   records.
 //! - [`launch`](mod@launch): prepare, then submit to the tensors' backend.
 //! - [`stack`]: runtime-typed launches from a `StableValue` stack.

@@ -31,7 +31,7 @@ enum Planned {
     Unused,
 }
 
-/// A kernel's launch parameters as [`LaunchPlan::pack`] checks them.
+/// A kernel's launch parameters as `LaunchPlan::pack` checks them.
 #[derive(Clone, Copy, Debug)]
 pub struct LaunchPlan {
     params: [Planned; MAX_PLANNED],

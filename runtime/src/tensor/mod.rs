@@ -21,7 +21,7 @@
 //! foreign buffer with its deleter, `foreign.rs`). Element access takes the storage's lock
 //! (`lock.rs`): readers share, a writer waits for other threads like an `RwLock`, and a thread
 //! that would wait for itself (using a tensor while a view of it is being written further up its
-//! own stack) gets [`Error::StorageBusy`] instead of a deadlock.
+//! own stack) gets [`crate::Error::StorageBusy`] instead of a deadlock.
 //!
 //! # Files
 //!

@@ -1,6 +1,6 @@
 //! Host memory for cpu tensors: either opbox's own zeroed, [`CPU_ALIGN`]-aligned buffer, or
 //! memory another library owns ([`Tensor::from_blob`](crate::Tensor::from_blob), DLPack), freed by
-//! its deleter. Both sit behind one [`StorageLock`]: readers share, a writer waits for them (see
+//! its deleter. Both sit behind one `StorageLock`: readers share, a writer waits for them (see
 //! `tensor/lock.rs` for what blocks and what is refused).
 
 use std::any::Any;

@@ -1,7 +1,7 @@
 //! One `opbox aot` run over the kernels registered in this binary: select, plan, compile in
 //! parallel, and report each step as an [`AotEvent`]. The CLI draws its progress bar from the
 //! events; a plugin runs the same session in its own process image and forwards the events
-//! across the C ABI ([`aot_plugin`](super::aot_plugin)).
+//! across the C ABI (`aot_plugin`).
 
 use std::path::Path;
 

@@ -3,12 +3,12 @@
 //! - [`format`]: an entry is a header (magic, its key, payload length, SHA-256 of the payload)
 //!   and the payload. A truncated, corrupt or misplaced entry reads as [`Lookup::Corrupt`], is
 //!   removed, and is rebuilt.
-//! - [`read`]: a lookup never follows a symlink, never blocks on a special file and never reads
+//! - `read`: a lookup never follows a symlink, never blocks on a special file and never reads
 //!   more than a valid header announces; anything but a regular file at an entry's path is
 //!   removed (healed) like a corrupt entry.
 //! - [`write`]: temp file, fsync, rename, fsync of the directory; entries are 0644 less the umask.
 //!   Two processes writing the same key both succeed (same bytes; the last rename wins).
-//! - [`sweep`]: temp files of killed writers are removed by the next process that writes.
+//! - `sweep`: temp files of killed writers are removed by the next process that writes.
 
 mod format;
 mod read;

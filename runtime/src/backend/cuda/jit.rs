@@ -639,7 +639,7 @@ pub fn translation_unit(decl: &KernelDecl, constexprs: &[ConstValue]) -> Result<
 }
 
 /// The NVRTC options for `decl` on `target` that a cache key holds: the arch, C++17, then the
-/// declaration's own options. The include dirs of the CUDA toolkit ([`toolkit`]) and of the
+/// declaration's own options. The include dirs of the CUDA toolkit (`toolkit`) and of the
 /// build options are machine paths: they are passed to NVRTC after these, and no key sees them.
 pub fn options_for(decl: &KernelDecl, target: Target) -> Vec<String> {
     let mut options = vec![

@@ -11,7 +11,7 @@
 //! - [`context`]: one context and default stream per device; [`stream`]: other streams.
 //! - [`loader`]: the loaded functions each `KernelHandle` caches per device.
 //! - [`submit`]: a prepared launch to `cuLaunchKernel`; [`synchronize`].
-//! - [`memory`]: tensor storage in device memory.
+//! - `memory`: tensor storage in device memory.
 //! - `toolkit`: where CUDA's headers are (`cuda_include_options`).
 //! - [`aot`] and [`aot_session`]: every `#[extern_kernel]` compiled ahead of time (`opbox aot`).
 

@@ -1,6 +1,6 @@
 //! DLPack 1.x: sharing tensors with other libraries (PyTorch, NumPy, CuPy, JAX, ...) with no
-//! copy. [`Tensor::from_dlpack`] takes a `DLManagedTensorVersioned` (and
-//! [`Tensor::from_dlpack_legacy`] the pre-1.0 `DLManagedTensor`); [`Tensor::to_dlpack`] gives one.
+//! copy. [`crate::Tensor::from_dlpack`] takes a `DLManagedTensorVersioned` (and
+//! [`crate::Tensor::from_dlpack_legacy`] the pre-1.0 `DLManagedTensor`); [`crate::Tensor::to_dlpack`] gives one.
 //!
 //! # Ownership
 //!

@@ -2,8 +2,8 @@
 //! compiled by rustc and run over the launch's grid.
 //!
 //! A DSL kernel's [`KernelHandle`](crate::kernel::KernelHandle) carries its CPU entry (a fn the
-//! macro generates); [`submit`] runs it for a launch whose tensors are on the CPU, after the same
-//! [`prepare`](crate::kernel::prepare) checks a CUDA launch passes.
+//! macro generates); `submit` runs it for a launch whose tensors are on the CPU, after the same
+//! [`prepare`](fn@crate::kernel::prepare) checks a CUDA launch passes.
 //!
 //! - [`ops`]: the operators with the DSL's Rust semantics, shared with the C++ helpers;
 //! - [`grid`]: blocks across cores, threads in order, the thread-index functions;
