@@ -52,22 +52,24 @@ pub(crate) const fn is_plain(tag: Option<Tag>) -> bool {
     )
 }
 
+/// The tag numbers [`is_plain`] accepts, as a mask: bit `t` for tag number `t`.
+pub(crate) const PLAIN_TAGS: u32 = {
+    let mut mask = 0u32;
+    let mut tag = 0;
+    while tag < 32 {
+        if is_plain(Tag::from_u32(tag)) {
+            mask |= 1 << tag;
+        }
+        tag += 1;
+    }
+    mask
+};
+
 /// [`is_plain`] of the tag numbered `tag`, as one mask test: the plain call checks every slot
 /// a kernel may have written with it.
 #[inline]
 pub(crate) fn is_plain_number(tag: u32) -> bool {
-    const PLAIN: u32 = {
-        let mut mask = 0u32;
-        let mut tag = 0;
-        while tag < 32 {
-            if is_plain(Tag::from_u32(tag)) {
-                mask |= 1 << tag;
-            }
-            tag += 1;
-        }
-        mask
-    };
-    tag < 32 && PLAIN & (1 << tag) != 0
+    tag < 32 && PLAIN_TAGS & (1 << tag) != 0
 }
 
 /// Whether a value with tag number `tag` is plain or a tensor: what an in-place kernel (ABI

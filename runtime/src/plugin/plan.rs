@@ -5,6 +5,7 @@
 
 use opbox_codegen::schema::{BaseType, Schema, Type, TypeShape};
 
+use super::convert::PLAIN_TAGS;
 use crate::abi::plugin_v1::Value;
 use crate::value::{StableValue, Tag};
 
@@ -58,13 +59,12 @@ impl Expect {
 
     /// Whether every value of this type is plain: no handle, the same bits in both images.
     const fn is_plain(self) -> bool {
-        self.admitted != 0
-            && self.admitted & (bit(Tag::Tensor) | bit(Tag::Str) | bit(Tag::List)) == 0
+        self.admitted != 0 && self.admitted & !PLAIN_TAGS == 0
     }
 
     /// Whether every value of this type is plain or a tensor, which an in-place kernel takes.
     const fn is_held(self) -> bool {
-        self.admitted != 0 && self.admitted & (bit(Tag::Str) | bit(Tag::List)) == 0
+        self.admitted != 0 && self.admitted & !(PLAIN_TAGS | bit(Tag::Tensor)) == 0
     }
 }
 
