@@ -201,10 +201,12 @@ impl OpHandle {
     fn try_call(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Result<()> {
         let entry = self.entry;
         let num_args = entry.num_args();
-        // The usual call (every argument given, no fixed-size list, kernels of one shape) runs
-        // in its shape's fused entry, which unboxes once for both dispatch and the kernel.
-        // (Another image's op has no fused entry: it is not probed for one.)
-        if stack.len() == num_args && entry.fixed_lists.is_empty() && entry.foreign.is_none() {
+        // Every argument given and no fixed-size list to check: nothing to complete.
+        let complete = stack.len() == num_args && entry.fixed_lists.is_empty();
+        // The usual call (complete, kernels of one shape) runs in its shape's fused entry,
+        // which unboxes once for both dispatch and the kernel. (Another image's op has no
+        // fused entry: it is not probed for one.)
+        if complete && entry.foreign.is_none() {
             if let Some((probe, fused)) = Probe::of(entry) {
                 match fused(entry, probe, key, stack) {
                     Fused::Done => return Ok(()),
@@ -213,7 +215,8 @@ impl OpHandle {
                 }
             }
         }
-        if stack.len() != num_args || !entry.fixed_lists.is_empty() {
+        // (A fused entry that sends the call here has left the stack as it was.)
+        if !complete {
             complete_arguments(entry, stack)?;
         }
         let key = match dispatch_device(entry, stack)? {

@@ -193,21 +193,23 @@ pub(crate) enum Fused {
 /// runs the call.
 #[derive(Clone, Copy)]
 pub(crate) struct Probe {
+    /// Its slot in the entry's kernels.
     index: usize,
-    kernel: BoxedKernel,
+    /// Its shape's entries, which a kernel of the same shape shares.
+    entries: &'static ShapeEntries,
 }
 
 impl Probe {
     /// The first kernel of `entry`, if its shape has a fused entry.
     #[inline]
     pub(crate) fn of(entry: &OpEntry) -> Option<(Probe, FusedFn)> {
-        let (index, kernel) = entry
+        let (index, entries) = entry
             .kernels
             .iter()
             .enumerate()
-            .find_map(|(i, k)| k.map(|k| (i, k)))?;
-        let fused = kernel.entries.fused?;
-        Some((Probe { index, kernel }, fused))
+            .find_map(|(i, k)| k.map(|k| (i, k.entries)))?;
+        let fused = entries.fused?;
+        Some((Probe { index, entries }, fused))
     }
 
     /// The kernel a call with tensors on `devices` (or none, and `key`) dispatches to, when it
@@ -227,7 +229,7 @@ impl Probe {
         let (index, slot) = entry.slot_for(key)?;
         // The probe's fused entry, which is running, was paired with its kernel by
         // `BoxedKernel::of`, and so is every kernel of the same entries static.
-        let same_shape = index == self.index || std::ptr::eq(slot.entries, self.kernel.entries);
+        let same_shape = index == self.index || std::ptr::eq(slot.entries, self.entries);
         same_shape.then_some(slot.kernel)
     }
 }
