@@ -275,7 +275,7 @@ pub(crate) fn names() -> Vec<&'static str> {
     for item in listed {
         match item {
             Listed::Op(entry) => names.push(entry.name()),
-            Listed::Batch(batch) => names.extend(batch.ops.iter().map(|op| op.name)),
+            Listed::Batch(batch) => names.extend(batch.op_names()),
         }
     }
     names
@@ -303,7 +303,7 @@ impl Registered {
     /// The batch's op names, in registration order. Made on each ask rather than kept: for a
     /// plugin of 10,000 ops a kept copy is 40 fresh pages, a tenth of its load.
     pub(crate) fn op_names(self) -> Vec<&'static str> {
-        self.0.ops.iter().map(|op| op.name).collect()
+        self.0.op_names().collect()
     }
 }
 
@@ -488,6 +488,11 @@ pub(crate) fn register(batch: ForeignBatch) -> Result<Registered> {
 }
 
 impl Batch {
+    /// Its ops' names, in registration order.
+    fn op_names(&'static self) -> impl Iterator<Item = &'static str> {
+        self.ops.iter().map(|op| op.name)
+    }
+
     /// Op `i`'s entry, built on first use.
     fn entry(&'static self, i: usize) -> &'static OpEntry {
         // Built under the lock, so an op has one entry however many threads resolve it at once.
