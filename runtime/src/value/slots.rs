@@ -121,16 +121,17 @@ impl Slots {
         Some(unsafe { self.as_ptr().add(self.len).read() })
     }
 
-    /// Drops the values past the first `len`, top first; each is uncounted before it drops, so
-    /// a panicking drop leaks the rest rather than dropping one twice.
+    /// Drops the values past the first `len`, uncounted before any of them drops, so that a
+    /// panicking drop never leads to one being dropped twice.
     #[inline]
     pub(crate) fn truncate(&mut self, len: usize) {
         let old = self.len;
         if old <= len {
             return;
         }
-        // No longer counted before they are dropped, so a drop that panics leaks the rest
-        // rather than dropping any twice; the length is then written once, not once a value.
+        // No longer counted before they are dropped, so a drop that panics drops none twice
+        // (the slice's drop glue goes on with the others); the length is written once, not once
+        // a value.
         self.len = len;
         let base = self.as_mut_ptr();
         // SAFETY: slots `len..old` held initialised values, now past the length: each is
