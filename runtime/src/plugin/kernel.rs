@@ -48,14 +48,33 @@ impl ForeignKernels for PluginKernels {
             ctx,
         } = self.raw[index];
         let plan = Plan::of(schema);
-        Box::leak(Box::new(PluginKernel {
-            kernel,
-            // Only an op of tensors and plain values can run on the host's stack as it is.
-            in_place: in_place.filter(|_| plan.held()),
-            ctx,
-            image: self.image,
-            plan,
-        }))
+        Box::leak(
+            PluginKernel {
+                kernel,
+                // Only an op of tensors and plain values can run on the host's stack as it is.
+                in_place: in_place.filter(|_| plan.held()),
+                ctx,
+                image: self.image,
+                plan,
+            }
+            .into_foreign(),
+        )
+    }
+}
+
+/// A [`PluginKernel`] of a plain op without an in-place kernel, which every call runs on the
+/// stack as it is ([`PluginKernel::call_plain`]).
+#[derive(Debug)]
+struct PlainKernel(PluginKernel);
+
+impl ForeignKernel for PlainKernel {
+    fn call(&self, op: &'static OpEntry, stack: &mut Stack) -> Result<()> {
+        // A C kernel cannot check tags as the in-process shims do: the host checks them here,
+        // with the same message.
+        if let Some(index) = self.0.plan.first_refused(stack.as_slice()) {
+            return Err(arg_type_error(op, index, &stack.as_slice()[index]));
+        }
+        self.0.call_plain(op, stack)
     }
 }
 
@@ -127,14 +146,21 @@ impl ForeignKernel for PluginKernel {
         if let Some(index) = refused {
             return Err(arg_type_error(op, index, &stack.as_slice()[index]));
         }
-        if self.plan.plain {
-            return self.call_plain(op, stack);
-        }
         foreign::with_outputs(op, stack, |stack| self.call_lent(op, stack))
     }
 }
 
 impl PluginKernel {
+    /// The kernel as the dispatcher calls it. A plain op's calls go straight to their one path
+    /// ([`PlainKernel`]), in a function of their own without the other paths' frame and tests.
+    fn into_foreign(self) -> Box<dyn ForeignKernel> {
+        if self.in_place.is_none() && self.plan.plain {
+            Box::new(PlainKernel(self))
+        } else {
+            Box::new(self)
+        }
+    }
+
     /// The call of an op whose arguments and returns are all plain values (their tags checked
     /// by the caller): the stack itself is the kernel's, with nothing copied, as a plain
     /// `StableValue` is its ABI value bit for bit (the layouts are asserted equal in
@@ -542,7 +568,7 @@ mod tests {
         let mut stack = Stack::new();
         stack.push_value(x);
         stack.spare_nones(2);
-        let result = k.call(op, &mut stack);
+        let result = k.into_foreign().call(op, &mut stack);
         let base = stack.spare_nones(0).cast::<Value>();
         // SAFETY: the call left the output and guard slots initialised (spare, or the output
         // moved down); a Value is plain data, copied.
@@ -710,7 +736,7 @@ mod tests {
         };
         let mut stack = Stack::new();
         stack.push_value(x);
-        let result = k.call(op, &mut stack);
+        let result = k.into_foreign().call(op, &mut stack);
         (result, stack)
     }
 
