@@ -175,10 +175,14 @@ impl<'a> Stack<'a> {
         // the values overwritten own nothing; `from >= len >= i`, so moving slot by slot upward
         // never reads a slot already written. The length covers exactly the moved values.
         unsafe {
-            self.values.set_len(0);
             let base = self.values.as_mut_ptr();
-            for i in 0..count {
-                StableValue::move_by_halves(base.add(from + i), base.add(i));
+            // The usual single output without the loop's setup (as `spare_nones` writes it).
+            if count == 1 {
+                StableValue::move_by_halves(base.add(from), base);
+            } else {
+                for i in 0..count {
+                    StableValue::move_by_halves(base.add(from + i), base.add(i));
+                }
             }
             self.values.set_len(count);
         }
