@@ -10,7 +10,7 @@ use super::foreign;
 use super::kernel::{self, panic_error, take_last_error, STATUS_OK};
 use super::key::DispatchKey;
 use super::registry::{check, OpEntry};
-use super::shared_shim::{Fused, Probe};
+use super::shared_shim::{BoxedKernel, Fused, Probe};
 use super::suggest::closest;
 use super::typed::{restore, type_id, ErasedFn, TypedFn};
 use crate::value::{Devices, List, StableValue, Stack};
@@ -176,14 +176,30 @@ impl OpHandle {
 
     /// Boxed call. On entry the stack holds the arguments; on success it holds the results.
     /// On error it is empty: the arguments have been released.
+    ///
+    /// The usual call (every argument given, kernels of one shape) runs its shape's fused entry
+    /// from here, inlined into the caller, so that it passes through no frame of the general
+    /// path's size (callgrind: the tensor op's boxed call 398 -> 360 instructions, the int
+    /// op's 249 -> 211).
+    #[inline]
     pub fn call_boxed(&self, stack: &mut Stack) -> Result<()> {
-        self.call_boxed_with(None, stack)
+        self.call_boxed_keyed(None, stack)
     }
 
     /// Boxed call of an op that may take no tensors, on the given key (without tensors the key
     /// is CPU).
+    #[inline]
     pub fn call_boxed_on(&self, key: DispatchKey, stack: &mut Stack) -> Result<()> {
-        self.call_boxed_with(Some(key), stack)
+        self.call_boxed_keyed(Some(key), stack)
+    }
+
+    #[inline(always)]
+    fn call_boxed_keyed(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Result<()> {
+        match self.try_fused(key, stack) {
+            Fused::Done => Ok(()),
+            Fused::Failed(error) => Err(*error),
+            Fused::General => self.call_boxed_with(key, stack),
+        }
     }
 
     fn call_boxed_with(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Result<()> {
@@ -198,34 +214,34 @@ impl OpHandle {
         }
     }
 
+    /// The usual call (every argument given, no fixed-size list to check, kernels of one
+    /// shape) in its shape's fused entry, which unboxes once for both dispatch and the kernel;
+    /// `General` when the call is not one, with the stack as it was. Another image's op, which
+    /// has no fused entry, goes straight to its kernel when its arguments are complete.
+    #[inline(always)]
+    fn try_fused(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Fused {
+        let entry = self.entry;
+        if stack.len() == entry.num_args() && entry.fixed_lists.is_empty() {
+            if entry.foreign.is_some() {
+                return foreign_complete(entry, key, stack);
+            }
+            if let Some((probe, fused)) = Probe::of(entry) {
+                return fused(entry, probe, key, stack);
+            }
+        }
+        Fused::General
+    }
+
+    /// The general path: every call the fused entry leaves to it.
     fn try_call(&self, key: Option<DispatchKey>, stack: &mut Stack) -> Result<()> {
         let entry = self.entry;
         let num_args = entry.num_args();
         // Every argument given and no fixed-size list to check: nothing to complete.
         let complete = stack.len() == num_args && entry.fixed_lists.is_empty();
-        // The usual call (complete, kernels of one shape) runs in its shape's fused entry,
-        // which unboxes once for both dispatch and the kernel. (Another image's op has no
-        // fused entry: it is not probed for one.)
-        if complete && entry.foreign.is_none() {
-            if let Some((probe, fused)) = Probe::of(entry) {
-                match fused(entry, probe, key, stack) {
-                    Fused::Done => return Ok(()),
-                    Fused::Failed(error) => return Err(*error),
-                    Fused::General => {}
-                }
-            }
-        }
-        // (A fused entry that sends the call here has left the stack as it was.)
         if !complete {
             complete_arguments(entry, stack)?;
         }
-        let key = match dispatch_device(entry, stack)? {
-            Some(device) => DispatchKey::for_device(device),
-            None => key.unwrap_or(DispatchKey::CPU),
-        };
-        let Some((index, slot)) = entry.slot_for(key) else {
-            return Err(no_kernel_error(entry, key));
-        };
+        let (index, slot) = dispatch(entry, key, stack)?;
         let num_outputs = entry.num_outputs();
         if let Some(foreign) = entry.foreign {
             return call_foreign(entry, foreign[index], stack);
@@ -242,6 +258,48 @@ impl OpHandle {
         stack.release_front(num_args);
         Ok(())
     }
+}
+
+/// The kernel slot a complete call dispatches to: its tensors' one device's key, else `key`,
+/// else CPU.
+#[inline(always)]
+fn dispatch<'e>(
+    entry: &'e OpEntry,
+    key: Option<DispatchKey>,
+    stack: &Stack,
+) -> Result<(usize, &'e BoxedKernel)> {
+    let key = match dispatch_device(entry, stack)? {
+        Some(device) => DispatchKey::for_device(device),
+        None => key.unwrap_or(DispatchKey::CPU),
+    };
+    entry
+        .slot_for(key)
+        .ok_or_else(|| no_kernel_error(entry, key))
+}
+
+/// A complete call of another image's op: dispatched and its kernel called here, as the
+/// general path would (the stack emptied on failure), without its frame.
+#[inline(never)]
+fn foreign_complete(entry: &'static OpEntry, key: Option<DispatchKey>, stack: &mut Stack) -> Fused {
+    let kernel = match dispatch(entry, key, stack) {
+        Ok((index, _)) => entry.foreign.and_then(|foreign| foreign[index]),
+        Err(error) => return fused_failure(error, stack),
+    };
+    let Some(kernel) = kernel else {
+        return fused_failure(missing_foreign(entry), stack);
+    };
+    match kernel.call(entry, stack) {
+        Ok(()) => Fused::Done,
+        Err(error) => fused_failure(error, stack),
+    }
+}
+
+/// A call that failed with `error`, as the general path ends one: the stack emptied.
+#[cold]
+#[inline(never)]
+fn fused_failure(error: Error, stack: &mut Stack) -> Fused {
+    stack.clear();
+    Fused::Failed(Box::new(error))
 }
 
 /// The arguments' rare work, out of line so that the usual call (every argument given, no
@@ -295,6 +353,7 @@ fn missing_foreign(entry: &OpEntry) -> Error {
 type At = (usize, Option<u32>);
 
 /// The one device all tensor arguments are on, or None when the call has no tensors.
+#[inline(always)]
 fn dispatch_device(entry: &OpEntry, stack: &Stack) -> Result<Option<Device>> {
     let mut first: Option<(At, Device)> = None;
     let mut bits = entry.tensor_args;
