@@ -192,7 +192,7 @@ impl PluginKernel {
         {
             // SAFETY: the inputs are plain, so they own nothing; the outputs are the spare
             // slots from `num_args` on, which hold plain values (checked just above).
-            unsafe { stack.replace_with_plain_spare(num_args, num_outputs) };
+            unsafe { stack.replace_with_spare(num_args, num_outputs) };
             return Ok(());
         }
         Err(self.plain_refused(op, status, inputs, written))

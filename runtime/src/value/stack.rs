@@ -197,17 +197,15 @@ impl<'a> Stack<'a> {
         base
     }
 
-    /// Forgets every value and keeps the `count` plain values in the spare slots from `from` on
-    /// (past the top, as [`spare_nones`](Self::spare_nones) lent them) as the stack's values
-    /// instead: a plain kernel's outputs, which leave a stack that owns nothing.
+    /// Forgets every value and keeps the `count` spare slots from `from` on (past the top, as
+    /// [`spare_nones`](Self::spare_nones) lent them) as the stack's values instead.
     ///
     /// # Safety
     /// The stack's values must own nothing (plain values: dropping them is a no-op), and slots
     /// `from..from + count` must be spare slots, within the capacity and past the top, that hold
-    /// initialised plain values.
+    /// initialised values the stack may own.
     #[inline]
-    pub(crate) unsafe fn replace_with_plain_spare(&mut self, from: usize, count: usize) {
-        self.may_own = false;
+    pub(crate) unsafe fn replace_with_spare(&mut self, from: usize, count: usize) {
         // SAFETY: per the contract, the slots read are initialised and within the capacity, and
         // the values overwritten own nothing; `from >= len >= i`, so moving slot by slot upward
         // never reads a slot already written. The length covers exactly the moved values.

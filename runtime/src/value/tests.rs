@@ -889,11 +889,7 @@ fn clear_releases_every_owned_value_however_it_got_in() {
     stack.push(1i64).push(2i64);
     stack.as_mut_slice()[1] = StableValue::tensor(t.clone());
     stack.clear();
-    assert_eq!(
-        t.ref_count(),
-        1,
-        "a value written through the slice is released"
-    );
+    assert_eq!(t.ref_count(), 1, "a value written through the slice is released");
 
     stack.push(1i64);
     let base = stack.reserve_outputs(1);
