@@ -254,17 +254,6 @@ impl StableValue {
         }
     }
 
-    /// Whether dropping this value releases something: false for plain values and borrowed
-    /// tensors. One inlined range compare for plain values: the owning tags are Str, Tensor
-    /// and List, consecutive ABI numbers (tag_numbers_round_trip); Generator (a later ABI
-    /// number) is the one owning tag outside the range.
-    #[inline]
-    pub(crate) fn needs_release(&self) -> bool {
-        const FIRST_OWNING: u32 = Tag::Str as u32;
-        (self.tag.wrapping_sub(FIRST_OWNING) < 3 && !self.is_borrowed_tensor())
-            || self.tag == Tag::Generator as u32
-    }
-
     fn is_borrowed_tensor(&self) -> bool {
         self.tag == Tag::Tensor as u32 && self.aux == TENSOR_BORROWED
     }
@@ -494,7 +483,13 @@ impl Default for StableValue {
 impl Drop for StableValue {
     #[inline]
     fn drop(&mut self) {
-        if self.needs_release() {
+        // Plain values own nothing: keep their drop to one inlined range compare. The owning
+        // tags are Str, Tensor and List, consecutive ABI numbers (tag_numbers_round_trip).
+        // Generator (a later ABI number) is the one owning tag outside the range.
+        const FIRST_OWNING: u32 = Tag::Str as u32;
+        if (self.tag.wrapping_sub(FIRST_OWNING) < 3 && !self.is_borrowed_tensor())
+            || self.tag == Tag::Generator as u32
+        {
             self.release();
         }
     }

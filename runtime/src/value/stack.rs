@@ -11,27 +11,10 @@ use crate::Tensor;
 /// `'a` is how long the tensors pushed by reference live: `push(&x)` borrows `x`'s handle
 /// instead of taking a reference count, so the stack may not outlive `x`. Values leave the stack
 /// (`pop`, iteration) as owned values.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Stack<'a> {
     values: Slots,
-    /// False only while no value may need a release (plain values and borrowed tensors, whose
-    /// drops do nothing): then `clear` forgets the values instead of looking at each. A call's
-    /// arguments are usually such, and a fused call clears them after its kernel (callgrind:
-    /// 35 of the tensor op's 360 instructions were that look). Set by every push that may own
-    /// and by every way values get in without one (a kernel's outputs, a mutable slice).
-    may_own: bool,
     borrows: PhantomData<&'a Tensor>,
-}
-
-impl Clone for Stack<'_> {
-    fn clone(&self) -> Self {
-        Stack {
-            values: self.values.clone(),
-            // A borrowed tensor's clone is counted: the copy may own what this stack borrows.
-            may_own: !self.values.is_empty(),
-            borrows: PhantomData,
-        }
-    }
 }
 
 impl<'a> Stack<'a> {
@@ -40,7 +23,6 @@ impl<'a> Stack<'a> {
     pub fn new() -> Stack<'a> {
         Stack {
             values: Slots::new(),
-            may_own: false,
             borrows: PhantomData,
         }
     }
@@ -78,8 +60,6 @@ impl<'a> Stack<'a> {
 
     #[inline]
     fn push_with_room(&mut self, value: StableValue) {
-        // Folded away where the value's kind is known at compile time (a typed push).
-        self.may_own |= value.needs_release();
         let len = self.values.len();
         debug_assert!(len < self.values.capacity());
         // SAFETY: `make_room` left capacity for slot `len`, which is past the initialised
@@ -121,32 +101,19 @@ impl<'a> Stack<'a> {
 
     /// The values, for the dispatcher's in-place argument checks (`fixed_list`).
     pub(crate) fn as_mut_slice(&mut self) -> &mut [StableValue] {
-        // Whatever is written there may own.
-        self.may_own = true;
         &mut self.values
     }
 
     /// Releases every value.
     #[inline]
     pub fn clear(&mut self) {
-        if self.may_own {
-            self.values.clear();
-            self.may_own = false;
-        } else {
-            // SAFETY: no value needs a release (the field's invariant), so forgetting them all
-            // is what dropping them would do.
-            unsafe { self.values.set_len(0) };
-        }
+        self.values.clear();
     }
 
     /// Releases the values past the first `len`.
     #[inline]
     pub(crate) fn truncate(&mut self, len: usize) {
-        if len == 0 {
-            self.clear();
-        } else {
-            self.values.truncate(len);
-        }
+        self.values.truncate(len);
     }
 
     /// True once the stack has outgrown its inline slots and lives on the heap.
@@ -172,8 +139,6 @@ impl<'a> Stack<'a> {
     /// [`replace_with_spare`](Self::replace_with_spare) says so.
     #[inline]
     pub(crate) fn spare_nones(&mut self, count: usize) -> *mut StableValue {
-        // The kernel that writes the slots may leave anything there that the stack then owns.
-        self.may_own = true;
         let len = self.values.len();
         if self.values.capacity() - len < count {
             self.values.reserve(count);
@@ -289,7 +254,6 @@ impl FromIterator<StableValue> for Stack<'_> {
     fn from_iter<I: IntoIterator<Item = StableValue>>(iter: I) -> Self {
         Stack {
             values: iter.into_iter().collect(),
-            may_own: true,
             borrows: PhantomData,
         }
     }
