@@ -241,11 +241,11 @@ impl OpHandle {
         if !complete {
             complete_arguments(entry, stack)?;
         }
-        let (index, slot) = dispatch(entry, key, stack)?;
-        let num_outputs = entry.num_outputs();
-        if let Some(foreign) = entry.foreign {
-            return call_foreign(entry, foreign[index], stack);
+        if entry.foreign.is_some() {
+            return call_foreign(entry, key, stack);
         }
+        let (_, slot) = dispatch(entry, key, stack)?;
+        let num_outputs = entry.num_outputs();
         let kernel = *slot;
         let base = stack.reserve_outputs(num_outputs);
         // SAFETY: `base` points at the stack's `num_args + num_outputs` initialised values (the
@@ -281,16 +281,26 @@ fn dispatch<'e>(
 /// general path would (the stack emptied on failure), without its frame.
 #[inline(never)]
 fn foreign_complete(entry: &'static OpEntry, key: Option<DispatchKey>, stack: &mut Stack) -> Fused {
-    let kernel = match dispatch(entry, key, stack) {
-        Ok((index, _)) => entry.foreign.and_then(|foreign| foreign[index]),
-        Err(error) => return fused_failure(error, stack),
-    };
-    let Some(kernel) = kernel else {
-        return fused_failure(missing_foreign(entry), stack);
-    };
-    match kernel.call(entry, stack) {
+    match dispatch_foreign(entry, key, stack) {
         Ok(()) => Fused::Done,
         Err(error) => fused_failure(error, stack),
+    }
+}
+
+/// Another image's op, its arguments complete: dispatched, and the kernel of its key called.
+/// The kernel lays out its outputs itself: a plain plugin kernel runs on the stack's spare
+/// slots, with nothing pushed or truncated here.
+#[inline(always)]
+fn dispatch_foreign(
+    entry: &'static OpEntry,
+    key: Option<DispatchKey>,
+    stack: &mut Stack,
+) -> Result<()> {
+    let (index, _) = dispatch(entry, key, stack)?;
+    // An entry of another image has a foreign kernel in every slot it fills.
+    match entry.foreign.and_then(|foreign| foreign[index]) {
+        Some(kernel) => kernel.call(entry, stack),
+        None => Err(missing_foreign(entry)),
     }
 }
 
@@ -321,22 +331,18 @@ fn complete_arguments(entry: &OpEntry, stack: &mut Stack) -> Result<()> {
     Ok(())
 }
 
-/// A plugin's kernel (or, in a plugin, the host's): out of line, so the in-process path is one
-/// predictable branch longer and no larger (inlined, it cost the in-process boxed call of the
-/// tensor op about 20 ns on the H200). The kernel lays out its outputs itself: a plain plugin
-/// kernel runs on the stack's spare slots, with nothing pushed or truncated here.
+/// A plugin's kernel (or, in a plugin, the host's) on the general path, after its arguments
+/// were completed: out of line, so the in-process path is one predictable branch longer and no
+/// larger (inlined, it cost the in-process boxed call of the tensor op about 20 ns on the
+/// H200).
 #[cold]
 #[inline(never)]
 fn call_foreign(
     entry: &'static OpEntry,
-    foreign: Option<&'static dyn foreign::ForeignKernel>,
+    key: Option<DispatchKey>,
     stack: &mut Stack,
 ) -> Result<()> {
-    // An entry of another image has a foreign kernel in every slot it fills.
-    match foreign {
-        Some(foreign) => foreign.call(entry, stack),
-        None => Err(missing_foreign(entry)),
-    }
+    dispatch_foreign(entry, key, stack)
 }
 
 #[cold]

@@ -904,10 +904,9 @@ fn clear_releases_every_owned_value_however_it_got_in() {
     assert_eq!(t.ref_count(), 1, "a kernel's output is released");
 
     stack.push(&t);
-    let copy = stack.clone();
+    let mut copy = stack.clone();
     assert_eq!(t.ref_count(), 2, "the clone owns what the stack borrowed");
     stack.clear();
-    let mut copy = copy;
     copy.clear();
     assert_eq!(t.ref_count(), 1, "and releases it");
 
